@@ -1,0 +1,26 @@
+import { defineConfig } from 'vitest/config';
+
+// Two projects: `unit` (pure, seconds) and `integration` (real control plane, MariaDB and processes, started
+// once per run by test/infra/global-setup.ts and shared; tests isolate themselves by namespace/database).
+export default defineConfig({
+  test: {
+    pool: 'forks',
+    maxWorkers: 2,
+    testTimeout: 60_000,
+    hookTimeout: 180_000,
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
+          globalSetup: ['test/infra/global-setup.ts'],
+        },
+      },
+    ],
+  },
+});
