@@ -137,6 +137,7 @@ export interface AgentMessage {
   accountStatus?: AccountStatus | undefined;
   operationResult?: OperationResult | undefined;
   heartbeat?: Heartbeat | undefined;
+  accountsUpdate?: AccountsUpdate | undefined;
 }
 
 /** First message on every stream. Anything else first closes the stream with FAILED_PRECONDITION. */
@@ -279,6 +280,17 @@ export interface OperationResult_ResourceVersionsEntry {
   value: string;
 }
 
+/**
+ * Accounts added, changed or removed on the agent without a new stream (config reload). Processed in stream order
+ * with the data messages: the server answers with AccountsUpdateResult once everything sent before it is applied.
+ * A removed account is dropped from the registry and its cache at once (no grace period: the operator removed
+ * it). A changed account is sent in `added` again (same name).
+ */
+export interface AccountsUpdate {
+  added: Account[];
+  removed: string[];
+}
+
 export interface Heartbeat {
   /** Sender's wall clock in milliseconds since the epoch. */
   sentAtMs: number;
@@ -290,6 +302,7 @@ export interface ServerMessage {
   operation?: Operation | undefined;
   accountsChanged?: AccountsChanged | undefined;
   heartbeat?: Heartbeat | undefined;
+  accountsUpdateResult?: AccountsUpdateResult | undefined;
 }
 
 export interface Welcome {
@@ -309,6 +322,14 @@ export interface Welcome {
   maxMessageBytes: number;
   /** How often the server expects a Heartbeat when nothing else is sent. */
   heartbeatIntervalSeconds: number;
+}
+
+/** Answer to AccountsUpdate: the same verdicts and resume points Welcome gives, for the added accounts only. */
+export interface AccountsUpdateResult {
+  acceptedAccounts: string[];
+  rejectedAccounts: RejectedAccount[];
+  resumePoints: ResumePoint[];
+  removedAccounts: string[];
 }
 
 export interface RejectedAccount {
@@ -354,6 +375,7 @@ function createBaseAgentMessage(): AgentMessage {
     accountStatus: undefined,
     operationResult: undefined,
     heartbeat: undefined,
+    accountsUpdate: undefined,
   };
 }
 
@@ -382,6 +404,9 @@ export const AgentMessage: MessageFns<AgentMessage> = {
     }
     if (message.heartbeat !== undefined) {
       Heartbeat.encode(message.heartbeat, writer.uint32(66).fork()).join();
+    }
+    if (message.accountsUpdate !== undefined) {
+      AccountsUpdate.encode(message.accountsUpdate, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -463,6 +488,14 @@ export const AgentMessage: MessageFns<AgentMessage> = {
             message.heartbeat = Heartbeat.decode(reader, reader.uint32());
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.accountsUpdate = AccountsUpdate.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -505,6 +538,11 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         ? OperationResult.fromJSON(object.operation_result)
         : undefined,
       heartbeat: isSet(object.heartbeat) ? Heartbeat.fromJSON(object.heartbeat) : undefined,
+      accountsUpdate: isSet(object.accountsUpdate)
+        ? AccountsUpdate.fromJSON(object.accountsUpdate)
+        : isSet(object.accounts_update)
+        ? AccountsUpdate.fromJSON(object.accounts_update)
+        : undefined,
     };
   },
 
@@ -533,6 +571,9 @@ export const AgentMessage: MessageFns<AgentMessage> = {
     }
     if (message.heartbeat !== undefined) {
       obj.heartbeat = Heartbeat.toJSON(message.heartbeat);
+    }
+    if (message.accountsUpdate !== undefined) {
+      obj.accountsUpdate = AccountsUpdate.toJSON(message.accountsUpdate);
     }
     return obj;
   },
@@ -563,6 +604,9 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       : undefined;
     message.heartbeat = (object.heartbeat !== undefined && object.heartbeat !== null)
       ? Heartbeat.fromPartial(object.heartbeat)
+      : undefined;
+    message.accountsUpdate = (object.accountsUpdate !== undefined && object.accountsUpdate !== null)
+      ? AccountsUpdate.fromPartial(object.accountsUpdate)
       : undefined;
     return message;
   },
@@ -2348,6 +2392,91 @@ export const OperationResult_ResourceVersionsEntry: MessageFns<OperationResult_R
   },
 };
 
+function createBaseAccountsUpdate(): AccountsUpdate {
+  return { added: [], removed: [] };
+}
+
+export const AccountsUpdate: MessageFns<AccountsUpdate> = {
+  encode(message: AccountsUpdate, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.added) {
+      Account.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.removed) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AccountsUpdate {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAccountsUpdate();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.added.push(Account.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.removed.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AccountsUpdate {
+    return {
+      added: globalThis.Array.isArray(object?.added) ? object.added.map((e: any) => Account.fromJSON(e)) : [],
+      removed: globalThis.Array.isArray(object?.removed) ? object.removed.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: AccountsUpdate): unknown {
+    const obj: any = {};
+    if (message.added?.length) {
+      obj.added = message.added.map((e) => Account.toJSON(e));
+    }
+    if (message.removed?.length) {
+      obj.removed = message.removed;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AccountsUpdate>): AccountsUpdate {
+    return AccountsUpdate.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AccountsUpdate>): AccountsUpdate {
+    const message = createBaseAccountsUpdate();
+    message.added = object.added?.map((e) => Account.fromPartial(e)) || [];
+    message.removed = object.removed?.map((e) => e) || [];
+    return message;
+  },
+};
+
 function createBaseHeartbeat(): Heartbeat {
   return { sentAtMs: 0 };
 }
@@ -2422,7 +2551,14 @@ export const Heartbeat: MessageFns<Heartbeat> = {
 };
 
 function createBaseServerMessage(): ServerMessage {
-  return { welcome: undefined, ack: undefined, operation: undefined, accountsChanged: undefined, heartbeat: undefined };
+  return {
+    welcome: undefined,
+    ack: undefined,
+    operation: undefined,
+    accountsChanged: undefined,
+    heartbeat: undefined,
+    accountsUpdateResult: undefined,
+  };
 }
 
 export const ServerMessage: MessageFns<ServerMessage> = {
@@ -2441,6 +2577,9 @@ export const ServerMessage: MessageFns<ServerMessage> = {
     }
     if (message.heartbeat !== undefined) {
       Heartbeat.encode(message.heartbeat, writer.uint32(42).fork()).join();
+    }
+    if (message.accountsUpdateResult !== undefined) {
+      AccountsUpdateResult.encode(message.accountsUpdateResult, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -2498,6 +2637,14 @@ export const ServerMessage: MessageFns<ServerMessage> = {
             message.heartbeat = Heartbeat.decode(reader, reader.uint32());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.accountsUpdateResult = AccountsUpdateResult.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2521,6 +2668,11 @@ export const ServerMessage: MessageFns<ServerMessage> = {
         ? AccountsChanged.fromJSON(object.accounts_changed)
         : undefined,
       heartbeat: isSet(object.heartbeat) ? Heartbeat.fromJSON(object.heartbeat) : undefined,
+      accountsUpdateResult: isSet(object.accountsUpdateResult)
+        ? AccountsUpdateResult.fromJSON(object.accountsUpdateResult)
+        : isSet(object.accounts_update_result)
+        ? AccountsUpdateResult.fromJSON(object.accounts_update_result)
+        : undefined,
     };
   },
 
@@ -2540,6 +2692,9 @@ export const ServerMessage: MessageFns<ServerMessage> = {
     }
     if (message.heartbeat !== undefined) {
       obj.heartbeat = Heartbeat.toJSON(message.heartbeat);
+    }
+    if (message.accountsUpdateResult !== undefined) {
+      obj.accountsUpdateResult = AccountsUpdateResult.toJSON(message.accountsUpdateResult);
     }
     return obj;
   },
@@ -2561,6 +2716,9 @@ export const ServerMessage: MessageFns<ServerMessage> = {
       : undefined;
     message.heartbeat = (object.heartbeat !== undefined && object.heartbeat !== null)
       ? Heartbeat.fromPartial(object.heartbeat)
+      : undefined;
+    message.accountsUpdateResult = (object.accountsUpdateResult !== undefined && object.accountsUpdateResult !== null)
+      ? AccountsUpdateResult.fromPartial(object.accountsUpdateResult)
       : undefined;
     return message;
   },
@@ -2784,6 +2942,139 @@ export const Welcome: MessageFns<Welcome> = {
     message.maxUnackedBytes = object.maxUnackedBytes ?? 0;
     message.maxMessageBytes = object.maxMessageBytes ?? 0;
     message.heartbeatIntervalSeconds = object.heartbeatIntervalSeconds ?? 0;
+    return message;
+  },
+};
+
+function createBaseAccountsUpdateResult(): AccountsUpdateResult {
+  return { acceptedAccounts: [], rejectedAccounts: [], resumePoints: [], removedAccounts: [] };
+}
+
+export const AccountsUpdateResult: MessageFns<AccountsUpdateResult> = {
+  encode(message: AccountsUpdateResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.acceptedAccounts) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.rejectedAccounts) {
+      RejectedAccount.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.resumePoints) {
+      ResumePoint.encode(v!, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.removedAccounts) {
+      writer.uint32(34).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AccountsUpdateResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAccountsUpdateResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.acceptedAccounts.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.rejectedAccounts.push(RejectedAccount.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.resumePoints.push(ResumePoint.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.removedAccounts.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AccountsUpdateResult {
+    return {
+      acceptedAccounts: globalThis.Array.isArray(object?.acceptedAccounts)
+        ? object.acceptedAccounts.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.accepted_accounts)
+        ? object.accepted_accounts.map((e: any) => globalThis.String(e))
+        : [],
+      rejectedAccounts: globalThis.Array.isArray(object?.rejectedAccounts)
+        ? object.rejectedAccounts.map((e: any) => RejectedAccount.fromJSON(e))
+        : globalThis.Array.isArray(object?.rejected_accounts)
+        ? object.rejected_accounts.map((e: any) => RejectedAccount.fromJSON(e))
+        : [],
+      resumePoints: globalThis.Array.isArray(object?.resumePoints)
+        ? object.resumePoints.map((e: any) => ResumePoint.fromJSON(e))
+        : globalThis.Array.isArray(object?.resume_points)
+        ? object.resume_points.map((e: any) => ResumePoint.fromJSON(e))
+        : [],
+      removedAccounts: globalThis.Array.isArray(object?.removedAccounts)
+        ? object.removedAccounts.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.removed_accounts)
+        ? object.removed_accounts.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AccountsUpdateResult): unknown {
+    const obj: any = {};
+    if (message.acceptedAccounts?.length) {
+      obj.acceptedAccounts = message.acceptedAccounts;
+    }
+    if (message.rejectedAccounts?.length) {
+      obj.rejectedAccounts = message.rejectedAccounts.map((e) => RejectedAccount.toJSON(e));
+    }
+    if (message.resumePoints?.length) {
+      obj.resumePoints = message.resumePoints.map((e) => ResumePoint.toJSON(e));
+    }
+    if (message.removedAccounts?.length) {
+      obj.removedAccounts = message.removedAccounts;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AccountsUpdateResult>): AccountsUpdateResult {
+    return AccountsUpdateResult.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AccountsUpdateResult>): AccountsUpdateResult {
+    const message = createBaseAccountsUpdateResult();
+    message.acceptedAccounts = object.acceptedAccounts?.map((e) => e) || [];
+    message.rejectedAccounts = object.rejectedAccounts?.map((e) => RejectedAccount.fromPartial(e)) || [];
+    message.resumePoints = object.resumePoints?.map((e) => ResumePoint.fromPartial(e)) || [];
+    message.removedAccounts = object.removedAccounts?.map((e) => e) || [];
     return message;
   },
 };
