@@ -223,6 +223,11 @@ export interface SyncEnd {
 export interface ChangeBatch {
   seq: number;
   changes: Change[];
+  /**
+   * Agent's wall clock (ms since the epoch) when the oldest change of the batch was read from its watch; the
+   * server's change->cache lag histogram starts here. 0 when unknown.
+   */
+  observedAtMs: number;
 }
 
 export interface Change {
@@ -1546,7 +1551,7 @@ export const SyncEnd: MessageFns<SyncEnd> = {
 };
 
 function createBaseChangeBatch(): ChangeBatch {
-  return { seq: 0, changes: [] };
+  return { seq: 0, changes: [], observedAtMs: 0 };
 }
 
 export const ChangeBatch: MessageFns<ChangeBatch> = {
@@ -1556,6 +1561,9 @@ export const ChangeBatch: MessageFns<ChangeBatch> = {
     }
     for (const v of message.changes) {
       Change.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.observedAtMs !== 0) {
+      writer.uint32(24).int64(message.observedAtMs);
     }
     return writer;
   },
@@ -1589,6 +1597,14 @@ export const ChangeBatch: MessageFns<ChangeBatch> = {
             message.changes.push(Change.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.observedAtMs = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1605,6 +1621,11 @@ export const ChangeBatch: MessageFns<ChangeBatch> = {
     return {
       seq: isSet(object.seq) ? globalThis.Number(object.seq) : 0,
       changes: globalThis.Array.isArray(object?.changes) ? object.changes.map((e: any) => Change.fromJSON(e)) : [],
+      observedAtMs: isSet(object.observedAtMs)
+        ? globalThis.Number(object.observedAtMs)
+        : isSet(object.observed_at_ms)
+        ? globalThis.Number(object.observed_at_ms)
+        : 0,
     };
   },
 
@@ -1616,6 +1637,9 @@ export const ChangeBatch: MessageFns<ChangeBatch> = {
     if (message.changes?.length) {
       obj.changes = message.changes.map((e) => Change.toJSON(e));
     }
+    if (message.observedAtMs !== 0) {
+      obj.observedAtMs = Math.round(message.observedAtMs);
+    }
     return obj;
   },
 
@@ -1626,6 +1650,7 @@ export const ChangeBatch: MessageFns<ChangeBatch> = {
     const message = createBaseChangeBatch();
     message.seq = object.seq ?? 0;
     message.changes = object.changes?.map((e) => Change.fromPartial(e)) || [];
+    message.observedAtMs = object.observedAtMs ?? 0;
     return message;
   },
 };
