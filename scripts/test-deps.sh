@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what the integration tests need from Debian's packages when it is missing: MariaDB (the MySQL
+# store's test server) and openssl (test PKI). Skipped when SCALE_AGENT_TEST_MYSQL_URL points at an
+# existing server. Idempotent: a machine that has them installs nothing.
+set -euo pipefail
+say() { printf '[test-deps] %s\n' "$*" >&2; }
+need=()
+if [ -z "${SCALE_AGENT_TEST_MYSQL_URL:-}" ] && ! command -v mariadbd >/dev/null && [ ! -x /usr/sbin/mariadbd ]; then
+  need+=(mariadb-server)
+fi
+command -v openssl >/dev/null || need+=(openssl)
+if [ ${#need[@]} -eq 0 ]; then exit 0; fi
+if [ "$(id -u)" -ne 0 ]; then
+  say "error: missing ${need[*]}; install them with: sudo apt-get install -y ${need[*]}"
+  exit 1
+fi
+say "installing ${need[*]} from Debian's packages (one-time, about a minute)"
+export DEBIAN_FRONTEND=noninteractive
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+apt-get update -qq >"$log" 2>&1 || { cat "$log" >&2; say "error: apt-get update failed"; exit 1; }
+# policy-rc.d 101 keeps the package from starting its own system service: the tests run their own server.
+policy=/usr/sbin/policy-rc.d; created=0
+if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; created=1; fi
+apt-get install -y -qq --no-install-recommends "${need[@]}" >"$log" 2>&1 \
+  || { tail -40 "$log" >&2; say "error: apt-get install ${need[*]} failed"; exit 1; }
+[ "$created" = 1 ] && rm -f "$policy"
+say "installed ${need[*]}"

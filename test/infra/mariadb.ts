@@ -1,0 +1,123 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createConnection } from 'mysql2/promise';
+import { run } from './exec.js';
+import { freePort } from './ports.js';
+import { ServerProcess } from './processes-group.js';
+
+const START_TIMEOUT_MS = 60_000;
+
+function findBinary(name: string): string {
+  for (const dir of ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin']) {
+    if (existsSync(join(dir, name))) return join(dir, name);
+  }
+  throw new Error(`${name} not found; run scripts/test-deps.sh (installs mariadb-server from Debian's packages)`);
+}
+
+/** A throwaway MariaDB server (Debian's mariadb-server) on a temp data dir and a free loopback port. */
+export class MariaDb {
+  private constructor(
+    readonly dir: string,
+    readonly port: number,
+    readonly proc: ServerProcess,
+  ) {}
+
+  /** Root over TCP without a password; databases are created per test file. */
+  get url(): string {
+    return `mysql://root@127.0.0.1:${this.port}/`;
+  }
+
+  get pid(): number {
+    return this.proc.pid;
+  }
+
+  static async start(opts: { log?: (line: string) => void } = {}): Promise<MariaDb> {
+    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-mariadb-'));
+    const datadir = join(dir, 'data');
+    mkdirSync(datadir);
+    const t0 = Date.now();
+    await run(findBinary('mariadb-install-db'), [
+      '--no-defaults',
+      `--datadir=${datadir}`,
+      '--auth-root-authentication-method=normal',
+      '--skip-test-db',
+      '--user=root',
+    ]);
+    const port = await freePort();
+    const proc = ServerProcess.start(
+      'mariadbd',
+      findBinary('mariadbd'),
+      [
+        '--no-defaults',
+        `--datadir=${datadir}`,
+        `--port=${port}`,
+        '--bind-address=127.0.0.1',
+        `--socket=${join(dir, 'mysqld.sock')}`,
+        `--pid-file=${join(dir, 'mysqld.pid')}`,
+        '--user=root',
+        '--skip-name-resolve',
+        // A test server: durability off, connections plentiful.
+        '--innodb-flush-log-at-trx-commit=0',
+        '--skip-log-bin',
+        '--max-connections=1000',
+        '--max-allowed-packet=64M',
+      ],
+      join(dir, 'mariadbd.log'),
+    );
+    const db = new MariaDb(dir, port, proc);
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    for (;;) {
+      proc.assertRunning();
+      try {
+        const c = await createConnection({ host: '127.0.0.1', port, user: 'root' });
+        await c.end();
+        break;
+      } catch (e) {
+        if (Date.now() > deadline) {
+          await db.stop();
+          throw new Error(`mariadbd not ready after ${START_TIMEOUT_MS / 1000} s: ${String(e)}\n${proc.logTail()}`, {
+            cause: e,
+          });
+        }
+        await sleep(200);
+      }
+    }
+    opts.log?.(`mariadbd ready on 127.0.0.1:${port} (${Date.now() - t0} ms)`);
+    return db;
+  }
+
+  async stop(): Promise<void> {
+    await this.proc.stop(10_000);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Creates a fresh database on the server at `serverUrl` and returns its URL and a drop function. */
+export async function createDatabase(
+  serverUrl: string,
+  prefix: string,
+): Promise<{ url: string; database: string; drop(): Promise<void> }> {
+  const database = `${prefix.replace(/[^a-zA-Z0-9_]/g, '_')}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const conn = await createConnection(serverUrl);
+  try {
+    await conn.query(`CREATE DATABASE \`${database}\``);
+  } finally {
+    await conn.end();
+  }
+  const u = new URL(serverUrl);
+  u.pathname = `/${database}`;
+  return {
+    url: u.toString(),
+    database,
+    async drop() {
+      const c = await createConnection(serverUrl);
+      try {
+        await c.query(`DROP DATABASE IF EXISTS \`${database}\``);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
