@@ -1,0 +1,93 @@
+import type { ErrorDetail } from '../shared/errors.js';
+import type { LoadedYaml } from './load.js';
+import { resolveKind } from './kinds.js';
+import type { TopologyInput } from './topology.js';
+
+/**
+ * Rules the schema cannot say. Runs only on schema-valid input and reports every problem, each located.
+ */
+export function semanticErrors(t: TopologyInput, src: LoadedYaml): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  const err = (path: string, message: string): void => void out.push(src.detail(path, message));
+  const ps = t.pluginServer;
+  const exposure = ps.grpc?.exposure?.type ?? 'ClusterIP';
+
+  if ((ps.replicas ?? 1) > 1 && (ps.storage?.type ?? 'memory') === 'memory') {
+    err('/pluginServer/replicas', 'more than one replica needs storage.type mysql (the memory store is per replica)');
+  }
+  if ((ps.grpc?.port ?? 9091) === (ps.http?.port ?? 7002)) {
+    err('/pluginServer/grpc/port', 'the gRPC port and the HTTP port must differ');
+  }
+
+  const agentNames = new Map<string, string>();
+  const accountNames = new Map<string, string>();
+  t.agents.forEach((agent, i) => {
+    const ap = `/agents/${i}`;
+    const prevAgent = agentNames.get(agent.name);
+    if (prevAgent !== undefined) {
+      err(`${ap}/name`, `agent group name '${agent.name}' is already used at ${prevAgent}${where(src, prevAgent)}`);
+    } else {
+      agentNames.set(agent.name, `${ap}/name`);
+    }
+    if ((agent.mode === 'agent' || agent.mode === 'infrastructure') && exposure === 'ClusterIP') {
+      err(
+        `${ap}/mode`,
+        `mode '${agent.mode}' runs outside the plugin-server's cluster and cannot reach a ClusterIP Service; ` +
+          'set pluginServer.grpc.exposure to LoadBalancer or External',
+      );
+    }
+    if (agent.mode === 'agent' && agent.accounts.length !== 1) {
+      err(`${ap}/accounts`, `mode 'agent' has exactly one account (the cluster it runs in); found ${agent.accounts.length}`);
+    }
+    agent.accounts.forEach((acc, j) => {
+      const p = `${ap}/accounts/${j}`;
+      const prev = accountNames.get(acc.name);
+      if (prev !== undefined) {
+        err(`${p}/name`, `account name '${acc.name}' is already used at ${prev}${where(src, prev)}`);
+      } else {
+        accountNames.set(acc.name, `${p}/name`);
+      }
+      if (agent.mode === 'agent') {
+        if (acc.serviceAccount !== true) {
+          err(acc.serviceAccount === false ? `${p}/serviceAccount` : p, "mode 'agent' accounts need serviceAccount: true");
+        }
+        if (acc.kubeconfigSecret) {
+          err(`${p}/kubeconfigSecret`, "mode 'agent' accounts use the pod's ServiceAccount, not a kubeconfig");
+        }
+        if (acc.rbac?.serviceAccountNamespace !== undefined) {
+          err(`${p}/rbac/serviceAccountNamespace`, "mode 'agent' accounts use the agent's own ServiceAccount");
+        }
+      } else {
+        if (!acc.kubeconfigSecret) err(p, `mode '${agent.mode}' accounts need kubeconfigSecret`);
+        if (acc.serviceAccount === true) {
+          err(`${p}/serviceAccount`, `mode '${agent.mode}' accounts cannot use serviceAccount (only mode 'agent')`);
+        }
+      }
+      if (acc.context !== undefined && agent.mode === 'agent') {
+        err(`${p}/context`, "mode 'agent' accounts have no kubeconfig context");
+      }
+      if ((acc.namespaces?.length ?? 0) > 0 && (acc.omitNamespaces?.length ?? 0) > 0) {
+        err(`${p}/omitNamespaces`, 'namespaces and omitNamespaces are exclusive');
+      }
+      if ((acc.kinds?.length ?? 0) > 0 && (acc.omitKinds?.length ?? 0) > 0) {
+        err(`${p}/omitKinds`, 'kinds and omitKinds are exclusive');
+      }
+      for (const field of ['kinds', 'omitKinds'] as const) {
+        (acc[field] ?? []).forEach((k, n) => {
+          if (!resolveKind(k)) {
+            err(`${p}/${field}/${n}`, `unknown kind '${k}'; write custom resources as Kind.group (e.g. Rollout.argoproj.io)`);
+          }
+        });
+      }
+      if (acc.access === 'read-only' && (acc.permissions?.WRITE?.length ?? 0) > 0) {
+        err(`${p}/permissions/WRITE`, 'a read-only account cannot grant WRITE permissions');
+      }
+    });
+  });
+  return out;
+}
+
+function where(src: LoadedYaml, path: string): string {
+  const pos = src.locate(path);
+  return pos ? ` (line ${pos.line})` : '';
+}

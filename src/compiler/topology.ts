@@ -1,0 +1,218 @@
+/**
+ * The topology as written (`TopologyInput`, what the schema accepts) and as the compiler uses it (`Topology`,
+ * every default applied once, here, so later stages never guess).
+ */
+export const MODES = ['service', 'infrastructure', 'agent'] as const;
+export type Mode = (typeof MODES)[number];
+
+export const TLS_MODES = ['mtls', 'tls', 'insecure'] as const;
+export type TlsMode = (typeof TLS_MODES)[number];
+
+export type Access = 'read-write' | 'read-only';
+export type Provider = 'aws' | 'gcp' | 'azure' | 'generic';
+
+export interface SecretKeyRef {
+  name: string;
+  key: string;
+}
+
+export interface PolicyRuleInput {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+export interface AccountInput {
+  name: string;
+  kubeconfigSecret?: SecretKeyRef;
+  context?: string;
+  serviceAccount?: boolean;
+  namespaces?: string[];
+  omitNamespaces?: string[];
+  kinds?: string[];
+  omitKinds?: string[];
+  access?: Access;
+  permissions?: { READ?: string[]; WRITE?: string[] };
+  rbac?: { create?: boolean; serviceAccountNamespace?: string; extraRules?: PolicyRuleInput[] };
+}
+
+export interface AgentInput {
+  name: string;
+  mode: Mode;
+  namespace?: string;
+  replicas?: number;
+  image?: string;
+  zone?: string;
+  accounts: AccountInput[];
+}
+
+export type ExposureInput =
+  | { type: 'ClusterIP' }
+  | {
+      type: 'LoadBalancer';
+      provider?: Provider;
+      internal?: boolean;
+      address?: string;
+      loadBalancerSourceRanges?: string[];
+      annotations?: Record<string, string>;
+    }
+  | { type: 'External'; address: string };
+
+export type CertificatesInput =
+  | { source: 'generate'; validityDays?: number }
+  | { source: 'cert-manager'; issuerRef: { name: string; kind?: 'Issuer' | 'ClusterIssuer'; group?: string } };
+
+export interface TopologyInput {
+  apiVersion: 'scale-agent.io/v1alpha1';
+  kind: 'Topology';
+  metadata: { name: string };
+  pluginServer: {
+    namespace?: string;
+    replicas?: number;
+    image?: string;
+    storage?: { type: 'memory' } | { type: 'mysql'; secretRef: SecretKeyRef };
+    http?: { port?: number };
+    grpc?: { port?: number; exposure?: ExposureInput };
+    tls?: { mode?: TlsMode; certificates?: CertificatesInput };
+  };
+  agents: AgentInput[];
+}
+
+export interface Account {
+  name: string;
+  /** JSON path of the account in the topology, for messages. */
+  path: string;
+  kubeconfigSecret?: SecretKeyRef;
+  context?: string;
+  serviceAccount: boolean;
+  /** Empty: cluster-wide. */
+  namespaces: string[];
+  omitNamespaces: string[];
+  kinds: string[];
+  omitKinds: string[];
+  access: Access;
+  permissions: { READ: string[]; WRITE: string[] };
+  rbac: { create: boolean; serviceAccountNamespace: string; extraRules: PolicyRuleInput[] };
+}
+
+export interface Agent {
+  name: string;
+  path: string;
+  mode: Mode;
+  namespace: string;
+  replicas: number;
+  image: string;
+  zone?: string;
+  accounts: Account[];
+}
+
+export type Exposure =
+  | { type: 'ClusterIP' }
+  | {
+      type: 'LoadBalancer';
+      provider: Provider;
+      internal: boolean;
+      address?: string;
+      loadBalancerSourceRanges: string[];
+      annotations: Record<string, string>;
+    }
+  | { type: 'External'; address: string };
+
+export type Certificates =
+  | { source: 'generate'; validityDays: number }
+  | { source: 'cert-manager'; issuerRef: { name: string; kind: 'Issuer' | 'ClusterIssuer'; group: string } };
+
+export interface Topology {
+  name: string;
+  pluginServer: {
+    namespace: string;
+    replicas: number;
+    image: string;
+    storage: { type: 'memory' } | { type: 'mysql'; secretRef: SecretKeyRef };
+    httpPort: number;
+    grpcPort: number;
+    exposure: Exposure;
+    tls: { mode: TlsMode; certificates: Certificates };
+  };
+  agents: Agent[];
+}
+
+export const DEFAULT_IMAGE_REPOSITORY = 'ghcr.io/scale-agent/scale-agent';
+export const DEFAULT_GRPC_PORT = 9091;
+export const DEFAULT_HTTP_PORT = 7002;
+export const DEFAULT_REMOTE_NAMESPACE = 'scale-agent';
+
+/** Applies every default; `input` must already have passed the schema. */
+export function normalizeTopology(input: TopologyInput, version: string): Topology {
+  const ps = input.pluginServer;
+  const image = ps.image ?? `${DEFAULT_IMAGE_REPOSITORY}:${version}`;
+  const namespace = ps.namespace ?? DEFAULT_REMOTE_NAMESPACE;
+  const exposureIn = ps.grpc?.exposure ?? { type: 'ClusterIP' };
+  const exposure: Exposure =
+    exposureIn.type === 'LoadBalancer'
+      ? {
+          type: 'LoadBalancer',
+          provider: exposureIn.provider ?? 'generic',
+          internal: exposureIn.internal ?? true,
+          ...(exposureIn.address !== undefined ? { address: exposureIn.address } : {}),
+          loadBalancerSourceRanges: exposureIn.loadBalancerSourceRanges ?? [],
+          annotations: exposureIn.annotations ?? {},
+        }
+      : exposureIn;
+  const certsIn = ps.tls?.certificates ?? { source: 'generate' };
+  const certificates: Certificates =
+    certsIn.source === 'generate'
+      ? { source: 'generate', validityDays: certsIn.validityDays ?? 825 }
+      : {
+          source: 'cert-manager',
+          issuerRef: {
+            name: certsIn.issuerRef.name,
+            kind: certsIn.issuerRef.kind ?? 'ClusterIssuer',
+            group: certsIn.issuerRef.group ?? 'cert-manager.io',
+          },
+        };
+  return {
+    name: input.metadata.name,
+    pluginServer: {
+      namespace,
+      replicas: ps.replicas ?? 1,
+      image,
+      storage: ps.storage ?? { type: 'memory' },
+      httpPort: ps.http?.port ?? DEFAULT_HTTP_PORT,
+      grpcPort: ps.grpc?.port ?? DEFAULT_GRPC_PORT,
+      exposure,
+      tls: { mode: ps.tls?.mode ?? 'mtls', certificates },
+    },
+    agents: input.agents.map((a, i) => ({
+      name: a.name,
+      path: `/agents/${i}`,
+      mode: a.mode,
+      namespace: a.namespace ?? (a.mode === 'service' ? namespace : DEFAULT_REMOTE_NAMESPACE),
+      replicas: a.replicas ?? 1,
+      image: a.image ?? image,
+      ...(a.zone !== undefined ? { zone: a.zone } : {}),
+      accounts: a.accounts.map((acc, j) => normalizeAccount(acc, `/agents/${i}/accounts/${j}`)),
+    })),
+  };
+}
+
+function normalizeAccount(a: AccountInput, path: string): Account {
+  return {
+    name: a.name,
+    path,
+    ...(a.kubeconfigSecret ? { kubeconfigSecret: a.kubeconfigSecret } : {}),
+    ...(a.context !== undefined ? { context: a.context } : {}),
+    serviceAccount: a.serviceAccount ?? false,
+    namespaces: a.namespaces ?? [],
+    omitNamespaces: a.omitNamespaces ?? [],
+    kinds: a.kinds ?? [],
+    omitKinds: a.omitKinds ?? [],
+    access: a.access ?? 'read-write',
+    permissions: { READ: a.permissions?.READ ?? [], WRITE: a.permissions?.WRITE ?? [] },
+    rbac: {
+      create: a.rbac?.create ?? true,
+      serviceAccountNamespace: a.rbac?.serviceAccountNamespace ?? DEFAULT_REMOTE_NAMESPACE,
+      extraRules: a.rbac?.extraRules ?? [],
+    },
+  };
+}

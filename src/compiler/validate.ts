@@ -1,0 +1,46 @@
+import { ScaleAgentError, type ErrorDetail } from '../shared/errors.js';
+import { versionInfo } from '../shared/version.js';
+import { loadYamlFile, parseYamlSource, type LoadedYaml, type LoadOptions } from './load.js';
+import { schemaErrors, schemaValidator } from './schema.js';
+import { semanticErrors } from './semantic.js';
+import { normalizeTopology, type Topology, type TopologyInput } from './topology.js';
+
+export interface ValidationResult {
+  ok: boolean;
+  file: string;
+  errors: ErrorDetail[];
+  topology?: Topology;
+  source?: LoadedYaml;
+}
+
+/** Schema, then semantic rules (only on schema-valid input, so they can trust shapes); every error at once. */
+export function validateLoaded(src: LoadedYaml): ValidationResult {
+  const validate = schemaValidator('topology');
+  if (!validate(src.data)) {
+    return { ok: false, file: src.file, errors: schemaErrors(validate.errors ?? [], src), source: src };
+  }
+  const input = src.data as TopologyInput;
+  const errors = semanticErrors(input, src);
+  if (errors.length > 0) return { ok: false, file: src.file, errors, source: src };
+  return { ok: true, file: src.file, errors: [], topology: normalizeTopology(input, versionInfo().version), source: src };
+}
+
+/** Loads and validates; throws ScaleAgentError (INVALID_INPUT with details) when anything is wrong. */
+export async function loadTopology(file: string, options: LoadOptions = {}): Promise<{ topology: Topology; source: LoadedYaml }> {
+  const result = validateLoaded(await loadYamlFile(file, options));
+  return assertValid(result);
+}
+
+export function loadTopologySource(text: string, file: string, options: LoadOptions = {}): { topology: Topology; source: LoadedYaml } {
+  return assertValid(validateLoaded(parseYamlSource(text, file, options)));
+}
+
+function assertValid(result: ValidationResult): { topology: Topology; source: LoadedYaml } {
+  if (!result.ok || !result.topology || !result.source) {
+    const n = result.errors.length;
+    throw new ScaleAgentError('INVALID_INPUT', `${result.file}: ${n} error${n === 1 ? '' : 's'}`, {
+      details: result.errors,
+    });
+  }
+  return { topology: result.topology, source: result.source };
+}
