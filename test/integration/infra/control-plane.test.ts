@@ -4,14 +4,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { ApiException, AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { ApiException, AppsV1Api, CoreV1Api, KubeConfig, type V1ServiceAccount } from '@kubernetes/client-node';
 import { adminKubeConfig, createNamespace, createServiceAccount, helm, kubectl, kustomize } from '../../infra/index.js';
 
 // The versions tools/k8s pins; the binaries must report exactly these (ldflags / build info).
 const pinned = Object.fromEntries(
   readFileSync(fileURLToPath(new URL('../../../tools/k8s/versions.env', import.meta.url)), 'utf8')
     .split('\n')
-    .filter((l) => /^[A-Z_]+=/.test(l))
+    .filter((l) => /^[A-Z0-9_]+=/.test(l))
     .map((l) => l.split('=') as [string, string]),
 );
 
@@ -79,8 +79,12 @@ describe('shared control plane', () => {
     expect(owners).toEqual(['Deployment/web']);
     // The serviceaccount controller gave the new namespace its default ServiceAccount.
     const core = kc.makeApiClient(CoreV1Api);
-    const sa = await core.readNamespacedServiceAccount({ namespace: ns, name: 'default' });
-    expect(sa.metadata?.name).toBe('default');
+    let sa: V1ServiceAccount | undefined;
+    for (let i = 0; i < 150 && !sa; i++) {
+      sa = await core.readNamespacedServiceAccount({ namespace: ns, name: 'default' }).catch(() => undefined);
+      if (!sa) await sleep(200);
+    }
+    expect(sa?.metadata?.name).toBe('default');
   });
 
   it('rejects an invalid manifest on server-side dry run and creates nothing', async () => {
