@@ -1,0 +1,273 @@
+import { compareResourceVersions, isNewerResourceVersion, parseApiVersion } from '../../shared/proto.js';
+import {
+  scopeId,
+  type AccountRecord,
+  type ApplyStats,
+  type CachedObject,
+  type CacheStore,
+  type KindCount,
+  type ListFilter,
+  type ObjectKey,
+  type ResumePointRecord,
+  type ScopeKey,
+  type StoreChange,
+  type StoreOp,
+} from './store.js';
+
+interface Entry {
+  group: string;
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  /** '' for tombstones. */
+  json: string;
+  deleted: boolean;
+  /** Generation of the entry's scope when the entry was last seen. */
+  gen: number;
+}
+
+interface ScopeState {
+  key: ScopeKey;
+  version: string;
+  gen: number;
+  syncing: boolean;
+  synced: boolean;
+  resourceVersion: string;
+}
+
+/** group\0kind(lower-case) */
+type KindId = string;
+/** namespace\0name */
+type NameId = string;
+
+function kindId(group: string, kind: string): KindId {
+  return `${group}\u0000${kind.toLowerCase()}`;
+}
+
+function nameId(namespace: string, name: string): NameId {
+  return `${namespace}\u0000${name}`;
+}
+
+function maxResourceVersion(a: string, b: string): string {
+  if (!a) return b;
+  const c = compareResourceVersions(b, a);
+  return c === undefined || c > 0 ? b : a;
+}
+
+/**
+ * The embedded default store: everything in process memory, nothing survives a restart (agents then relist).
+ * Objects are kept as JSON text, parsed only when read, which is both smaller and faster than object graphs.
+ */
+export class MemoryCacheStore implements CacheStore {
+  readonly type = 'memory' as const;
+  private readonly objects = new Map<string, Map<KindId, Map<NameId, Entry>>>();
+  private readonly scopes = new Map<string, ScopeState>();
+  private readonly accounts = new Map<string, AccountRecord>();
+
+  async init(): Promise<void> {}
+
+  async apply(ops: readonly StoreOp[]): Promise<ApplyStats> {
+    const stats: ApplyStats = { applied: 0, skipped: 0, swept: 0 };
+    for (const op of ops) {
+      switch (op.op) {
+        case 'syncStart': {
+          const s = this.scope(op.scope, op.version);
+          s.gen += 1;
+          s.syncing = true;
+          s.synced = false;
+          break;
+        }
+        case 'syncEnd': {
+          const s = this.scopes.get(scopeId(op.scope));
+          if (!s) {
+            // A SyncEnd without SyncStart (e.g. replayed after a server restart): nothing to sweep safely.
+            this.scope(op.scope, op.version).resourceVersion = op.resourceVersion;
+            break;
+          }
+          stats.swept += this.sweep(s);
+          s.syncing = false;
+          s.synced = true;
+          s.version = op.version || s.version;
+          s.resourceVersion = op.resourceVersion;
+          break;
+        }
+        case 'bookmark': {
+          const s = this.scopes.get(scopeId(op.scope));
+          if (s && s.synced && !s.syncing)
+            s.resourceVersion = maxResourceVersion(s.resourceVersion, op.resourceVersion);
+          break;
+        }
+        case 'change':
+          if (this.applyChange(op.change)) stats.applied += 1;
+          else stats.skipped += 1;
+          break;
+      }
+    }
+    return stats;
+  }
+
+  private scope(key: ScopeKey, version: string): ScopeState {
+    const id = scopeId(key);
+    let s = this.scopes.get(id);
+    if (!s) {
+      s = { key: { ...key }, version, gen: 0, syncing: false, synced: false, resourceVersion: '' };
+      this.scopes.set(id, s);
+    }
+    if (version) s.version = version;
+    return s;
+  }
+
+  /** The watch scope a change belongs to: the all-namespaces scope of its kind if there is one, else its namespace's. */
+  private scopeOf(account: string, group: string, kind: string, namespace: string): ScopeState | undefined {
+    return (
+      this.scopes.get(scopeId({ account, group, kind, namespace: '' })) ??
+      (namespace ? this.scopes.get(scopeId({ account, group, kind, namespace })) : undefined)
+    );
+  }
+
+  private applyChange(c: StoreChange): boolean {
+    const { group } = parseApiVersion(c.apiVersion);
+    const s = this.scopeOf(c.account, group, c.kind, c.namespace);
+    const gen = s?.gen ?? 0;
+    if (s && s.synced && !s.syncing) s.resourceVersion = maxResourceVersion(s.resourceVersion, c.resourceVersion);
+    let kinds = this.objects.get(c.account);
+    if (!kinds) this.objects.set(c.account, (kinds = new Map()));
+    const kid = kindId(group, c.kind);
+    let names = kinds.get(kid);
+    if (!names) kinds.set(kid, (names = new Map()));
+    const nid = nameId(c.namespace, c.name);
+    const existing = names.get(nid);
+    if (existing && !isNewerResourceVersion(c.resourceVersion, existing.resourceVersion)) {
+      existing.gen = gen;
+      return false;
+    }
+    const deleted = c.type === 'DELETED';
+    names.set(nid, {
+      group,
+      apiVersion: c.apiVersion,
+      kind: c.kind,
+      namespace: c.namespace,
+      name: c.name,
+      uid: c.uid,
+      resourceVersion: c.resourceVersion,
+      json: deleted ? '' : c.json,
+      deleted,
+      gen,
+    });
+    return true;
+  }
+
+  private sweep(s: ScopeState): number {
+    const names = this.objects.get(s.key.account)?.get(kindId(s.key.group, s.key.kind));
+    if (!names) return 0;
+    let swept = 0;
+    for (const [id, e] of names) {
+      if (e.gen < s.gen && (s.key.namespace === '' || e.namespace === s.key.namespace)) {
+        names.delete(id);
+        swept += 1;
+      }
+    }
+    return swept;
+  }
+
+  async get(key: ObjectKey): Promise<CachedObject | undefined> {
+    const kinds = this.objects.get(key.account);
+    if (!kinds) return undefined;
+    const nid = nameId(key.namespace, key.name);
+    if (key.group !== undefined) {
+      const e = kinds.get(kindId(key.group, key.kind))?.get(nid);
+      return e && !e.deleted ? toCached(key.account, e) : undefined;
+    }
+    const suffix = `\u0000${key.kind.toLowerCase()}`;
+    for (const [kid, names] of [...kinds].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (!kid.endsWith(suffix)) continue;
+      const e = names.get(nid);
+      if (e && !e.deleted) return toCached(key.account, e);
+    }
+    return undefined;
+  }
+
+  async list(filter: ListFilter): Promise<CachedObject[]> {
+    const kinds = this.objects.get(filter.account);
+    if (!kinds) return [];
+    const out: CachedObject[] = [];
+    for (const names of kinds.values()) {
+      for (const e of names.values()) {
+        if (e.deleted) continue;
+        if (filter.group !== undefined && e.group !== filter.group) continue;
+        if (filter.kind !== undefined && e.kind.toLowerCase() !== filter.kind.toLowerCase()) continue;
+        if (filter.namespace !== undefined && e.namespace !== filter.namespace) continue;
+        out.push(toCached(filter.account, e));
+      }
+    }
+    return out.sort(compareCached);
+  }
+
+  async resumePoints(account: string): Promise<ResumePointRecord[]> {
+    const out: ResumePointRecord[] = [];
+    for (const s of this.scopes.values()) {
+      if (s.key.account === account && s.synced && !s.syncing && s.resourceVersion) {
+        out.push({ ...s.key, version: s.version, resourceVersion: s.resourceVersion });
+      }
+    }
+    return out.sort((a, b) => (scopeId(a) < scopeId(b) ? -1 : 1));
+  }
+
+  async counts(): Promise<KindCount[]> {
+    const out: KindCount[] = [];
+    for (const [account, kinds] of this.objects) {
+      for (const names of kinds.values()) {
+        let count = 0;
+        let first: Entry | undefined;
+        for (const e of names.values()) {
+          if (e.deleted) continue;
+          count += 1;
+          first ??= e;
+        }
+        if (first) out.push({ account, group: first.group, kind: first.kind, count });
+      }
+    }
+    return out;
+  }
+
+  async saveAccount(record: AccountRecord): Promise<void> {
+    this.accounts.set(record.name, structuredClone(record));
+  }
+
+  async listAccounts(): Promise<AccountRecord[]> {
+    return [...this.accounts.values()].map((r) => structuredClone(r)).sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+
+  async dropAccount(name: string): Promise<void> {
+    this.accounts.delete(name);
+    this.objects.delete(name);
+    for (const [id, s] of this.scopes) if (s.key.account === name) this.scopes.delete(id);
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
+
+function toCached(account: string, e: Entry): CachedObject {
+  return {
+    account,
+    group: e.group,
+    apiVersion: e.apiVersion,
+    kind: e.kind,
+    namespace: e.namespace,
+    name: e.name,
+    uid: e.uid,
+    resourceVersion: e.resourceVersion,
+    json: e.json,
+  };
+}
+
+export function compareCached(a: CachedObject, b: CachedObject): number {
+  const ka = `${a.group}\u0000${a.kind.toLowerCase()}\u0000${a.namespace}\u0000${a.name}`;
+  const kb = `${b.group}\u0000${b.kind.toLowerCase()}\u0000${b.namespace}\u0000${b.name}`;
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
+}

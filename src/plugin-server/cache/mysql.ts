@@ -1,0 +1,442 @@
+import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
+import { ScaleAgentError } from '../../shared/errors.js';
+import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js';
+import {
+  scopeId,
+  type AccountRecord,
+  type ApplyStats,
+  type CachedObject,
+  type CacheStore,
+  type KindCount,
+  type ListFilter,
+  type ObjectKey,
+  type ResumePointRecord,
+  type ScopeKey,
+  type StoreChange,
+  type StoreOp,
+} from './store.js';
+
+/**
+ * Schema migrations, applied in order at startup under a named lock so replicas starting together do not race.
+ * Key columns are ASCII/binary: Kubernetes names are ASCII, and a utf8mb4 five-column key would exceed InnoDB's
+ * 3072-byte index limit.
+ */
+const MIGRATIONS: readonly string[][] = [
+  [
+    `CREATE TABLE IF NOT EXISTS sa_objects (
+      account VARCHAR(253) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      grp VARCHAR(253) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      kind_lc VARCHAR(100) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      namespace VARCHAR(63) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      name VARCHAR(253) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      upd TINYINT NOT NULL DEFAULT 1,
+      sync_gen BIGINT NOT NULL DEFAULT 0,
+      kind VARCHAR(100) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      api_version VARCHAR(300) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      uid VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      deleted TINYINT NOT NULL DEFAULT 0,
+      object_json LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+      updated_at BIGINT NOT NULL,
+      resource_version VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      rv_num BIGINT UNSIGNED NULL,
+      PRIMARY KEY (account, grp, kind_lc, namespace, name),
+      KEY sa_objects_by_kind (account, kind_lc, namespace, name)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+    `CREATE TABLE IF NOT EXISTS sa_sync_state (
+      account VARCHAR(253) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      grp VARCHAR(253) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      kind_lc VARCHAR(100) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      namespace VARCHAR(63) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      kind VARCHAR(100) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      version VARCHAR(100) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      gen BIGINT NOT NULL,
+      syncing TINYINT NOT NULL,
+      synced TINYINT NOT NULL,
+      resource_version VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      PRIMARY KEY (account, grp, kind_lc, namespace)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+    `CREATE TABLE IF NOT EXISTS sa_accounts (
+      name VARCHAR(253) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+      record LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+      updated_at BIGINT NOT NULL
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+  ],
+];
+
+/** Rows per multi-row upsert, and a byte cap well under MariaDB's default 16 MiB max_allowed_packet. */
+const MAX_ROWS_PER_STATEMENT = 500;
+const MAX_BYTES_PER_STATEMENT = 4 * 1024 * 1024;
+
+interface ScopeState {
+  key: ScopeKey;
+  version: string;
+  gen: number;
+  syncing: boolean;
+  synced: boolean;
+  resourceVersion: string;
+}
+
+function rvNumber(rv: string): string | null {
+  // BIGINT UNSIGNED holds 19 digits safely; longer or non-numeric versions compare as "different" (last wins).
+  return /^\d{1,19}$/.test(rv) ? rv : null;
+}
+
+function maxResourceVersion(a: string, b: string): string {
+  if (!a) return b;
+  const c = compareResourceVersions(b, a);
+  return c === undefined || c > 0 ? b : a;
+}
+
+/**
+ * Decides "newer" once per row into the scratch column `upd` (ON DUPLICATE KEY UPDATE assigns left to right, so
+ * later assignments see it) and updates the object only then; `sync_gen` is stamped either way, which is the
+ * "mark" of mark-and-sweep.
+ */
+const UPSERT_TAIL = `ON DUPLICATE KEY UPDATE
+  upd = IF(VALUES(rv_num) IS NOT NULL AND rv_num IS NOT NULL, VALUES(rv_num) > rv_num,
+           VALUES(resource_version) <> resource_version),
+  sync_gen = VALUES(sync_gen),
+  kind = IF(upd, VALUES(kind), kind),
+  api_version = IF(upd, VALUES(api_version), api_version),
+  uid = IF(upd, VALUES(uid), uid),
+  deleted = IF(upd, VALUES(deleted), deleted),
+  object_json = IF(upd, VALUES(object_json), object_json),
+  updated_at = IF(upd, VALUES(updated_at), updated_at),
+  resource_version = IF(upd, VALUES(resource_version), resource_version),
+  rv_num = IF(upd, VALUES(rv_num), rv_num)`;
+
+const UPSERT_HEAD =
+  'INSERT INTO sa_objects (account, grp, kind_lc, namespace, name, upd, sync_gen, kind, api_version, uid, deleted, ' +
+  'object_json, updated_at, resource_version, rv_num) VALUES ';
+
+/** MySQL (or MariaDB, or any MySQL-compatible engine) store, shared by plugin-server replicas. */
+export class MysqlCacheStore implements CacheStore {
+  readonly type = 'mysql' as const;
+  private readonly pool: Pool;
+  private readonly scopes = new Map<string, ScopeState>();
+  private readonly loadedAccounts = new Set<string>();
+
+  constructor(url: string, options: { connectionLimit?: number } = {}) {
+    this.pool = mysql.createPool({
+      uri: url,
+      connectionLimit: options.connectionLimit ?? 8,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      charset: 'utf8mb4',
+    });
+  }
+
+  async init(): Promise<void> {
+    const conn = await this.connection();
+    try {
+      await conn.query("SELECT GET_LOCK('scale_agent_migrations', 60)");
+      await conn.query(
+        'CREATE TABLE IF NOT EXISTS sa_schema_migrations (version INT NOT NULL PRIMARY KEY, applied_at BIGINT NOT NULL)',
+      );
+      const [rows] = await conn.query<RowDataPacket[]>(
+        'SELECT COALESCE(MAX(version), 0) AS v FROM sa_schema_migrations',
+      );
+      const current = Number(rows[0]?.v ?? 0);
+      for (let i = current; i < MIGRATIONS.length; i++) {
+        for (const sql of MIGRATIONS[i] ?? []) await conn.query(sql);
+        await conn.query('INSERT INTO sa_schema_migrations (version, applied_at) VALUES (?, ?)', [i + 1, Date.now()]);
+      }
+    } finally {
+      await conn.query("SELECT RELEASE_LOCK('scale_agent_migrations')").catch(() => undefined);
+      conn.release();
+    }
+  }
+
+  private async connection(): Promise<PoolConnection> {
+    try {
+      return await this.pool.getConnection();
+    } catch (e) {
+      throw new ScaleAgentError('UNAVAILABLE', `MySQL store unreachable: ${(e as Error).message}`, { cause: e });
+    }
+  }
+
+  private async loadScopes(conn: PoolConnection, account: string, force = false): Promise<void> {
+    if (this.loadedAccounts.has(account) && !force) return;
+    const [rows] = await conn.query<RowDataPacket[]>(
+      'SELECT grp, kind, namespace, version, gen, syncing, synced, resource_version FROM sa_sync_state WHERE account = ?',
+      [account],
+    );
+    for (const [id, s] of this.scopes) if (s.key.account === account) this.scopes.delete(id);
+    for (const r of rows) {
+      const key: ScopeKey = {
+        account,
+        group: r.grp as string,
+        kind: r.kind as string,
+        namespace: r.namespace as string,
+      };
+      this.scopes.set(scopeId(key), {
+        key,
+        version: r.version as string,
+        gen: Number(r.gen),
+        syncing: Number(r.syncing) === 1,
+        synced: Number(r.synced) === 1,
+        resourceVersion: r.resource_version as string,
+      });
+    }
+    this.loadedAccounts.add(account);
+  }
+
+  private scope(key: ScopeKey, version: string): ScopeState {
+    const id = scopeId(key);
+    let s = this.scopes.get(id);
+    if (!s) {
+      s = { key: { ...key }, version, gen: 0, syncing: false, synced: false, resourceVersion: '' };
+      this.scopes.set(id, s);
+    }
+    if (version) s.version = version;
+    return s;
+  }
+
+  private scopeOf(account: string, group: string, kind: string, namespace: string): ScopeState | undefined {
+    return (
+      this.scopes.get(scopeId({ account, group, kind, namespace: '' })) ??
+      (namespace ? this.scopes.get(scopeId({ account, group, kind, namespace })) : undefined)
+    );
+  }
+
+  async apply(ops: readonly StoreOp[]): Promise<ApplyStats> {
+    const stats: ApplyStats = { applied: 0, skipped: 0, swept: 0 };
+    if (ops.length === 0) return stats;
+    const accounts = new Set(ops.map((o) => (o.op === 'change' ? o.change.account : o.scope.account)));
+    const conn = await this.connection();
+    const dirty = new Map<string, ScopeState>();
+    try {
+      for (const a of accounts) await this.loadScopes(conn, a);
+      await conn.beginTransaction();
+      let rows: unknown[][] = [];
+      let bytes = 0;
+      const flush = async (): Promise<void> => {
+        if (rows.length === 0) return;
+        const placeholders = rows.map(() => '(?,?,?,?,?,1,?,?,?,?,?,?,?,?,?)').join(',');
+        await conn.query(UPSERT_HEAD + placeholders + ' ' + UPSERT_TAIL, rows.flat());
+        stats.applied += rows.length;
+        rows = [];
+        bytes = 0;
+      };
+      const now = Date.now();
+      for (const op of ops) {
+        if (op.op === 'change') {
+          const row = this.changeRow(op.change, now, dirty);
+          rows.push(row);
+          bytes += op.change.json.length + 200;
+          if (rows.length >= MAX_ROWS_PER_STATEMENT || bytes >= MAX_BYTES_PER_STATEMENT) await flush();
+          continue;
+        }
+        await flush();
+        if (op.op === 'syncStart') {
+          const s = this.scope(op.scope, op.version);
+          s.gen += 1;
+          s.syncing = true;
+          s.synced = false;
+          dirty.set(scopeId(s.key), s);
+        } else if (op.op === 'syncEnd') {
+          const existing = this.scopes.get(scopeId(op.scope));
+          const s = existing ?? this.scope(op.scope, op.version);
+          if (existing) {
+            const params: unknown[] = [s.key.account, s.key.group, s.key.kind.toLowerCase()];
+            let where = 'account = ? AND grp = ? AND kind_lc = ?';
+            if (s.key.namespace) {
+              where += ' AND namespace = ?';
+              params.push(s.key.namespace);
+            }
+            const [res] = await conn.query(`DELETE FROM sa_objects WHERE ${where} AND sync_gen < ?`, [
+              ...params,
+              s.gen,
+            ]);
+            stats.swept += (res as { affectedRows: number }).affectedRows;
+            s.syncing = false;
+            s.synced = true;
+          }
+          if (op.version) s.version = op.version;
+          s.resourceVersion = op.resourceVersion;
+          dirty.set(scopeId(s.key), s);
+        } else {
+          const s = this.scopes.get(scopeId(op.scope));
+          if (s && s.synced && !s.syncing) {
+            s.resourceVersion = maxResourceVersion(s.resourceVersion, op.resourceVersion);
+            dirty.set(scopeId(s.key), s);
+          }
+        }
+      }
+      await flush();
+      for (const s of dirty.values()) {
+        await conn.query(
+          'INSERT INTO sa_sync_state (account, grp, kind_lc, namespace, kind, version, gen, syncing, synced, resource_version) ' +
+            'VALUES (?,?,?,?,?,?,?,?,?,?) ON DUPLICATE KEY UPDATE kind = VALUES(kind), version = VALUES(version), ' +
+            'gen = VALUES(gen), syncing = VALUES(syncing), synced = VALUES(synced), resource_version = VALUES(resource_version)',
+          [
+            s.key.account,
+            s.key.group,
+            s.key.kind.toLowerCase(),
+            s.key.namespace,
+            s.key.kind,
+            s.version,
+            s.gen,
+            s.syncing ? 1 : 0,
+            s.synced ? 1 : 0,
+            s.resourceVersion,
+          ],
+        );
+      }
+      await conn.commit();
+      return stats;
+    } catch (e) {
+      await conn.rollback().catch(() => undefined);
+      // The in-memory scope states may be ahead of what was rolled back; reload them on next use.
+      for (const a of accounts) this.loadedAccounts.delete(a);
+      throw new ScaleAgentError('UNAVAILABLE', `MySQL store write failed: ${(e as Error).message}`, { cause: e });
+    } finally {
+      conn.release();
+    }
+  }
+
+  private changeRow(c: StoreChange, now: number, dirty: Map<string, ScopeState>): unknown[] {
+    const { group } = parseApiVersion(c.apiVersion);
+    const s = this.scopeOf(c.account, group, c.kind, c.namespace);
+    if (s && s.synced && !s.syncing) {
+      s.resourceVersion = maxResourceVersion(s.resourceVersion, c.resourceVersion);
+      dirty.set(scopeId(s.key), s);
+    }
+    const deleted = c.type === 'DELETED';
+    return [
+      c.account,
+      group,
+      c.kind.toLowerCase(),
+      c.namespace,
+      c.name,
+      s?.gen ?? 0,
+      c.kind,
+      c.apiVersion,
+      c.uid,
+      deleted ? 1 : 0,
+      deleted ? null : c.json,
+      now,
+      c.resourceVersion,
+      rvNumber(c.resourceVersion),
+    ];
+  }
+
+  async get(key: ObjectKey): Promise<CachedObject | undefined> {
+    const params: unknown[] = [key.account, key.kind.toLowerCase(), key.namespace, key.name];
+    let sql =
+      'SELECT account, grp, api_version, kind, namespace, name, uid, resource_version, object_json FROM sa_objects ' +
+      'WHERE account = ? AND kind_lc = ? AND namespace = ? AND name = ? AND deleted = 0';
+    if (key.group !== undefined) {
+      sql += ' AND grp = ?';
+      params.push(key.group);
+    }
+    const [rows] = await this.query(sql + ' ORDER BY grp LIMIT 1', params);
+    return rows[0] ? toCached(rows[0]) : undefined;
+  }
+
+  async list(filter: ListFilter): Promise<CachedObject[]> {
+    const params: unknown[] = [filter.account];
+    let sql =
+      'SELECT account, grp, api_version, kind, namespace, name, uid, resource_version, object_json FROM sa_objects ' +
+      'WHERE account = ? AND deleted = 0';
+    if (filter.group !== undefined) {
+      sql += ' AND grp = ?';
+      params.push(filter.group);
+    }
+    if (filter.kind !== undefined) {
+      sql += ' AND kind_lc = ?';
+      params.push(filter.kind.toLowerCase());
+    }
+    if (filter.namespace !== undefined) {
+      sql += ' AND namespace = ?';
+      params.push(filter.namespace);
+    }
+    const [rows] = await this.query(sql + ' ORDER BY grp, kind_lc, namespace, name', params);
+    return rows.map(toCached);
+  }
+
+  async resumePoints(account: string): Promise<ResumePointRecord[]> {
+    const conn = await this.connection();
+    try {
+      await this.loadScopes(conn, account, true);
+    } finally {
+      conn.release();
+    }
+    const out: ResumePointRecord[] = [];
+    for (const s of this.scopes.values()) {
+      if (s.key.account === account && s.synced && !s.syncing && s.resourceVersion) {
+        out.push({ ...s.key, version: s.version, resourceVersion: s.resourceVersion });
+      }
+    }
+    return out.sort((a, b) => (scopeId(a) < scopeId(b) ? -1 : 1));
+  }
+
+  async counts(): Promise<KindCount[]> {
+    const [rows] = await this.query(
+      'SELECT account, grp, MIN(kind) AS kind, COUNT(*) AS n FROM sa_objects WHERE deleted = 0 GROUP BY account, grp, kind_lc',
+      [],
+    );
+    return rows.map((r) => ({
+      account: r.account as string,
+      group: r.grp as string,
+      kind: r.kind as string,
+      count: Number(r.n),
+    }));
+  }
+
+  async saveAccount(record: AccountRecord): Promise<void> {
+    await this.query(
+      'INSERT INTO sa_accounts (name, record, updated_at) VALUES (?, ?, ?) ' +
+        'ON DUPLICATE KEY UPDATE record = VALUES(record), updated_at = VALUES(updated_at)',
+      [record.name, JSON.stringify(record), Date.now()],
+    );
+  }
+
+  async listAccounts(): Promise<AccountRecord[]> {
+    const [rows] = await this.query('SELECT record FROM sa_accounts ORDER BY name', []);
+    return rows.map((r) => JSON.parse(r.record as string) as AccountRecord);
+  }
+
+  async dropAccount(name: string): Promise<void> {
+    // In slices, so dropping a big account does not hold one huge transaction.
+    for (;;) {
+      const [res] = await this.pool.query('DELETE FROM sa_objects WHERE account = ? LIMIT 5000', [name]);
+      if ((res as { affectedRows: number }).affectedRows === 0) break;
+    }
+    await this.pool.query('DELETE FROM sa_sync_state WHERE account = ?', [name]);
+    await this.pool.query('DELETE FROM sa_accounts WHERE name = ?', [name]);
+    for (const [id, s] of this.scopes) if (s.key.account === name) this.scopes.delete(id);
+    this.loadedAccounts.delete(name);
+  }
+
+  async ping(): Promise<void> {
+    await this.query('SELECT 1', []);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+
+  private async query(sql: string, params: unknown[]): Promise<[RowDataPacket[]]> {
+    try {
+      const [rows] = await this.pool.query<RowDataPacket[]>(sql, params);
+      return [rows];
+    } catch (e) {
+      throw new ScaleAgentError('UNAVAILABLE', `MySQL store query failed: ${(e as Error).message}`, { cause: e });
+    }
+  }
+}
+
+function toCached(r: RowDataPacket): CachedObject {
+  return {
+    account: r.account as string,
+    group: r.grp as string,
+    apiVersion: r.api_version as string,
+    kind: r.kind as string,
+    namespace: r.namespace as string,
+    name: r.name as string,
+    uid: r.uid as string,
+    resourceVersion: r.resource_version as string,
+    json: (r.object_json as string | null) ?? '',
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * The cache of every object of every cluster. Two implementations (memory, mysql) pass one contract suite
+ * (test/unit/plugin-server/store-contract.ts).
+ *
+ * Rules both follow:
+ * - Objects are keyed by (account, group, kind, namespace, name); the kind is matched case-insensitively because
+ *   Clouddriver names kinds in lowerCamel ("replicaSet") while Kubernetes spells them "ReplicaSet".
+ * - A change replaces the stored object only when its resourceVersion is newer (compareResourceVersions); deletes
+ *   are kept as tombstones so a replayed older ADDED cannot resurrect the object.
+ * - Resync is mark-and-sweep per watch scope (account, group, kind, watch namespace): SyncStart bumps the scope's
+ *   generation, every change stamps the scope's current generation on its object (even when the object itself is
+ *   not newer), SyncEnd removes objects and tombstones of the scope still carrying an older generation.
+ * - Ops of one apply() call are applied in order, atomically where the backend can.
+ */
+export interface ScopeKey {
+  account: string;
+  group: string;
+  kind: string;
+  /** The namespace the watch covers; '' for all namespaces and for cluster-scoped kinds. */
+  namespace: string;
+}
+
+export interface ObjectKey {
+  account: string;
+  /** undefined matches any group (for bare kind names Clouddriver does not know). */
+  group?: string | undefined;
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+export interface CachedObject {
+  account: string;
+  group: string;
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  /** The object as JSON text, exactly as stored. */
+  json: string;
+}
+
+export type ChangeKind = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface StoreChange {
+  type: ChangeKind;
+  account: string;
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  /** The object as JSON; may be '' for DELETED. */
+  json: string;
+}
+
+export type StoreOp =
+  | { op: 'syncStart'; scope: ScopeKey; version: string }
+  | { op: 'syncEnd'; scope: ScopeKey; version: string; resourceVersion: string }
+  | { op: 'bookmark'; scope: ScopeKey; version: string; resourceVersion: string }
+  | { op: 'change'; change: StoreChange };
+
+export interface ResumePointRecord extends ScopeKey {
+  version: string;
+  resourceVersion: string;
+}
+
+export interface ApplyStats {
+  /** Changes that replaced what was stored. */
+  applied: number;
+  /** Changes ignored because the store already held the same or a newer version. */
+  skipped: number;
+  /** Objects and tombstones removed by SyncEnd sweeps. */
+  swept: number;
+}
+
+export interface KindCount {
+  account: string;
+  group: string;
+  kind: string;
+  count: number;
+}
+
+/** An account as last registered, persisted so a restarted server still knows who owns a name. */
+export interface AccountRecord {
+  name: string;
+  agentId: string;
+  apiServerHost: string;
+  caFingerprint: string;
+  kubernetesVersion: string;
+  namespaces: string[];
+  omitNamespaces: string[];
+  kinds: string[];
+  omitKinds: string[];
+  /** ms since the epoch. */
+  registeredAt: number;
+}
+
+export interface ListFilter {
+  account: string;
+  group?: string | undefined;
+  kind?: string | undefined;
+  namespace?: string | undefined;
+}
+
+export interface CacheStore {
+  readonly type: 'memory' | 'mysql';
+  /** Creates or migrates the schema; idempotent. */
+  init(): Promise<void>;
+  apply(ops: readonly StoreOp[]): Promise<ApplyStats>;
+  /** A live (not deleted) object, or undefined. */
+  get(key: ObjectKey): Promise<CachedObject | undefined>;
+  /** Live objects matching the filter, ordered by group, kind, namespace, name. */
+  list(filter: ListFilter): Promise<CachedObject[]>;
+  /** Scopes of the account whose last full sync completed, with the resourceVersion the cache holds. */
+  resumePoints(account: string): Promise<ResumePointRecord[]>;
+  counts(): Promise<KindCount[]>;
+  saveAccount(record: AccountRecord): Promise<void>;
+  listAccounts(): Promise<AccountRecord[]>;
+  /** Removes the account record, its objects and its sync state. */
+  dropAccount(name: string): Promise<void>;
+  /** Throws when the backend is unreachable (for /readyz). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function scopeId(s: ScopeKey): string {
+  return `${s.account}\u0000${s.group}\u0000${s.kind.toLowerCase()}\u0000${s.namespace}`;
+}

@@ -1,0 +1,255 @@
+/**
+ * The CacheStore contract: every implementation (memory here, MySQL against a real MariaDB in
+ * test/integration/plugin-server/mysql-store.test.ts) must pass exactly these tests.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { CacheStore, ScopeKey, StoreChange, StoreOp } from '../../../src/plugin-server/cache/store.js';
+
+export interface StoreFactory {
+  create(): Promise<CacheStore>;
+  destroy(store: CacheStore): Promise<void>;
+}
+
+function change(
+  type: StoreChange['type'],
+  name: string,
+  rv: string,
+  extra: Partial<StoreChange> & { data?: Record<string, unknown> } = {},
+): StoreOp {
+  const { data, ...rest } = extra;
+  const c: StoreChange = {
+    type,
+    account: 'dev',
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    namespace: 'ns1',
+    name,
+    uid: `uid-${name}`,
+    resourceVersion: rv,
+    json: '',
+    ...rest,
+  };
+  if (!c.json && type !== 'DELETED') {
+    c.json = JSON.stringify({
+      apiVersion: c.apiVersion,
+      kind: c.kind,
+      metadata: { name, namespace: c.namespace || undefined, resourceVersion: rv },
+      data: data ?? { v: rv },
+    });
+  }
+  return { op: 'change', change: c };
+}
+
+const cmScope: ScopeKey = { account: 'dev', group: '', kind: 'ConfigMap', namespace: '' };
+const syncStart = (scope: ScopeKey = cmScope): StoreOp => ({ op: 'syncStart', scope, version: 'v1' });
+const syncEnd = (rv: string, scope: ScopeKey = cmScope): StoreOp => ({
+  op: 'syncEnd',
+  scope,
+  version: 'v1',
+  resourceVersion: rv,
+});
+
+export function cacheStoreContract(name: string, factory: StoreFactory): void {
+  describe(`CacheStore contract: ${name}`, () => {
+    let store: CacheStore;
+    beforeEach(async () => {
+      store = await factory.create();
+      await store.init();
+    });
+    afterEach(async () => {
+      await factory.destroy(store);
+    });
+
+    const names = async (filter = {}) => (await store.list({ account: 'dev', ...filter })).map((o) => o.name);
+    const rvOf = async (n: string) =>
+      (await store.get({ account: 'dev', group: '', kind: 'ConfigMap', namespace: 'ns1', name: n }))?.resourceVersion;
+
+    it('init is idempotent', async () => {
+      await store.init();
+      await store.apply([change('ADDED', 'a', '5')]);
+      await store.init();
+      expect(await rvOf('a')).toBe('5');
+    });
+
+    it('stores, reads back and lists objects with their JSON intact', async () => {
+      await store.apply([
+        change('ADDED', 'a', '5', { data: { text: 'grüße ✓ "quoted"' } }),
+        change('ADDED', 'web', '6', { apiVersion: 'apps/v1', kind: 'Deployment' }),
+        change('ADDED', 'ns1', '7', { kind: 'Namespace', namespace: '' }),
+      ]);
+      const a = await store.get({ account: 'dev', group: '', kind: 'ConfigMap', namespace: 'ns1', name: 'a' });
+      expect(a).toMatchObject({ account: 'dev', group: '', apiVersion: 'v1', kind: 'ConfigMap', uid: 'uid-a' });
+      expect(JSON.parse(a!.json).data.text).toBe('grüße ✓ "quoted"');
+      // Kind matching ignores case (Clouddriver says "deployment"), and an undefined group matches any group.
+      const web = await store.get({ account: 'dev', kind: 'deployment', namespace: 'ns1', name: 'web' });
+      expect(web).toMatchObject({ group: 'apps', kind: 'Deployment', apiVersion: 'apps/v1' });
+      expect(await store.get({ account: 'dev', group: '', kind: 'deployment', namespace: 'ns1', name: 'web' })).toBe(
+        undefined,
+      );
+      expect(
+        await store.get({ account: 'dev', group: '', kind: 'namespace', namespace: '', name: 'ns1' }),
+      ).toMatchObject({ namespace: '' });
+      expect(await store.get({ account: 'other', kind: 'ConfigMap', namespace: 'ns1', name: 'a' })).toBe(undefined);
+      expect(await names()).toEqual(['a', 'ns1', 'web']);
+      expect(await names({ kind: 'configmap' })).toEqual(['a']);
+      expect(await names({ group: 'apps' })).toEqual(['web']);
+      expect(await names({ namespace: '' })).toEqual(['ns1']);
+    });
+
+    it('never moves an object backwards: older and equal resourceVersions are ignored, compared as integers', async () => {
+      await store.apply([change('ADDED', 'a', '10')]);
+      await store.apply([change('MODIFIED', 'a', '9')]);
+      expect(await rvOf('a')).toBe('10');
+      await store.apply([change('MODIFIED', 'a', '10', { data: { changed: 'no' } })]);
+      const same = await store.get({ account: 'dev', kind: 'ConfigMap', namespace: 'ns1', name: 'a' });
+      expect(JSON.parse(same!.json).data).toEqual({ v: '10' });
+      await store.apply([change('MODIFIED', 'a', '100')]);
+      expect(await rvOf('a')).toBe('100');
+      // Several changes of one object in one batch apply in order.
+      await store.apply([
+        change('MODIFIED', 'a', '101'),
+        change('MODIFIED', 'a', '99'),
+        change('MODIFIED', 'a', '102'),
+      ]);
+      expect(await rvOf('a')).toBe('102');
+    });
+
+    it('keeps deletes as tombstones so a replayed older event cannot resurrect the object', async () => {
+      await store.apply([change('ADDED', 'a', '10'), change('DELETED', 'a', '12')]);
+      expect(await rvOf('a')).toBe(undefined);
+      expect(await names()).toEqual([]);
+      await store.apply([change('ADDED', 'a', '10'), change('MODIFIED', 'a', '11')]);
+      expect(await rvOf('a')).toBe(undefined);
+      // A delete of an object never seen still guards against its older events arriving later.
+      await store.apply([change('DELETED', 'b', '20'), change('ADDED', 'b', '19')]);
+      expect(await rvOf('b')).toBe(undefined);
+      // Re-created under the same name: newer, so it is back.
+      await store.apply([change('ADDED', 'a', '13')]);
+      expect(await rvOf('a')).toBe('13');
+    });
+
+    it('falls back to last-writer-wins for resourceVersions that are not integers', async () => {
+      await store.apply([change('ADDED', 'a', 'abc')]);
+      await store.apply([change('MODIFIED', 'a', 'abd')]);
+      expect(await rvOf('a')).toBe('abd');
+      await store.apply([change('MODIFIED', 'a', '7')]);
+      expect(await rvOf('a')).toBe('7');
+    });
+
+    it('resync sweeps what the new list did not contain, including tombstones', async () => {
+      await store.apply([syncStart(), change('ADDED', 'a', '1'), change('ADDED', 'b', '2'), syncEnd('2')]);
+      await store.apply([change('ADDED', 'c', '3'), change('DELETED', 'd', '4')]);
+      expect(await names()).toEqual(['a', 'b', 'c']);
+      // The relist sees a (unchanged), c (unchanged) and e; b was deleted while nobody watched.
+      await store.apply([syncStart(), change('ADDED', 'a', '1'), change('ADDED', 'c', '3')]);
+      await store.apply([change('ADDED', 'e', '6'), syncEnd('6')]);
+      expect(await names()).toEqual(['a', 'c', 'e']);
+      // The tombstone of d was swept too: an event for d now applies.
+      await store.apply([change('ADDED', 'd', '3')]);
+      expect(await rvOf('d')).toBe('3');
+    });
+
+    it('a sweep stays within its scope: namespace, kind and account', async () => {
+      const ns1: ScopeKey = { ...cmScope, namespace: 'ns1' };
+      const ns2: ScopeKey = { ...cmScope, namespace: 'ns2' };
+      await store.apply([
+        syncStart(ns1),
+        syncStart(ns2),
+        change('ADDED', 'a', '1'),
+        change('ADDED', 'b', '2', { namespace: 'ns2' }),
+        change('ADDED', 's', '3', { kind: 'Secret' }),
+        change('ADDED', 'x', '4', { account: 'prod' }),
+        syncEnd('4', ns1),
+        syncEnd('4', ns2),
+      ]);
+      await store.apply([syncStart(ns1), syncEnd('5', ns1)]);
+      expect(await names()).toEqual(['b', 's']);
+      expect((await store.list({ account: 'prod' })).map((o) => o.name)).toEqual(['x']);
+    });
+
+    it('gives resume points only for completed syncs, advanced by bookmarks and changes', async () => {
+      const deploy: ScopeKey = { account: 'dev', group: 'apps', kind: 'Deployment', namespace: '' };
+      expect(await store.resumePoints('dev')).toEqual([]);
+      await store.apply([syncStart(), change('ADDED', 'a', '10')]);
+      expect(await store.resumePoints('dev')).toEqual([]);
+      await store.apply([syncEnd('15'), { op: 'syncStart', scope: deploy, version: 'v1' }]);
+      expect(await store.resumePoints('dev')).toEqual([{ ...cmScope, version: 'v1', resourceVersion: '15' }]);
+      await store.apply([{ op: 'bookmark', scope: cmScope, version: 'v1', resourceVersion: '20' }]);
+      await store.apply([change('MODIFIED', 'a', '25')]);
+      // An out-of-date bookmark never moves the resume point back.
+      await store.apply([{ op: 'bookmark', scope: cmScope, version: 'v1', resourceVersion: '21' }]);
+      await store.apply([{ op: 'syncEnd', scope: deploy, version: 'v1', resourceVersion: '9' }]);
+      expect(await store.resumePoints('dev')).toEqual([
+        { ...cmScope, version: 'v1', resourceVersion: '25' },
+        { ...deploy, version: 'v1', resourceVersion: '9' },
+      ]);
+      // A new sync invalidates the resume point until it ends.
+      await store.apply([syncStart()]);
+      expect((await store.resumePoints('dev')).map((r) => r.kind)).toEqual(['Deployment']);
+      expect(await store.resumePoints('prod')).toEqual([]);
+    });
+
+    it('counts live objects per account and kind', async () => {
+      await store.apply([
+        change('ADDED', 'a', '1'),
+        change('ADDED', 'b', '2'),
+        change('DELETED', 'b', '3'),
+        change('ADDED', 'web', '4', { apiVersion: 'apps/v1', kind: 'Deployment' }),
+        change('ADDED', 'x', '5', { account: 'prod' }),
+      ]);
+      const counts = (await store.counts()).sort((x, y) =>
+        `${x.account}${x.kind}`.localeCompare(`${y.account}${y.kind}`),
+      );
+      expect(counts).toEqual([
+        { account: 'dev', group: '', kind: 'ConfigMap', count: 1 },
+        { account: 'dev', group: 'apps', kind: 'Deployment', count: 1 },
+        { account: 'prod', group: '', kind: 'ConfigMap', count: 1 },
+      ]);
+    });
+
+    it('persists account records and drops an account with its cache and resume points', async () => {
+      const rec = {
+        name: 'dev',
+        agentId: 'agent-1',
+        apiServerHost: '10.0.0.1:6443',
+        caFingerprint: 'ab'.repeat(32),
+        kubernetesVersion: 'v1.33.1',
+        namespaces: ['ns1'],
+        omitNamespaces: [],
+        kinds: [],
+        omitKinds: ['Secret'],
+        registeredAt: 1_700_000_000_000,
+      };
+      await store.saveAccount(rec);
+      await store.saveAccount({ ...rec, name: 'prod' });
+      await store.saveAccount({ ...rec, agentId: 'agent-2' });
+      expect(await store.listAccounts()).toEqual([
+        { ...rec, agentId: 'agent-2' },
+        { ...rec, name: 'prod' },
+      ]);
+      await store.apply([
+        syncStart(),
+        change('ADDED', 'a', '1'),
+        syncEnd('1'),
+        change('ADDED', 'x', '2', { account: 'prod' }),
+      ]);
+      await store.dropAccount('dev');
+      expect(await store.listAccounts()).toEqual([{ ...rec, name: 'prod' }]);
+      expect(await names()).toEqual([]);
+      expect(await store.resumePoints('dev')).toEqual([]);
+      expect((await store.list({ account: 'prod' })).length).toBe(1);
+      // Coming back after a drop starts from a clean slate: a sync and events apply normally.
+      await store.apply([syncStart(), change('ADDED', 'a', '1'), syncEnd('1')]);
+      expect(await names()).toEqual(['a']);
+    });
+
+    it('handles a large batch in one call', async () => {
+      const ops: StoreOp[] = [syncStart()];
+      for (let i = 0; i < 2000; i++) ops.push(change('ADDED', `cm-${String(i).padStart(4, '0')}`, String(i + 1)));
+      ops.push(syncEnd('2000'));
+      await store.apply(ops);
+      expect((await store.list({ account: 'dev' })).length).toBe(2000);
+      await store.ping();
+    });
+  });
+}
