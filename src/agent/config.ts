@@ -1,0 +1,184 @@
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { ScaleAgentError, type ErrorDetail } from '../shared/errors.js';
+import {
+  compileSchema,
+  detailAt,
+  parseYamlFile,
+  parseYamlText,
+  schemaErrorDetails,
+  type LocatedDocument,
+} from '../shared/yaml-config.js';
+
+export interface AccountConfig {
+  name: string;
+  kubeconfigFile?: string;
+  serviceAccount: boolean;
+  context?: string;
+  namespaces: string[];
+  omitNamespaces: string[];
+  kinds: string[];
+  omitKinds: string[];
+  onlyNamespacedResources: boolean;
+  permissions?: { READ?: string[]; WRITE?: string[] };
+}
+
+export interface AgentConfig {
+  server: {
+    address: string;
+    insecure: boolean;
+    tls?: { caFile?: string; certFile?: string; keyFile?: string; serverName?: string };
+    tokenFile?: string;
+    heartbeatSeconds: number;
+    backoff: { baseDelaySeconds: number; multiplier: number; jitter: number; maxDelaySeconds: number };
+  };
+  agentId: string;
+  zone?: string;
+  admin: { host: string; port: number };
+  queue: { maxBytes: number; maxBatchBytes: number; maxInFlightBatches: number };
+  kubernetes: {
+    rediscoverySeconds: number;
+    forbiddenRetrySeconds: number;
+    listPageSize: number;
+    streamingLists: 'auto' | 'never';
+    accounts: AccountConfig[];
+  };
+}
+
+let validator: ReturnType<typeof compileSchema<AgentConfig>> | undefined;
+
+function schemaValidator(): ReturnType<typeof compileSchema<AgentConfig>> {
+  if (!validator) {
+    // schemas/ sits next to src/ (and next to dist/ in the package); both layouts are tried.
+    const candidates = ['../../schemas/', '../../../schemas/'].map(
+      (p) => new URL(`${p}agent-config.schema.json`, import.meta.url),
+    );
+    let schema: object | undefined;
+    for (const url of candidates) {
+      try {
+        schema = JSON.parse(readFileSync(url, 'utf8')) as object;
+        break;
+      } catch {
+        // next candidate
+      }
+    }
+    if (!schema) throw new ScaleAgentError('INTERNAL', 'schemas/agent-config.schema.json not found next to the code');
+    validator = compileSchema<AgentConfig>(schema);
+  }
+  return validator;
+}
+
+/** Reads, validates and completes (defaults, agentId, absolute paths) an agent config file. */
+export function loadAgentConfig(file: string, env: NodeJS.ProcessEnv = process.env): AgentConfig {
+  return configFromDocument(parseYamlFile(file), env);
+}
+
+/** Same as loadAgentConfig for text already in memory (`file` only names it in errors and anchors paths). */
+export function parseAgentConfig(file: string, text: string, env: NodeJS.ProcessEnv = process.env): AgentConfig {
+  return configFromDocument(parseYamlText(file, text), env);
+}
+
+function configFromDocument(doc: LocatedDocument, env: NodeJS.ProcessEnv): AgentConfig {
+  const data = doc.data;
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: the agent config must be a mapping`, {
+      details: [detailAt(doc, '', 'must be a mapping (key: value)')],
+    });
+  }
+  const validate = schemaValidator();
+  if (!validate(data)) {
+    const details = schemaErrorDetails(doc, validate.errors ?? []);
+    throw new ScaleAgentError('INVALID_INPUT', `${doc.file} does not match the agent config schema`, { details });
+  }
+  const config = data;
+  const details = semanticProblems(doc, config);
+  if (details.length > 0) {
+    throw new ScaleAgentError('INVALID_INPUT', `${doc.file} has invalid settings`, { details });
+  }
+  config.agentId ??= env.POD_NAME || hostname();
+  resolvePaths(config, dirname(resolve(doc.file)));
+  return config;
+}
+
+function semanticProblems(doc: LocatedDocument, config: AgentConfig): ErrorDetail[] {
+  const problems: ErrorDetail[] = [];
+  if (config.server.insecure && config.server.tls) {
+    problems.push(detailAt(doc, '/server/insecure', 'insecure: true contradicts the tls block; remove one of them'));
+  }
+  const seen = new Map<string, number>();
+  config.kubernetes.accounts.forEach((a, i) => {
+    const at = `/kubernetes/accounts/${i}`;
+    const first = seen.get(a.name);
+    if (first !== undefined) {
+      problems.push(detailAt(doc, `${at}/name`, `duplicate account name '${a.name}' (first at index ${first})`));
+    } else {
+      seen.set(a.name, i);
+    }
+    if (a.kubeconfigFile && a.serviceAccount) {
+      problems.push(
+        detailAt(doc, `${at}/serviceAccount`, 'give either kubeconfigFile or serviceAccount: true, not both'),
+      );
+    } else if (!a.kubeconfigFile && !a.serviceAccount) {
+      problems.push(detailAt(doc, at, 'needs kubeconfigFile or serviceAccount: true'));
+    }
+    if (a.context && !a.kubeconfigFile) {
+      problems.push(detailAt(doc, `${at}/context`, 'context only applies with kubeconfigFile'));
+    }
+    if (a.namespaces.length > 0 && a.omitNamespaces.length > 0) {
+      problems.push(detailAt(doc, `${at}/omitNamespaces`, 'namespaces and omitNamespaces are exclusive'));
+    }
+    if (a.kinds.length > 0 && a.omitKinds.length > 0) {
+      problems.push(detailAt(doc, `${at}/omitKinds`, 'kinds and omitKinds are exclusive'));
+    }
+  });
+  return problems;
+}
+
+// Relative paths are relative to the config file, as in a kubeconfig: the file then works wherever it is mounted.
+function resolvePaths(config: AgentConfig, base: string): void {
+  const abs = (p: string | undefined): string | undefined => (p === undefined || isAbsolute(p) ? p : resolve(base, p));
+  const tls = config.server.tls;
+  if (tls) {
+    if (tls.caFile) tls.caFile = abs(tls.caFile);
+    if (tls.certFile) tls.certFile = abs(tls.certFile);
+    if (tls.keyFile) tls.keyFile = abs(tls.keyFile);
+  }
+  if (config.server.tokenFile) config.server.tokenFile = abs(config.server.tokenFile);
+  for (const a of config.kubernetes.accounts) {
+    if (a.kubeconfigFile) a.kubeconfigFile = abs(a.kubeconfigFile);
+  }
+}
+
+/** What changed between two configs' account lists; unchanged accounts keep their watches. */
+export interface AccountDiff {
+  added: AccountConfig[];
+  removed: AccountConfig[];
+  changed: AccountConfig[];
+  unchanged: AccountConfig[];
+}
+
+export function diffAccounts(before: readonly AccountConfig[], after: readonly AccountConfig[]): AccountDiff {
+  const old = new Map(before.map((a) => [a.name, a]));
+  const diff: AccountDiff = { added: [], removed: [], changed: [], unchanged: [] };
+  for (const a of after) {
+    const prev = old.get(a.name);
+    if (!prev) diff.added.push(a);
+    else if (stableJson(prev) === stableJson(a)) diff.unchanged.push(a);
+    else diff.changed.push(a);
+    old.delete(a.name);
+  }
+  diff.removed.push(...old.values());
+  return diff;
+}
+
+/** JSON with sorted keys, so two equal configs compare equal whatever the key order in the file. */
+export function stableJson(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : v,
+  );
+}

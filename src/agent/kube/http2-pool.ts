@@ -1,0 +1,144 @@
+import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
+import type { SecureClientSessionOptions } from 'node:http2';
+
+/**
+ * HTTP/2 sessions to one API server, shared by all of an account's watches the way client-go shares one
+ * connection: a watch is a stream, so a hundred watches cost one TLS connection, and pausing a watch applies
+ * HTTP/2 flow control to that stream only. A session that stops answering PINGs is destroyed, so a silently
+ * dead connection (NAT timeout, API server gone) fails its watches instead of hanging them forever.
+ */
+export interface Http2PoolOptions {
+  origin: string;
+  tls: SecureClientSessionOptions;
+  /** Probe a session with PING when it received nothing for this long. client-go: 30 s. */
+  readIdleMs?: number;
+  /** A PING unanswered for this long kills the session. client-go: 15 s. */
+  pingTimeoutMs?: number;
+}
+
+interface PooledSession {
+  session: ClientHttp2Session;
+  active: number;
+  lastRead: number;
+  pinging: boolean;
+}
+
+/** Streams per session when the server does not say (Go's http2 server default is 250; stay below it). */
+const DEFAULT_STREAM_LIMIT = 100;
+
+export class Http2Pool {
+  private sessions: PooledSession[] = [];
+  private readonly readIdleMs: number;
+  private readonly pingTimeoutMs: number;
+  private readonly healthTimer: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly options: Http2PoolOptions) {
+    this.readIdleMs = options.readIdleMs ?? 30_000;
+    this.pingTimeoutMs = options.pingTimeoutMs ?? 15_000;
+    this.healthTimer = setInterval(() => this.checkHealth(), Math.min(this.readIdleMs, 10_000));
+    this.healthTimer.unref();
+  }
+
+  /** Opens a stream; resolves with the response headers once they arrive. */
+  async request(
+    headers: http2.OutgoingHttpHeaders,
+    signal?: AbortSignal,
+  ): Promise<{ stream: ClientHttp2Stream; headers: IncomingHttpHeaders }> {
+    if (this.closed) throw new Error('connection pool closed');
+    const pooled = await this.pick();
+    pooled.active += 1;
+    const stream = pooled.session.request(headers, { endStream: true, signal });
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      pooled.active -= 1;
+    };
+    stream.once('close', release);
+    stream.on('data', () => {
+      pooled.lastRead = Date.now();
+    });
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error): void => {
+        release();
+        reject(err);
+      };
+      stream.once('error', onError);
+      stream.once('response', (responseHeaders) => {
+        stream.off('error', onError);
+        pooled.lastRead = Date.now();
+        resolve({ stream, headers: responseHeaders });
+      });
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    clearInterval(this.healthTimer);
+    for (const s of this.sessions) s.session.destroy();
+    this.sessions = [];
+  }
+
+  get sessionCount(): number {
+    return this.sessions.length;
+  }
+
+  private async pick(): Promise<PooledSession> {
+    for (const s of this.sessions) {
+      const limit = Math.min(
+        s.session.remoteSettings.maxConcurrentStreams ?? DEFAULT_STREAM_LIMIT,
+        DEFAULT_STREAM_LIMIT,
+      );
+      if (!s.session.closed && !s.session.destroyed && s.active < limit) return s;
+    }
+    return this.connect();
+  }
+
+  private connect(): Promise<PooledSession> {
+    return new Promise((resolve, reject) => {
+      const session = http2.connect(this.options.origin, this.options.tls);
+      const pooled: PooledSession = { session, active: 0, lastRead: Date.now(), pinging: false };
+      const drop = (): void => {
+        this.sessions = this.sessions.filter((s) => s !== pooled);
+      };
+      session.once('close', drop);
+      session.once('goaway', drop);
+      session.on('error', () => {
+        drop();
+        session.destroy();
+      });
+      session.once('connect', () => {
+        session.off('error', reject);
+        // An idle pool must not keep the process alive on shutdown.
+        session.unref();
+        this.sessions.push(pooled);
+        resolve(pooled);
+      });
+      session.once('error', reject);
+    });
+  }
+
+  private checkHealth(): void {
+    const now = Date.now();
+    for (const s of this.sessions) {
+      if (s.pinging || s.active === 0 || now - s.lastRead < this.readIdleMs) continue;
+      s.pinging = true;
+      const timer = setTimeout(
+        () => s.session.destroy(new Error('API server did not answer an HTTP/2 PING')),
+        this.pingTimeoutMs,
+      );
+      timer.unref();
+      const ok = s.session.ping((err) => {
+        clearTimeout(timer);
+        s.pinging = false;
+        if (err) s.session.destroy(err);
+        else s.lastRead = Date.now();
+      });
+      if (!ok) {
+        clearTimeout(timer);
+        s.pinging = false;
+      }
+    }
+  }
+}

@@ -1,0 +1,406 @@
+import type { Logger } from '../shared/logging.js';
+import { ChangeType, type Change } from '../shared/proto.js';
+import { Backoff, sleep, WATCH_BACKOFF, type BackoffOptions } from './backoff.js';
+import { isForbidden, isGone, isNotFound, KubeApiError, watchStatusError, type KubeClient } from './kube/client.js';
+import { JsonLineSplitter } from './kube/json-lines.js';
+import {
+  apiVersionOfResource,
+  collectionPath,
+  isMetadataOnly,
+  PARTIAL_OBJECT_METADATA,
+  PARTIAL_OBJECT_METADATA_LIST,
+  type ApiResource,
+} from './kube/resources.js';
+
+/** What one reflector covers: an account's kind, in one namespace or ('') all of them. */
+export interface WatchScope {
+  account: string;
+  resource: ApiResource;
+  namespace: string;
+}
+
+export const scopeId = (s: WatchScope): string => `${s.account}/${s.resource.group}/${s.resource.kind}/${s.namespace}`;
+
+/**
+ * Where a reflector's output goes (the send queue). hasRoom/waitForRoom are the backpressure: while there is no
+ * room the reflector stops reading its HTTP stream, so the API server (not the agent) holds what is unread.
+ */
+export interface ReflectorSink {
+  syncStart(scope: WatchScope): void;
+  change(scope: WatchScope, change: Change): void;
+  syncEnd(scope: WatchScope, resourceVersion: string): void;
+  bookmark(scope: WatchScope, resourceVersion: string): void;
+  hasRoom(): boolean;
+  waitForRoom(signal: AbortSignal): Promise<void>;
+}
+
+export interface ReflectorHooks {
+  /** First 403 of this scope (reported once; later retries are quiet until it succeeds). */
+  onForbidden?(scope: WatchScope, error: KubeApiError): void;
+  /** A scope that was forbidden listed successfully. */
+  onAllowed?(scope: WatchScope): void;
+  /** 404: the resource disappeared (CRD deleted); discovery should run again. */
+  onNotFound?(scope: WatchScope): void;
+  onSynced?(scope: WatchScope, durationMs: number, objects: number): void;
+  onWatchRestart?(scope: WatchScope, reason: 'gone' | 'error' | 'timeout'): void;
+}
+
+export interface ReflectorOptions {
+  client: KubeClient;
+  scope: WatchScope;
+  sink: ReflectorSink;
+  logger: Logger;
+  hooks?: ReflectorHooks;
+  /** LIST page size. */
+  pageSize?: number;
+  /** Try streaming lists (WATCH with sendInitialEvents) before falling back to LIST. */
+  streamingLists?: boolean;
+  forbiddenRetryMs?: number;
+  /** Server-side field selector (omitNamespaces). */
+  fieldSelector?: string;
+  backoff?: BackoffOptions;
+  /** Bounds of the random server-side watch timeout (client-go picks 5–10 minutes). */
+  watchTimeoutSeconds?: [number, number];
+}
+
+export type ReflectorState = 'pending' | 'listing' | 'watching' | 'backoff' | 'forbidden' | 'stopped';
+
+interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: KubeObject;
+}
+
+interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    annotations?: Record<string, string>;
+    managedFields?: unknown;
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
+interface ListPage {
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: KubeObject[];
+}
+
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+// kubectl apply copies the whole object, a Secret's data included, into this annotation.
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * List+watch of one scope that never gives up: paginated LIST (or a streaming list), then WATCH with bookmarks,
+ * resuming from the last resourceVersion; 410 Gone (also an expired continue token) relists; every other error
+ * backs off with jitter; 403 is reported once and retried on a slow timer. It keeps only the resourceVersion,
+ * never the objects.
+ */
+export class Reflector {
+  readonly scope: WatchScope;
+  state: ReflectorState = 'pending';
+  /** Where the watch continues from; undefined means a full list is needed. */
+  resourceVersion: string | undefined;
+  synced = false;
+  lastError: string | undefined;
+  events = 0;
+  relists = 0;
+  lastSyncMs: number | undefined;
+
+  private readonly abort = new AbortController();
+  private readonly backoff: Backoff;
+  private readonly metadataOnly: boolean;
+  private streamingLists: boolean;
+  private forbidden = false;
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly options: ReflectorOptions) {
+    this.scope = options.scope;
+    this.backoff = new Backoff(options.backoff ?? WATCH_BACKOFF);
+    this.metadataOnly = isMetadataOnly(options.scope.resource);
+    this.streamingLists = options.streamingLists ?? true;
+  }
+
+  /** Starts the loop; `resumeFrom` (a resume point the server holds) skips the initial list while it is valid. */
+  start(resumeFrom?: string): void {
+    if (this.running) return;
+    this.resourceVersion = resumeFrom || undefined;
+    this.synced = !!this.resourceVersion;
+    this.running = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.state = 'stopped';
+    await this.running;
+  }
+
+  private get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  private async loop(): Promise<void> {
+    const log = this.options.logger;
+    while (!this.signal.aborted) {
+      const started = Date.now();
+      let received = 0;
+      try {
+        if (this.resourceVersion === undefined) {
+          if (this.streamingLists) {
+            received = await this.watch(true);
+          } else {
+            await this.list();
+            received = 1;
+          }
+        } else {
+          received = await this.watch(false);
+        }
+        if (this.forbidden) this.allowed();
+        // A watch the server ends normally (its timeout) is resumed at once; one that ends at once and empty
+        // would be a hot loop, so it counts as a failure.
+        if (received > 0 || Date.now() - started > 1000) {
+          this.backoff.reset();
+          this.options.hooks?.onWatchRestart?.(this.scope, 'timeout');
+          continue;
+        }
+        this.lastError = 'watch closed immediately';
+      } catch (e) {
+        if (this.signal.aborted) break;
+        if (isGone(e)) {
+          log.info(
+            { scope: scopeId(this.scope), rv: this.resourceVersion },
+            'resourceVersion expired (410), relisting',
+          );
+          this.resourceVersion = undefined;
+          this.options.hooks?.onWatchRestart?.(this.scope, 'gone');
+          continue;
+        }
+        if (isForbidden(e)) {
+          await this.onForbidden(e as KubeApiError);
+          continue;
+        }
+        if (this.resourceVersion === undefined && this.streamingLists && isWatchListRefused(e)) {
+          log.info({ scope: scopeId(this.scope), error: (e as Error).message }, 'streaming lists refused, using LIST');
+          this.streamingLists = false;
+          continue;
+        }
+        if (isNotFound(e)) this.options.hooks?.onNotFound?.(this.scope);
+        this.lastError = (e as Error).message;
+        log.warn({ scope: scopeId(this.scope), error: this.lastError }, 'watch failed, backing off');
+        this.options.hooks?.onWatchRestart?.(this.scope, 'error');
+      }
+      if (this.signal.aborted) break;
+      this.state = 'backoff';
+      await sleep(this.backoff.next(), this.signal);
+    }
+    this.state = 'stopped';
+  }
+
+  private async onForbidden(e: KubeApiError): Promise<void> {
+    this.lastError = e.message;
+    this.state = 'forbidden';
+    if (!this.forbidden) {
+      this.forbidden = true;
+      this.options.logger.warn(
+        { scope: scopeId(this.scope), error: e.message },
+        'forbidden to list/watch this kind; skipping it (retried on a slow timer)',
+      );
+      this.options.hooks?.onForbidden?.(this.scope, e);
+    }
+    // Start over with a fresh list when access comes back; nothing of this scope was sent meanwhile.
+    this.resourceVersion = undefined;
+    this.synced = false;
+    await sleep(this.options.forbiddenRetryMs ?? 600_000, this.signal);
+  }
+
+  private allowed(): void {
+    this.forbidden = false;
+    this.lastError = undefined;
+    this.options.logger.info({ scope: scopeId(this.scope) }, 'kind is readable again');
+    this.options.hooks?.onAllowed?.(this.scope);
+  }
+
+  private query(params: Record<string, string | undefined>): string {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, v);
+    if (this.options.fieldSelector) q.set('fieldSelector', this.options.fieldSelector);
+    return `${collectionPath(this.scope.resource, this.scope.namespace)}?${q.toString()}`;
+  }
+
+  /** Paginated LIST, sent between SyncStart and SyncEnd. An expired continue token (410) restarts it. */
+  private async list(): Promise<void> {
+    const { sink } = this.options;
+    this.state = 'listing';
+    this.relists += 1;
+    const started = Date.now();
+    let count = 0;
+    let cont: string | undefined;
+    let rv = '';
+    sink.syncStart(this.scope);
+    do {
+      await this.room();
+      const page = await this.options.client.getJson<ListPage>(
+        this.query({ limit: String(this.options.pageSize ?? 500), continue: cont }),
+        { accept: this.metadataOnly ? PARTIAL_OBJECT_METADATA_LIST : 'application/json', signal: this.signal },
+      );
+      for (const item of page.items ?? []) {
+        const change = this.toChange('ADDED', item);
+        if (change) sink.change(this.scope, change);
+        count += 1;
+      }
+      cont = page.metadata?.continue || undefined;
+      rv = page.metadata?.resourceVersion ?? rv;
+    } while (cont && !this.signal.aborted);
+    if (this.signal.aborted) return;
+    sink.syncEnd(this.scope, rv);
+    this.resourceVersion = rv;
+    this.synced = true;
+    this.lastSyncMs = Date.now() - started;
+    this.options.hooks?.onSynced?.(this.scope, this.lastSyncMs, count);
+  }
+
+  /**
+   * One WATCH request, read until the server ends it. With `initial` it is a streaming list: every object comes
+   * as ADDED, then a bookmark annotated k8s.io/initial-events-end marks the list's end, and the same stream goes
+   * on as a normal watch. Returns the number of events received.
+   */
+  private async watch(initial: boolean): Promise<number> {
+    const { sink, client } = this.options;
+    const [lo, hi] = this.options.watchTimeoutSeconds ?? [300, 600];
+    const timeout = String(Math.floor(lo + Math.random() * (hi - lo)));
+    const path = initial
+      ? this.query({
+          watch: '1',
+          allowWatchBookmarks: 'true',
+          sendInitialEvents: 'true',
+          resourceVersionMatch: 'NotOlderThan',
+          resourceVersion: '',
+          timeoutSeconds: timeout,
+        })
+      : this.query({
+          watch: '1',
+          allowWatchBookmarks: 'true',
+          resourceVersion: this.resourceVersion,
+          timeoutSeconds: timeout,
+        });
+    this.state = initial ? 'listing' : 'watching';
+    const started = Date.now();
+    const { stream } = await client.get(path, {
+      accept: this.metadataOnly ? PARTIAL_OBJECT_METADATA : 'application/json',
+      signal: this.signal,
+    });
+    if (initial) {
+      this.relists += 1;
+      sink.syncStart(this.scope);
+    }
+    let inInitial = initial;
+    let received = 0;
+    let listed = 0;
+    const splitter = new JsonLineSplitter();
+    try {
+      for await (const chunk of stream) {
+        for (const line of splitter.push(chunk as Buffer)) {
+          const event = JSON.parse(line.toString('utf8')) as WatchEvent;
+          received += 1;
+          this.events += 1;
+          const rv = event.object?.metadata?.resourceVersion;
+          switch (event.type) {
+            case 'ADDED':
+            case 'MODIFIED':
+            case 'DELETED': {
+              const change = this.toChange(event.type, event.object);
+              if (change) sink.change(this.scope, change);
+              if (inInitial) listed += 1;
+              // During a streaming list objects arrive in no resourceVersion order; only the closing bookmark
+              // says where the watch stands.
+              else if (rv) this.resourceVersion = rv;
+              break;
+            }
+            case 'BOOKMARK':
+              if (!rv) break;
+              if (inInitial) {
+                if (event.object.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') break;
+                inInitial = false;
+                this.resourceVersion = rv;
+                this.synced = true;
+                sink.syncEnd(this.scope, rv);
+                this.lastSyncMs = Date.now() - started;
+                this.options.hooks?.onSynced?.(this.scope, this.lastSyncMs, listed);
+                this.state = 'watching';
+              } else {
+                this.resourceVersion = rv;
+                sink.bookmark(this.scope, rv);
+              }
+              break;
+            case 'ERROR':
+              throw watchStatusError(event.object as { code?: number; reason?: string; message?: string });
+            default:
+              break;
+          }
+        }
+        // Backpressure: stop pulling from the stream (HTTP/2 flow control then stops the API server).
+        if (!sink.hasRoom()) await this.room();
+        if (this.signal.aborted) break;
+      }
+    } finally {
+      if (!stream.closed) stream.close();
+    }
+    if (inInitial && !this.signal.aborted) {
+      // The stream ended before the list did; the next attempt lists again.
+      this.resourceVersion = undefined;
+      throw new Error('streaming list ended before its initial-events-end bookmark');
+    }
+    return received;
+  }
+
+  private async room(): Promise<void> {
+    if (this.options.sink.hasRoom()) return;
+    await this.options.sink.waitForRoom(this.signal);
+  }
+
+  /** The change as sent: managedFields dropped, Secrets reduced to metadata, nothing else kept. */
+  private toChange(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject): Change | undefined {
+    const meta = obj.metadata;
+    if (!meta?.name) return undefined;
+    const r = this.scope.resource;
+    const apiVersion = apiVersionOfResource(r);
+    delete meta.managedFields;
+    let out: KubeObject;
+    if (this.metadataOnly) {
+      // Rebuilt from metadata alone, whatever the server sent: data cannot slip through even if a server
+      // ignored the PartialObjectMetadata Accept header.
+      const annotations = meta.annotations ? { ...meta.annotations } : undefined;
+      if (annotations) delete annotations[LAST_APPLIED];
+      out = { apiVersion, kind: r.kind, metadata: { ...meta, ...(annotations ? { annotations } : {}) } };
+    } else {
+      obj.apiVersion ??= apiVersion;
+      obj.kind ??= r.kind;
+      out = obj;
+    }
+    return {
+      type:
+        type === 'ADDED'
+          ? ChangeType.CHANGE_TYPE_ADDED
+          : type === 'MODIFIED'
+            ? ChangeType.CHANGE_TYPE_MODIFIED
+            : ChangeType.CHANGE_TYPE_DELETED,
+      account: this.scope.account,
+      apiVersion,
+      kind: r.kind,
+      namespace: meta.namespace ?? '',
+      name: meta.name,
+      uid: meta.uid ?? '',
+      resourceVersion: meta.resourceVersion ?? '',
+      objectJson: Buffer.from(JSON.stringify(out)),
+    };
+  }
+}
+
+/** The API server refuses sendInitialEvents/resourceVersionMatch on watches when WatchList is off (or too old). */
+function isWatchListRefused(e: unknown): boolean {
+  return e instanceof KubeApiError && (e.status === 422 || e.status === 400 || e.status === 406);
+}
