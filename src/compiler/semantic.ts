@@ -15,8 +15,14 @@ export function semanticErrors(t: TopologyInput, src: LoadedYaml): ErrorDetail[]
   if ((ps.replicas ?? 1) > 1 && (ps.storage?.type ?? 'memory') === 'memory') {
     err('/pluginServer/replicas', 'more than one replica needs storage.type mysql (the memory store is per replica)');
   }
-  if ((ps.grpc?.port ?? 9091) === (ps.http?.port ?? 7002)) {
-    err('/pluginServer/grpc/port', 'the gRPC port and the HTTP port must differ');
+  const remote = t.agents.findIndex((a) => a.mode !== 'service');
+  const lb = ps.grpc?.exposure;
+  if (remote >= 0 && lb?.type === 'LoadBalancer' && lb.address === undefined) {
+    err(
+      '/pluginServer/grpc/exposure',
+      `agents outside the plugin-server's cluster (${t.agents[remote]?.name}) need exposure.address, the DNS name ` +
+        'they dial (it also goes into the server certificate)',
+    );
   }
 
   const agentNames = new Map<string, string>();

@@ -71,7 +71,6 @@ export interface TopologyInput {
     replicas?: number;
     image?: string;
     storage?: { type: 'memory' } | { type: 'mysql'; secretRef: SecretKeyRef };
-    http?: { port?: number };
     grpc?: { port?: number; exposure?: ExposureInput };
     tls?: { mode?: TlsMode; certificates?: CertificatesInput };
   };
@@ -129,7 +128,6 @@ export interface Topology {
     replicas: number;
     image: string;
     storage: { type: 'memory' } | { type: 'mysql'; secretRef: SecretKeyRef };
-    httpPort: number;
     grpcPort: number;
     exposure: Exposure;
     tls: { mode: TlsMode; certificates: Certificates };
@@ -178,7 +176,6 @@ export function normalizeTopology(input: TopologyInput, version: string): Topolo
       replicas: ps.replicas ?? 1,
       image,
       storage: ps.storage ?? { type: 'memory' },
-      httpPort: ps.http?.port ?? DEFAULT_HTTP_PORT,
       grpcPort: ps.grpc?.port ?? DEFAULT_GRPC_PORT,
       exposure,
       tls: { mode: ps.tls?.mode ?? 'mtls', certificates },

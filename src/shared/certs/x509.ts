@@ -2,7 +2,7 @@ import 'reflect-metadata'; // tsyringe, which @peculiar/x509 uses, needs the Ref
 import { webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 
-x509.cryptoProvider.set(webcrypto as unknown as Crypto);
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
 const ALG = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 const SIGN = { name: 'ECDSA', hash: 'SHA-256' } as const;
@@ -34,7 +34,7 @@ export interface LeafOptions {
 
 /** A self-signed ECDSA P-256 CA, allowed to sign leaf certificates only (path length 0). */
 export async function generateCa(options: CaOptions): Promise<PemPair> {
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const now = options.now ?? new Date();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
@@ -56,7 +56,7 @@ export async function generateCa(options: CaOptions): Promise<PemPair> {
 export async function issueCertificate(ca: PemPair, options: LeafOptions): Promise<PemPair> {
   const caCert = new x509.X509Certificate(ca.cert);
   const caKey = await importKey(ca.key);
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const now = options.now ?? new Date();
   const san: x509.JsonGeneralName[] = [
     ...(options.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })),
@@ -133,16 +133,16 @@ export async function keyMatchesCertificate(cert: string, key: string): Promise<
   const priv = await importKey(key);
   const data = new TextEncoder().encode('scale-agent key check');
   const sig = await webcrypto.subtle.sign(SIGN, priv, data);
-  const pub = await c.publicKey.export(ALG, ['verify'], webcrypto as unknown as Crypto);
+  const pub = await c.publicKey.export(ALG, ['verify'], webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
   return webcrypto.subtle.verify(SIGN, pub, sig, data);
 }
 
-async function exportKey(key: CryptoKey): Promise<string> {
+async function exportKey(key: webcrypto.CryptoKey): Promise<string> {
   const der = await webcrypto.subtle.exportKey('pkcs8', key);
   return x509.PemConverter.encode(der, 'PRIVATE KEY') + '\n';
 }
 
-async function importKey(pem: string): Promise<CryptoKey> {
+async function importKey(pem: string): Promise<webcrypto.CryptoKey> {
   const der = x509.PemConverter.decode(pem)[0];
   if (!der) throw new Error('no PEM block in private key');
   return webcrypto.subtle.importKey('pkcs8', der, ALG, false, ['sign']);

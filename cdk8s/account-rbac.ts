@@ -1,0 +1,62 @@
+import { Construct } from 'constructs';
+import { k8s } from 'cdk8s-plus-28';
+import { standardLabels } from './labels.js';
+
+export interface PolicyRule {
+  readonly apiGroups: string[];
+  readonly resources: string[];
+  readonly verbs: string[];
+}
+
+export interface AccountRbacProps {
+  /** Spinnaker account name (a label on every object). */
+  readonly account: string;
+  /** Name of the Role/ClusterRole and its binding. */
+  readonly roleName: string;
+  /** The ServiceAccount the rules are bound to. */
+  readonly subject: { readonly name: string; readonly namespace: string };
+  /** Namespaces to grant in (one Role + RoleBinding each); empty for cluster-wide (ClusterRole + binding). */
+  readonly namespaces: string[];
+  /** Rules for namespaced resources (in every granted namespace, or cluster-wide). */
+  readonly rules: PolicyRule[];
+  /**
+   * Rules on cluster-scoped resources (namespaces, CRDs) for cluster-wide accounts.
+   * @default - none
+   */
+  readonly clusterRules?: PolicyRule[];
+}
+
+/**
+ * Least-privilege access for one account: a Role + RoleBinding in each listed namespace, or one ClusterRole +
+ * ClusterRoleBinding when the account is cluster-wide. Rules come in computed (see src/compiler/rbac-rules.ts).
+ */
+export class AccountRbac extends Construct {
+  constructor(scope: Construct, id: string, props: AccountRbacProps) {
+    super(scope, id);
+    const labels = standardLabels('rbac', { 'scale-agent.io/account': props.account });
+    const subjects = [{ kind: 'ServiceAccount', name: props.subject.name, namespace: props.subject.namespace }];
+    if (props.namespaces.length === 0) {
+      new k8s.KubeClusterRole(this, 'role', {
+        metadata: { name: props.roleName, labels },
+        rules: [...props.rules, ...(props.clusterRules ?? [])],
+      });
+      new k8s.KubeClusterRoleBinding(this, 'binding', {
+        metadata: { name: props.roleName, labels },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: props.roleName },
+        subjects,
+      });
+      return;
+    }
+    for (const ns of props.namespaces) {
+      new k8s.KubeRole(this, `role-${ns}`, {
+        metadata: { name: props.roleName, namespace: ns, labels },
+        rules: props.rules,
+      });
+      new k8s.KubeRoleBinding(this, `binding-${ns}`, {
+        metadata: { name: props.roleName, namespace: ns, labels },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: props.roleName },
+        subjects,
+      });
+    }
+  }
+}

@@ -1,0 +1,42 @@
+import { Construct } from 'constructs';
+import { k8s } from 'cdk8s-plus-28';
+
+/** A Namespace the place owns (remote agent and account-RBAC places; shared namespaces are never emitted). */
+export class Namespace extends Construct {
+  constructor(scope: Construct, id: string, props: { readonly name: string; readonly labels: Record<string, string> }) {
+    super(scope, id);
+    new k8s.KubeNamespace(this, 'namespace', { metadata: { name: props.name, labels: props.labels } });
+  }
+}
+
+export interface ServiceAccountProps {
+  readonly name: string;
+  readonly namespace: string;
+  readonly labels: Record<string, string>;
+  /**
+   * Also emit a long-lived token Secret, for building the kubeconfig of a kubeconfig-based account.
+   * @default false
+   */
+  readonly tokenSecret?: boolean;
+}
+
+export class ServiceAccount extends Construct {
+  constructor(scope: Construct, id: string, props: ServiceAccountProps) {
+    super(scope, id);
+    new k8s.KubeServiceAccount(this, 'sa', {
+      metadata: { name: props.name, namespace: props.namespace, labels: props.labels },
+      automountServiceAccountToken: false,
+    });
+    if (props.tokenSecret) {
+      new k8s.KubeSecret(this, 'token', {
+        metadata: {
+          name: `${props.name}-token`,
+          namespace: props.namespace,
+          labels: props.labels,
+          annotations: { 'kubernetes.io/service-account.name': props.name },
+        },
+        type: 'kubernetes.io/service-account-token',
+      });
+    }
+  }
+}

@@ -1,0 +1,6 @@
+export { standardLabels, selectorLabels, PART_OF } from './labels.js';
+export { AccountRbac, type AccountRbacProps, type PolicyRule } from './account-rbac.js';
+export { ConfigFile, type ConfigFileProps } from './config-file.js';
+export { TlsSecret, CertManagerCertificate, type TlsSecretProps, type CertManagerCertificateProps } from './tls.js';
+export { GrpcService, loadBalancerAnnotations, type GrpcServiceProps, type LoadBalancerProvider } from './grpc-lb.js';
+export { Namespace, ServiceAccount } from './core.js';
