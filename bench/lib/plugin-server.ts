@@ -1,0 +1,67 @@
+/**
+ * Starts the real plugin-server (`scale-agent plugin-server`, from dist/) as its own process on free
+ * loopback ports and waits until /readyz answers, so benchmarks measure the product as users run it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from '../../test/infra/ports.js';
+import { repoRoot } from './child.js';
+
+export interface RunningPluginServer {
+  grpcAddress: string;
+  httpUrl: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function startPluginServer(
+  storage: Record<string, unknown> = { type: 'memory' },
+): Promise<RunningPluginServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-ps-'));
+  const grpcPort = await freePort();
+  const httpPort = await freePort();
+  const config = join(dir, 'plugin-server.yaml');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      grpc: { host: '127.0.0.1', port: grpcPort },
+      http: { host: '127.0.0.1', port: httpPort },
+      storage,
+      logLevel: 'warn',
+    }),
+  );
+  const child = spawn(process.execPath, [join(repoRoot, 'bin/run.js'), 'plugin-server', '--config', config], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const httpUrl = `http://127.0.0.1:${httpPort}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`plugin-server exited with ${child.exitCode}`);
+    try {
+      const res = await fetch(`${httpUrl}/readyz`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error('plugin-server not ready after 30 s');
+    }
+    await sleep(100);
+  }
+  return {
+    grpcAddress: `127.0.0.1:${grpcPort}`,
+    httpUrl,
+    child,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await new Promise((r) => child.once('exit', r));
+      clearTimeout(t);
+    },
+  };
+}

@@ -1,0 +1,85 @@
+/**
+ * `npm run bench [-- --quick]`: runs every benchmark in its own process, one after another (they would skew
+ * each other in parallel on 2 cores), checks each printed a well-formed result, and writes them all to
+ * bench/results/latest.json. Exit code 1 when a benchmark failed or printed something malformed; a missed
+ * goal is data (met: false), not a failure.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from './lib/child.js';
+import { flags, machineInfo, versions, type BenchResult } from './lib/report.js';
+
+/** In the order of DESIGN.md §8 / the benchmark issue. */
+export const BENCHMARKS = [
+  'bench/live-cache.ts',
+  'bench/stream-throughput.ts',
+  'bench/initial-sync.ts',
+  'bench/agent-memory.ts',
+  'bench/server-capacity.ts',
+  'bench/operations.ts',
+  'bench/compiler.ts',
+];
+
+const REQUIRED = ['name', 'params', 'machine', 'versions', 'figures', 'goal', 'met'] as const;
+
+export function checkResult(x: unknown): string[] {
+  if (typeof x !== 'object' || x === null) return ['not a JSON object'];
+  const o = x as Record<string, unknown>;
+  const problems = REQUIRED.filter((k) => !(k in o)).map((k) => `missing "${k}"`);
+  if ('met' in o && typeof o.met !== 'boolean') problems.push('"met" is not a boolean');
+  if ('name' in o && typeof o.name !== 'string') problems.push('"name" is not a string');
+  return problems;
+}
+
+function runOne(script: string, quick: boolean): Promise<{ code: number; last: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...(quick ? ['--quick'] : [])], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.on('close', (code) => resolve({ code: code ?? 1, last: out.trim().split('\n').pop() ?? '' }));
+  });
+}
+
+const f = flags({ only: { type: 'string' }, out: { type: 'string', default: 'bench/results/latest.json' } });
+const selected = BENCHMARKS.filter((b) => existsSync(join(repoRoot, b))).filter(
+  (b) =>
+    !f.only ||
+    String(f.only)
+      .split(',')
+      .some((o) => b.includes(o)),
+);
+const results: BenchResult[] = [];
+const failures: string[] = [];
+for (const script of selected) {
+  process.stderr.write(`[bench] ${script}${f.quick ? ' --quick' : ''}\n`);
+  const t0 = Date.now();
+  const { code, last } = await runOne(script, Boolean(f.quick));
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(last);
+  } catch {
+    parsed = undefined;
+  }
+  const problems = code !== 0 ? [`exit code ${code}`] : checkResult(parsed);
+  if (problems.length) failures.push(`${script}: ${problems.join('; ')}`);
+  else results.push(parsed as BenchResult);
+  process.stderr.write(`[bench] ${script} done in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+}
+const out = join(repoRoot, String(f.out));
+mkdirSync(join(out, '..'), { recursive: true });
+writeFileSync(
+  out,
+  JSON.stringify(
+    { quick: Boolean(f.quick), machine: machineInfo(), versions: versions(), results, failures },
+    null,
+    2,
+  ) + '\n',
+);
+for (const r of results) process.stdout.write(`${r.met ? 'met   ' : 'missed'} ${r.name}\n`);
+for (const x of failures) process.stdout.write(`FAILED ${x}\n`);
+process.stdout.write(`wrote ${out}\n`);
+process.exit(failures.length ? 1 : 0);
