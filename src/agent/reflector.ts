@@ -59,6 +59,10 @@ export interface ReflectorOptions {
   /** Server-side field selector (omitNamespaces). */
   fieldSelector?: string;
   backoff?: BackoffOptions;
+  /** Ask for metadata only (PartialObjectMetadata); always so for Secrets. */
+  metadataOnly?: boolean;
+  /** Log a 403 at debug level only (internal watches whose absence is not the operator's business). */
+  quietForbidden?: boolean;
   /** Bounds of the random server-side watch timeout (client-go picks 5–10 minutes). */
   watchTimeoutSeconds?: [number, number];
 }
@@ -121,7 +125,7 @@ export class Reflector {
   constructor(private readonly options: ReflectorOptions) {
     this.scope = options.scope;
     this.backoff = new Backoff(options.backoff ?? WATCH_BACKOFF);
-    this.metadataOnly = isMetadataOnly(options.scope.resource);
+    this.metadataOnly = options.metadataOnly === true || isMetadataOnly(options.scope.resource);
     this.streamingLists = options.streamingLists ?? true;
   }
 
@@ -147,18 +151,14 @@ export class Reflector {
     const log = this.options.logger;
     while (!this.signal.aborted) {
       const started = Date.now();
-      let received = 0;
       try {
-        if (this.resourceVersion === undefined) {
-          if (this.streamingLists) {
-            received = await this.watch(true);
-          } else {
-            await this.list();
-            received = 1;
-          }
-        } else {
-          received = await this.watch(false);
+        if (this.resourceVersion === undefined && !this.streamingLists) {
+          await this.list();
+          if (this.forbidden) this.allowed();
+          this.backoff.reset();
+          continue;
         }
+        const received = await this.watch(this.resourceVersion === undefined);
         if (this.forbidden) this.allowed();
         // A watch the server ends normally (its timeout) is resumed at once; one that ends at once and empty
         // would be a hot loop, so it counts as a failure.
@@ -205,7 +205,7 @@ export class Reflector {
     this.state = 'forbidden';
     if (!this.forbidden) {
       this.forbidden = true;
-      this.options.logger.warn(
+      this.options.logger[this.options.quietForbidden ? 'debug' : 'warn'](
         { scope: scopeId(this.scope), error: e.message },
         'forbidden to list/watch this kind; skipping it (retried on a slow timer)',
       );

@@ -48,12 +48,15 @@ export class Http2Pool {
     if (this.closed) throw new Error('connection pool closed');
     const pooled = await this.pick();
     pooled.active += 1;
+    // Open streams keep the process alive; an idle pool does not.
+    pooled.session.ref();
     const stream = pooled.session.request(headers, { endStream: true, signal });
     let released = false;
     const release = (): void => {
       if (released) return;
       released = true;
       pooled.active -= 1;
+      if (pooled.active === 0 && !pooled.session.destroyed) pooled.session.unref();
     };
     stream.once('close', release);
     stream.on('data', () => {

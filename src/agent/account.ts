@@ -1,0 +1,387 @@
+import type { Logger } from '../shared/logging.js';
+import {
+  AccountState as ProtoAccountState,
+  qualifiedKind,
+  type Account,
+  type AccountStatus,
+  type ResumePoint,
+} from '../shared/proto.js';
+import { Backoff, sleep, WATCH_BACKOFF } from './backoff.js';
+import type { AccountConfig } from './config.js';
+import { omitNamespacesSelector, selectResources, watchNamespaces } from './filters.js';
+import { KubeClient, type ClusterIdentity } from './kube/client.js';
+import { discoverResources } from './kube/discovery.js';
+import { CRD_RESOURCE, resourceId, type ApiResource } from './kube/resources.js';
+import type { AgentMetrics } from './metrics.js';
+import { Reflector, scopeId, type ReflectorSink, type WatchScope } from './reflector.js';
+import { kindKeyOf } from './send-queue.js';
+
+export interface KubernetesSettings {
+  rediscoverySeconds: number;
+  forbiddenRetrySeconds: number;
+  listPageSize: number;
+  streamingLists: 'auto' | 'never';
+}
+
+/** What a stream session gives an account: where changes go, where each scope resumes, how to report status. */
+export interface AccountSession {
+  sink: ReflectorSink;
+  resumePoints: ResumePoint[];
+  sendStatus(status: AccountStatus): void;
+}
+
+export type AccountRunState = 'starting' | 'failed' | 'ready' | 'rejected' | 'stopped';
+
+export interface WatchInfo {
+  account: string;
+  group: string;
+  version: string;
+  kind: string;
+  namespace: string;
+  state: string;
+  synced: boolean;
+  resourceVersion?: string;
+  events: number;
+  relists: number;
+  lastSyncMs?: number;
+  lastError?: string;
+}
+
+const resumeKey = (account: string, group: string, kind: string, namespace: string): string =>
+  `${account}/${group}/${kind}/${namespace}`;
+
+/**
+ * One account: its API server client, discovery (periodic, and soon after any CRD changes), and — while a stream
+ * session has accepted it — one reflector per watch scope. Survives reconnects; only the reflectors are per session.
+ */
+export class AccountRunner {
+  state: AccountRunState = 'starting';
+  error: string | undefined;
+  rejectedReason: string | undefined;
+  identity: ClusterIdentity | undefined;
+  resources: ApiResource[] = [];
+  readonly forbidden = new Set<string>();
+
+  private client: KubeClient | undefined;
+  private session: AccountSession | undefined;
+  private resume = new Map<string, string>();
+  private readonly reflectors = new Map<string, Reflector>();
+  private crdWatch: Reflector | undefined;
+  private readonly abort = new AbortController();
+  private rediscoverTimer: NodeJS.Timeout | undefined;
+  private soonTimers: NodeJS.Timeout[] = [];
+  private statusTimer: NodeJS.Timeout | undefined;
+  private discovering: Promise<void> | undefined;
+  private rediscoverAgain = false;
+  private readonly log: Logger;
+  private firstAttemptDone: () => void = () => undefined;
+  /** Settles after the first try to load credentials and discover, whether it worked or not. */
+  readonly firstAttempt = new Promise<void>((resolve) => {
+    this.firstAttemptDone = resolve;
+  });
+
+  constructor(
+    readonly config: AccountConfig,
+    private readonly deps: {
+      logger: Logger;
+      metrics: AgentMetrics;
+      settings: KubernetesSettings;
+      /** Something an admin endpoint or readiness shows changed. */
+      onChange?(): void;
+    },
+  ) {
+    this.log = deps.logger.child({ account: config.name });
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  /** Loads credentials and discovers, retrying with backoff until it works or the account is stopped. */
+  async start(): Promise<void> {
+    const backoff = new Backoff({ ...WATCH_BACKOFF, maxMs: 60_000 });
+    while (!this.abort.signal.aborted) {
+      try {
+        this.client ??= await KubeClient.create(this.config);
+        this.identity ??= { ...this.client.localIdentity(), kubernetesVersion: '' };
+        this.identity = await this.client.identity(this.abort.signal);
+        await this.discover();
+        this.state = 'ready';
+        this.error = undefined;
+        this.log.info(
+          {
+            apiServer: this.identity.apiServerHost,
+            version: this.identity.kubernetesVersion,
+            kinds: this.resources.length,
+          },
+          'account ready',
+        );
+        this.startCrdWatch();
+        this.scheduleRediscovery();
+        this.firstAttemptDone();
+        this.deps.onChange?.();
+        return;
+      } catch (e) {
+        if (this.abort.signal.aborted) break;
+        this.state = 'failed';
+        this.error = (e as Error).message;
+        this.log.error({ error: this.error }, 'account cannot reach its cluster; retrying');
+        this.firstAttemptDone();
+        this.deps.onChange?.();
+        await sleep(backoff.next(), this.abort.signal);
+      }
+    }
+    this.firstAttemptDone();
+  }
+
+  /** The account as announced in Hello; undefined while its credentials cannot even be loaded. */
+  helloAccount(): Account | undefined {
+    if (!this.identity) return undefined;
+    const c = this.config;
+    return {
+      name: c.name,
+      cluster: { ...this.identity },
+      namespaces: c.namespaces,
+      omitNamespaces: c.omitNamespaces,
+      kinds: c.kinds,
+      omitKinds: c.omitKinds,
+    };
+  }
+
+  /** The stream accepted this account: start a reflector per scope, resuming where the server says. */
+  startSession(session: AccountSession): void {
+    this.session = session;
+    this.rejectedReason = undefined;
+    this.resume = new Map(
+      session.resumePoints
+        .filter((p) => p.account === this.name && p.kind)
+        .map((p) => [resumeKey(p.account, p.kind?.group ?? '', p.kind?.kind ?? '', p.namespace), p.resourceVersion]),
+    );
+    this.reconcileReflectors();
+    this.sendStatusSoon();
+  }
+
+  reject(reason: string): void {
+    this.rejectedReason = reason;
+    this.log.error({ reason }, 'plugin-server rejected the account');
+    this.deps.onChange?.();
+  }
+
+  async stopSession(): Promise<void> {
+    this.session = undefined;
+    const all = [...this.reflectors.values()];
+    this.reflectors.clear();
+    await Promise.all(all.map((r) => r.stop()));
+    this.updateGauges();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.state = 'stopped';
+    clearTimeout(this.rediscoverTimer);
+    clearTimeout(this.statusTimer);
+    for (const t of this.soonTimers) clearTimeout(t);
+    await this.stopSession();
+    await this.crdWatch?.stop();
+    await this.discovering?.catch(() => undefined);
+    this.client?.close();
+    this.deps.metrics.forbiddenKinds.remove(this.name);
+  }
+
+  /** Every scope listed (forbidden ones excepted): what /readyz waits for. */
+  get synced(): boolean {
+    if (!this.session || this.state !== 'ready') return false;
+    for (const r of this.reflectors.values()) if (!r.synced && r.state !== 'forbidden') return false;
+    return true;
+  }
+
+  get inSession(): boolean {
+    return this.session !== undefined;
+  }
+
+  watches(): WatchInfo[] {
+    return [...this.reflectors.values()].map((r) => ({
+      account: this.name,
+      group: r.scope.resource.group,
+      version: r.scope.resource.version,
+      kind: r.scope.resource.kind,
+      namespace: r.scope.namespace,
+      state: r.state,
+      synced: r.synced,
+      resourceVersion: r.resourceVersion,
+      events: r.events,
+      relists: r.relists,
+      lastSyncMs: r.lastSyncMs,
+      lastError: r.lastError,
+    }));
+  }
+
+  private async discover(): Promise<void> {
+    if (!this.client) return;
+    const all = await discoverResources(this.client, this.abort.signal);
+    const selected = selectResources(this.config, all);
+    const before = new Set(this.resources.map(resourceId));
+    const changed = selected.length !== before.size || selected.some((r) => !before.has(resourceId(r)));
+    this.resources = selected;
+    if (changed && this.state === 'ready') {
+      this.log.info({ kinds: selected.length }, 'discovery changed the watched kinds');
+    }
+    if (changed) this.reconcileReflectors();
+  }
+
+  /** Rediscovery, one at a time; a request during a run runs once more afterwards. */
+  private rediscover(): void {
+    if (this.abort.signal.aborted || !this.client) return;
+    if (this.discovering) {
+      this.rediscoverAgain = true;
+      return;
+    }
+    this.discovering = this.discover()
+      .catch((e: unknown) => this.log.warn({ error: (e as Error).message }, 'rediscovery failed'))
+      .finally(() => {
+        this.discovering = undefined;
+        if (this.rediscoverAgain) {
+          this.rediscoverAgain = false;
+          this.rediscover();
+        }
+      });
+  }
+
+  private scheduleRediscovery(): void {
+    clearTimeout(this.rediscoverTimer);
+    this.rediscoverTimer = setTimeout(() => {
+      this.rediscover();
+      this.scheduleRediscovery();
+    }, this.deps.settings.rediscoverySeconds * 1000);
+    this.rediscoverTimer.unref();
+  }
+
+  /**
+   * A CRD appeared, changed or went away. Discovery serves a new CRD only once it is Established (a status
+   * update, hence another event) and the discovery document itself lags a little, so look now and once more later.
+   */
+  private rediscoverSoon(): void {
+    if (this.soonTimers.length > 0) return;
+    for (const delay of [250, 2000]) {
+      const t = setTimeout(() => {
+        this.soonTimers = this.soonTimers.filter((x) => x !== t);
+        this.rediscover();
+      }, delay);
+      t.unref();
+      this.soonTimers.push(t);
+    }
+  }
+
+  /** A private metadata-only watch on CRDs whose only job is to trigger rediscovery. */
+  private startCrdWatch(): void {
+    if (!this.client || this.crdWatch || this.config.namespaces.length > 0 || this.config.onlyNamespacedResources)
+      return;
+    const trigger: ReflectorSink = {
+      syncStart: () => undefined,
+      syncEnd: () => undefined,
+      bookmark: () => undefined,
+      change: () => {
+        if (this.crdWatch?.synced) this.rediscoverSoon();
+      },
+      hasRoom: () => true,
+      waitForRoom: () => Promise.resolve(),
+    };
+    this.crdWatch = new Reflector({
+      client: this.client,
+      scope: { account: this.name, resource: CRD_RESOURCE, namespace: '' },
+      sink: trigger,
+      logger: this.log.child({ watch: 'crd-trigger' }),
+      metadataOnly: true,
+      streamingLists: this.deps.settings.streamingLists === 'auto',
+      forbiddenRetryMs: this.deps.settings.forbiddenRetrySeconds * 1000,
+      quietForbidden: true,
+    });
+    this.crdWatch.start();
+  }
+
+  /** Brings the running reflectors in line with the discovered resources (only while in a session). */
+  private reconcileReflectors(): void {
+    const session = this.session;
+    if (!session || !this.client) return;
+    const wanted = new Map<string, WatchScope>();
+    for (const r of this.resources) {
+      for (const namespace of watchNamespaces(this.config, r)) {
+        const scope = { account: this.name, resource: r, namespace };
+        wanted.set(scopeId(scope), scope);
+      }
+    }
+    for (const [id, reflector] of this.reflectors) {
+      if (!wanted.has(id)) {
+        this.reflectors.delete(id);
+        void reflector.stop();
+        this.forbidden.delete(qualifiedKind(reflector.scope.resource.group, reflector.scope.resource.kind));
+      }
+    }
+    for (const [id, scope] of wanted) {
+      if (this.reflectors.has(id)) continue;
+      const reflector = new Reflector({
+        client: this.client,
+        scope,
+        sink: session.sink,
+        logger: this.log,
+        pageSize: this.deps.settings.listPageSize,
+        streamingLists: this.deps.settings.streamingLists === 'auto',
+        forbiddenRetryMs: this.deps.settings.forbiddenRetrySeconds * 1000,
+        fieldSelector: omitNamespacesSelector(this.config, scope.resource),
+        hooks: {
+          onForbidden: (s) => this.setForbidden(s, true),
+          onAllowed: (s) => this.setForbidden(s, false),
+          onNotFound: () => this.rediscoverSoon(),
+          onSynced: (_s, ms) => {
+            this.deps.metrics.syncDuration.observe(ms / 1000);
+            this.deps.onChange?.();
+          },
+          onWatchRestart: (_s, reason) => this.deps.metrics.watchRestarts.inc({ reason }),
+        },
+      });
+      this.reflectors.set(id, reflector);
+      const resume = this.resume.get(resumeKey(this.name, scope.resource.group, scope.resource.kind, scope.namespace));
+      reflector.start(resume);
+    }
+    this.updateGauges();
+    this.sendStatusSoon();
+  }
+
+  private setForbidden(scope: WatchScope, forbidden: boolean): void {
+    const name = qualifiedKind(scope.resource.group, scope.resource.kind);
+    const had = this.forbidden.has(name);
+    if (forbidden === had) return;
+    if (forbidden) this.forbidden.add(name);
+    else this.forbidden.delete(name);
+    this.deps.metrics.forbiddenKinds.set({ account: this.name }, this.forbidden.size);
+    this.sendStatusSoon();
+    this.deps.onChange?.();
+  }
+
+  /** Coalesces status reports: a burst of 403s at startup becomes one AccountStatus. */
+  private sendStatusSoon(): void {
+    if (this.statusTimer) return;
+    this.statusTimer = setTimeout(() => {
+      this.statusTimer = undefined;
+      if (!this.session) return;
+      const kinds = new Map(
+        this.resources.map((r) => [
+          `${r.group}/${r.kind}`,
+          kindKeyOf({ account: this.name, resource: r, namespace: '' }),
+        ]),
+      );
+      this.session.sendStatus({
+        account: this.name,
+        state: ProtoAccountState.ACCOUNT_STATE_ACTIVE,
+        error: this.forbidden.size > 0 ? `forbidden to list/watch: ${[...this.forbidden].sort().join(', ')}` : '',
+        forbiddenKinds: [...this.forbidden].sort(),
+        kinds: [...kinds.values()],
+      });
+    }, 500);
+    this.statusTimer.unref();
+  }
+
+  private updateGauges(): void {
+    this.deps.onChange?.();
+  }
+}

@@ -1,0 +1,288 @@
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { formatDetail, isScaleAgentError } from '../shared/errors.js';
+import { createLogger, type Logger } from '../shared/logging.js';
+import { PROTOCOL_VERSION, type Hello, type Welcome } from '../shared/proto.js';
+import { versionInfo } from '../shared/version.js';
+import { AccountRunner, type KubernetesSettings, type WatchInfo } from './account.js';
+import { AdminServer } from './admin.js';
+import { sleep } from './backoff.js';
+import { diffAccounts, parseAgentConfig, stableJson, type AccountConfig, type AgentConfig } from './config.js';
+import { ConfigWatcher } from './config-watcher.js';
+import { AgentMetrics } from './metrics.js';
+import { SendQueue } from './send-queue.js';
+import { StreamClient } from './stream.js';
+
+export interface AgentOptions {
+  configFile: string;
+  logger?: Logger;
+  /** Reload when the file changes (default true). */
+  watchConfig?: boolean;
+  /** Poll interval of the config watcher, for tests. */
+  configPollMs?: number;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** How long Hello waits for accounts still loading their credentials before going without them. */
+const HELLO_WAIT_MS = 10_000;
+
+/**
+ * The agent process: config (+ reload), one AccountRunner per account, the send queue, the stream and the admin
+ * endpoint. A byte's path: reflector (account.ts) → SendQueue → StreamClient → plugin-server.
+ */
+export class Agent {
+  config: AgentConfig;
+  readonly metrics = new AgentMetrics();
+  readonly queue: SendQueue;
+  readonly stream: StreamClient;
+  readonly admin: AdminServer;
+  readonly log: Logger;
+  private readonly accounts = new Map<string, AccountRunner>();
+  private readonly firstAttempts = new Map<string, Promise<void>>();
+  private helloAccounts = new Set<string>();
+  private watcher: ConfigWatcher | undefined;
+  private reloading: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  private constructor(
+    private readonly options: AgentOptions,
+    text: string,
+  ) {
+    this.config = parseAgentConfig(options.configFile, text, options.env);
+    this.log = options.logger ?? createLogger({ name: 'agent', base: { agentId: this.config.agentId } });
+    this.queue = new SendQueue(this.config.queue, {
+      onSent: (changes, bytes) => {
+        this.metrics.bytesSent.inc(bytes);
+        for (const c of changes) this.metrics.eventsSent.inc({ account: c.account });
+      },
+      onPaused: () => this.metrics.backpressure.inc(),
+    });
+    this.metrics.sources = {
+      watchStates: () => {
+        const states = new Map<string, number>();
+        for (const a of this.accounts.values())
+          for (const w of a.watches()) states.set(w.state, (states.get(w.state) ?? 0) + 1);
+        return states;
+      },
+      queue: () => this.queue.stats(),
+    };
+    this.stream = new StreamClient({
+      logger: this.log.child({ component: 'stream' }),
+      metrics: this.metrics,
+      queue: this.queue,
+      server: () => this.config.server,
+      hello: () => this.hello(),
+      onWelcome: (w) => this.onWelcome(w),
+      onClosed: () => this.onClosed(),
+    });
+    this.admin = new AdminServer({
+      registry: this.metrics.registry,
+      readiness: () => this.readiness(),
+      accounts: () => this.accountsView(),
+      watches: (f) => this.watchesView(f),
+    });
+  }
+
+  /** Loads the config, opens the admin endpoint, starts the accounts and dials the plugin-server. */
+  static async start(options: AgentOptions): Promise<Agent> {
+    const text = readFileSync(options.configFile, 'utf8');
+    const agent = new Agent(options, text);
+    await agent.run(text);
+    return agent;
+  }
+
+  private async run(text: string): Promise<void> {
+    const address = await this.admin.listen(this.config.admin.host, this.config.admin.port);
+    this.log.info(
+      {
+        admin: `http://${address.address}:${address.port}`,
+        server: this.config.server.address,
+        version: versionInfo().version,
+      },
+      'agent started',
+    );
+    for (const a of this.config.kubernetes.accounts) this.addAccount(a);
+    this.stream.start();
+    if (this.options.watchConfig ?? true) {
+      this.watcher = new ConfigWatcher(this.options.configFile, (t) => this.reload(t), {
+        pollMs: this.options.configPollMs,
+      });
+      this.watcher.start(text);
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.watcher?.stop();
+    await this.reloading;
+    await this.stream.stop();
+    await Promise.all([...this.accounts.values()].map((a) => a.stop()));
+    await this.admin.close();
+    this.log.info('agent stopped');
+  }
+
+  /** Applies a new config text; an invalid one is logged and the running config stays. */
+  reload(text: string): Promise<void> {
+    this.reloading = this.reloading.then(() => this.applyReload(text));
+    return this.reloading;
+  }
+
+  private async applyReload(text: string): Promise<void> {
+    if (this.stopped) return;
+    let next: AgentConfig;
+    try {
+      next = parseAgentConfig(this.options.configFile, text, this.options.env);
+    } catch (e) {
+      const details = isScaleAgentError(e) ? e.details.map(formatDetail) : [];
+      this.log.error({ error: (e as Error).message, details }, 'config reload failed; keeping the running config');
+      return;
+    }
+    const prev = this.config;
+    const diff = diffAccounts(prev.kubernetes.accounts, next.kubernetes.accounts);
+    this.config = next;
+    this.queue.updateOptions(next.queue);
+    for (const a of [...diff.removed, ...diff.changed]) await this.removeAccount(a.name);
+    for (const a of [...diff.changed, ...diff.added]) this.addAccount(a);
+    if (stableJson(prev.admin) !== stableJson(next.admin)) {
+      await this.admin.close();
+      const address = await this.admin.listen(next.admin.host, next.admin.port);
+      this.log.info({ admin: `http://${address.address}:${address.port}` }, 'admin endpoint moved');
+    }
+    const accountsChanged = diff.added.length + diff.removed.length + diff.changed.length > 0;
+    this.log.info(
+      {
+        added: diff.added.map((a) => a.name),
+        removed: diff.removed.map((a) => a.name),
+        changed: diff.changed.map((a) => a.name),
+      },
+      'config reloaded',
+    );
+    // Accounts are announced in Hello, so a new account list means a new stream; the unchanged accounts resume
+    // their watches from the server's resume points (no relist).
+    if (accountsChanged || stableJson(prev.server) !== stableJson(next.server) || prev.agentId !== next.agentId) {
+      this.stream.restart('config changed');
+    }
+  }
+
+  private settings(): KubernetesSettings {
+    const k = this.config.kubernetes;
+    return {
+      rediscoverySeconds: k.rediscoverySeconds,
+      forbiddenRetrySeconds: k.forbiddenRetrySeconds,
+      listPageSize: k.listPageSize,
+      streamingLists: k.streamingLists,
+    };
+  }
+
+  private addAccount(config: AccountConfig): void {
+    const runner = new AccountRunner(config, {
+      logger: this.log,
+      metrics: this.metrics,
+      settings: this.settings(),
+      onChange: () => this.onAccountChange(runner),
+    });
+    this.accounts.set(config.name, runner);
+    this.firstAttempts.set(config.name, runner.firstAttempt);
+    void runner.start();
+  }
+
+  private async removeAccount(name: string): Promise<void> {
+    const runner = this.accounts.get(name);
+    if (!runner) return;
+    this.accounts.delete(name);
+    this.firstAttempts.delete(name);
+    await runner.stop();
+  }
+
+  /** An account that could not be announced before (credentials unreadable) now can: announce it. */
+  private onAccountChange(runner: AccountRunner): void {
+    if (this.accounts.get(runner.name) !== runner) return;
+    if (this.stream.connected && runner.helloAccount() && !this.helloAccounts.has(runner.name)) {
+      this.stream.restart(`account ${runner.name} is now available`);
+    }
+  }
+
+  private async hello(): Promise<Hello> {
+    await Promise.race([Promise.all(this.firstAttempts.values()), sleep(HELLO_WAIT_MS)]);
+    const accounts = [...this.accounts.values()].map((a) => a.helloAccount()).filter((a) => a !== undefined);
+    this.helloAccounts = new Set(accounts.map((a) => a.name));
+    const env = this.options.env ?? process.env;
+    const identity: Record<string, string> = { hostname: hostname() };
+    if (env.POD_NAME) identity.podName = env.POD_NAME;
+    if (env.POD_NAMESPACE) identity.podNamespace = env.POD_NAMESPACE;
+    if (env.NODE_NAME) identity.nodeName = env.NODE_NAME;
+    return {
+      agentId: this.config.agentId,
+      version: versionInfo().version,
+      zone: this.config.zone ?? '',
+      identity,
+      accounts,
+      protocolVersion: PROTOCOL_VERSION,
+    };
+  }
+
+  private onWelcome(welcome: Welcome): void {
+    const accepted = new Set(welcome.acceptedAccounts);
+    const rejected = new Map(welcome.rejectedAccounts.map((r) => [r.name, r.reason]));
+    for (const runner of this.accounts.values()) {
+      if (accepted.has(runner.name)) {
+        runner.startSession({
+          sink: this.queue,
+          resumePoints: welcome.resumePoints,
+          sendStatus: (status) => this.stream.sendControl({ accountStatus: status }),
+        });
+      } else if (rejected.has(runner.name)) {
+        runner.reject(rejected.get(runner.name) ?? '');
+      }
+    }
+  }
+
+  private async onClosed(): Promise<void> {
+    await Promise.all([...this.accounts.values()].map((a) => a.stopSession()));
+  }
+
+  /** Ready = stream up and every account the server accepted fully listed (forbidden kinds excepted). */
+  readiness(): { ready: boolean; connected: boolean; accounts: Record<string, string> } {
+    const accounts: Record<string, string> = {};
+    let ready = this.stream.connected;
+    for (const a of this.accounts.values()) {
+      let state: string;
+      if (a.rejectedReason !== undefined) state = 'rejected';
+      else if (a.state !== 'ready') state = a.state;
+      else if (!a.inSession) state = 'not-connected';
+      else state = a.synced ? 'synced' : 'syncing';
+      if (state !== 'synced' && state !== 'rejected') ready = false;
+      accounts[a.name] = state;
+    }
+    return { ready, connected: this.stream.connected, accounts };
+  }
+
+  private accountsView(): unknown[] {
+    return [...this.accounts.values()].map((a) => {
+      const watches = a.watches();
+      const byState: Record<string, number> = {};
+      for (const w of watches) byState[w.state] = (byState[w.state] ?? 0) + 1;
+      return {
+        name: a.name,
+        state: a.rejectedReason !== undefined ? 'rejected' : a.state,
+        error: a.error,
+        rejectedReason: a.rejectedReason,
+        cluster: a.identity,
+        synced: a.synced,
+        kinds: a.resources.map((r) => (r.group ? `${r.kind}.${r.group}` : r.kind)).sort(),
+        forbiddenKinds: [...a.forbidden].sort(),
+        watches: byState,
+      };
+    });
+  }
+
+  private watchesView(filter: { account?: string; state?: string }): WatchInfo[] {
+    const out: WatchInfo[] = [];
+    for (const a of this.accounts.values()) {
+      if (filter.account && a.name !== filter.account) continue;
+      for (const w of a.watches()) if (!filter.state || w.state === filter.state) out.push(w);
+    }
+    return out;
+  }
+}

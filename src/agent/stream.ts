@@ -1,0 +1,266 @@
+import { readFileSync } from 'node:fs';
+import {
+  credentials,
+  Metadata,
+  type ChannelCredentials,
+  type ChannelOptions,
+  type ClientDuplexStream,
+} from '@grpc/grpc-js';
+import type { Logger } from '../shared/logging.js';
+import {
+  AgentServiceClient,
+  type AgentMessage,
+  type Hello,
+  type ServerMessage,
+  type Welcome,
+} from '../shared/proto.js';
+import { Backoff, sleep } from './backoff.js';
+import type { AgentConfig } from './config.js';
+import type { AgentMetrics } from './metrics.js';
+import type { SendQueue } from './send-queue.js';
+
+export type StreamState = 'idle' | 'connecting' | 'connected' | 'backoff' | 'stopped';
+
+export interface StreamClientDeps {
+  logger: Logger;
+  metrics: AgentMetrics;
+  queue: SendQueue;
+  /** The current server settings (re-read at every dial, so a config reload applies on the next one). */
+  server(): AgentConfig['server'];
+  hello(): Promise<Hello>;
+  /** The server answered Hello: start the accepted accounts' watches. */
+  onWelcome(welcome: Welcome): void;
+  /** The stream is gone: stop the watches (they restart from the next Welcome's resume points). */
+  onClosed(): Promise<void>;
+}
+
+/** How long the server may take to answer Hello before the attempt counts as failed. */
+const WELCOME_TIMEOUT_MS = 30_000;
+
+/**
+ * The one outbound gRPC stream: Hello → Welcome, then data messages from the send queue and Acks back, with
+ * heartbeats while idle. Any failure closes the stream, stops the watches and dials again with exponential
+ * backoff (1 s × 1.6, jitter 0.2, max 120 s by default).
+ */
+export class StreamClient {
+  state: StreamState = 'idle';
+  lastError: string | undefined;
+  welcome: Welcome | undefined;
+  connectedAt: number | undefined;
+
+  private readonly abort = new AbortController();
+  private call: ClientDuplexStream<AgentMessage, ServerMessage> | undefined;
+  private restartRequested = false;
+  private running: Promise<void> | undefined;
+  private lastWrite = 0;
+
+  constructor(private readonly deps: StreamClientDeps) {}
+
+  start(): void {
+    this.running ??= this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.call?.cancel();
+    await this.running;
+    this.state = 'stopped';
+  }
+
+  /** Ends the current stream and dials again at once (new Hello), e.g. after the account list changed. */
+  restart(reason: string): void {
+    this.deps.logger.info({ reason }, 'restarting the stream');
+    this.restartRequested = true;
+    this.call?.cancel();
+  }
+
+  get connected(): boolean {
+    return this.state === 'connected';
+  }
+
+  /** Non-data messages (AccountStatus, OperationResult): written directly, outside the ack window. */
+  sendControl(message: AgentMessage): void {
+    if (this.state !== 'connected' || !this.call) return;
+    this.lastWrite = Date.now();
+    this.call.write(message);
+  }
+
+  private async loop(): Promise<void> {
+    const log = this.deps.logger;
+    let backoff = this.newBackoff();
+    while (!this.abort.signal.aborted) {
+      let welcomed = false;
+      try {
+        this.state = 'connecting';
+        welcomed = await this.runOnce();
+      } catch (e) {
+        this.lastError = (e as Error).message;
+      }
+      this.deps.metrics.connected.set(0);
+      this.deps.queue.detach();
+      await this.deps.onClosed();
+      this.welcome = undefined;
+      this.connectedAt = undefined;
+      if (this.abort.signal.aborted) break;
+      if (this.restartRequested) {
+        this.restartRequested = false;
+        continue;
+      }
+      this.deps.metrics.reconnects.inc();
+      if (welcomed) backoff = this.newBackoff();
+      const delay = backoff.next();
+      log.warn({ error: this.lastError, retryInMs: delay }, 'stream to plugin-server lost; reconnecting');
+      this.state = 'backoff';
+      await sleep(delay, this.abort.signal);
+    }
+    this.state = 'stopped';
+  }
+
+  private newBackoff(): Backoff {
+    const b = this.deps.server().backoff;
+    return new Backoff({
+      baseMs: b.baseDelaySeconds * 1000,
+      multiplier: b.multiplier,
+      jitter: b.jitter,
+      maxMs: b.maxDelaySeconds * 1000,
+    });
+  }
+
+  /** One stream from dial to end. Resolves true when it got as far as a Welcome. */
+  private async runOnce(): Promise<boolean> {
+    const server = this.deps.server();
+    const log = this.deps.logger;
+    const { creds, options } = channelSetup(server);
+    const client = new AgentServiceClient(server.address, creds, options);
+    const metadata = new Metadata();
+    if (server.tokenFile) metadata.set('authorization', `Bearer ${readFileSync(server.tokenFile, 'utf8').trim()}`);
+    const hello = await this.deps.hello();
+    log.info({ address: server.address, accounts: hello.accounts.map((a) => a.name) }, 'connecting to plugin-server');
+    const call = client.connect(metadata);
+    this.call = call;
+    let heartbeat: NodeJS.Timeout | undefined;
+    let welcomed = false;
+    try {
+      return await new Promise<boolean>((resolve, reject) => {
+        const welcomeTimer = setTimeout(() => {
+          reject(new Error(`no Welcome within ${WELCOME_TIMEOUT_MS} ms`));
+          call.cancel();
+        }, WELCOME_TIMEOUT_MS);
+        call.on('data', (msg: ServerMessage) => {
+          if (!welcomed) {
+            if (!msg.welcome) {
+              reject(new Error('first server message was not a Welcome'));
+              call.cancel();
+              return;
+            }
+            clearTimeout(welcomeTimer);
+            welcomed = true;
+            heartbeat = this.onWelcome(call, msg.welcome);
+            return;
+          }
+          if (msg.ack) this.deps.queue.ack(msg.ack.seq);
+          else if (msg.operation) this.refuseOperation(msg.operation.operationId);
+          else if (msg.accountsChanged) log.info('dynamic accounts from the server are not supported yet; ignored');
+        });
+        call.on('error', (err: Error) => {
+          clearTimeout(welcomeTimer);
+          this.lastError = err.message;
+          if (welcomed) resolve(true);
+          else reject(err);
+        });
+        call.on('end', () => {
+          clearTimeout(welcomeTimer);
+          this.lastError ??= 'server ended the stream';
+          if (welcomed) resolve(true);
+          else reject(new Error('server ended the stream before Welcome'));
+        });
+        call.write({ hello });
+        this.lastWrite = Date.now();
+      });
+    } finally {
+      clearInterval(heartbeat);
+      this.call = undefined;
+      call.cancel();
+      client.close();
+    }
+  }
+
+  private onWelcome(
+    call: ClientDuplexStream<AgentMessage, ServerMessage>,
+    welcome: Welcome,
+  ): NodeJS.Timeout | undefined {
+    const server = this.deps.server();
+    this.welcome = welcome;
+    this.state = 'connected';
+    this.connectedAt = Date.now();
+    this.lastError = undefined;
+    this.deps.metrics.connected.set(1);
+    this.deps.logger.info(
+      {
+        sessionId: welcome.sessionId,
+        accepted: welcome.acceptedAccounts,
+        rejected: welcome.rejectedAccounts,
+        resumePoints: welcome.resumePoints.length,
+      },
+      'connected to plugin-server',
+    );
+    for (const r of welcome.rejectedAccounts) {
+      this.deps.logger.error({ account: r.name, reason: r.reason }, 'account rejected by plugin-server');
+    }
+    this.deps.queue.attach(
+      {
+        write: (m) => {
+          this.lastWrite = Date.now();
+          return call.write(m);
+        },
+        onDrain: (fn) => call.on('drain', fn),
+      },
+      { window: welcome.maxUnackedBytes, maxMessageBytes: welcome.maxMessageBytes },
+    );
+    this.deps.onWelcome(welcome);
+    const seconds = [server.heartbeatSeconds, welcome.heartbeatIntervalSeconds].filter((s) => s > 0);
+    if (seconds.length === 0) return undefined;
+    const intervalMs = Math.min(...seconds) * 1000;
+    const timer = setInterval(() => {
+      if (Date.now() - this.lastWrite >= intervalMs * 0.9) {
+        this.lastWrite = Date.now();
+        call.write({ heartbeat: { sentAtMs: Date.now() } });
+      }
+    }, intervalMs / 2);
+    timer.unref();
+    return timer;
+  }
+
+  // Operations arrive with the operations issue; until then each gets an explicit failure, never silence.
+  private refuseOperation(operationId: string): void {
+    this.sendControl({
+      operationResult: {
+        operationId,
+        ok: false,
+        error: 'this agent does not execute operations yet',
+        resultJson: Buffer.alloc(0),
+        resourceVersions: {},
+      },
+    });
+  }
+}
+
+function channelSetup(server: AgentConfig['server']): { creds: ChannelCredentials; options: ChannelOptions } {
+  const options: ChannelOptions = {
+    // A dead peer behind a load balancer is noticed within ~80 s even when no data flows.
+    'grpc.keepalive_time_ms': 60_000,
+    'grpc.keepalive_timeout_ms': 20_000,
+    'grpc.max_send_message_length': 64 * 1024 * 1024,
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    // We reconnect ourselves, with our own backoff.
+    'grpc.enable_retries': 0,
+  };
+  if (server.insecure) return { creds: credentials.createInsecure(), options };
+  const tls = server.tls ?? {};
+  if (tls.serverName) {
+    options['grpc.ssl_target_name_override'] = tls.serverName;
+    options['grpc.default_authority'] = tls.serverName;
+  }
+  const read = (f: string | undefined): Buffer | null => (f ? readFileSync(f) : null);
+  return { creds: credentials.createSsl(read(tls.caFile), read(tls.keyFile), read(tls.certFile)), options };
+}

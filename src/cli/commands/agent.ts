@@ -1,0 +1,46 @@
+import { Command, Flags } from '@oclif/core';
+import { Agent } from '../../agent/index.js';
+import { exitCodeOf, formatDetail, isScaleAgentError } from '../../shared/errors.js';
+
+export default class AgentCommand extends Command {
+  static override summary = 'Run the agent: watch Kubernetes accounts and stream every change to the plugin-server.';
+  static override description =
+    'Reads the agent config (schemas/agent-config.schema.json), lists and watches every configured account, and ' +
+    'streams changes over one outbound gRPC stream. The config file is reloaded when it changes (also a ' +
+    "ConfigMap's ..data symlink swap): accounts are added, changed or removed without a restart. Admin " +
+    'endpoints (/healthz, /readyz, /metrics, /accounts, /watches, /version) listen on admin.host:admin.port. ' +
+    'Logs are JSON lines on stderr. SIGTERM/SIGINT stop it cleanly.';
+  static override examples = ['<%= config.bin %> agent --config /etc/scale-agent/agent.yaml'];
+  static override flags = {
+    config: Flags.file({
+      char: 'c',
+      summary: 'Agent config file (YAML).',
+      required: true,
+      exists: true,
+      env: 'SCALE_AGENT_CONFIG',
+    }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(AgentCommand);
+    let agent: Agent;
+    try {
+      agent = await Agent.start({ configFile: flags.config });
+    } catch (e) {
+      if (isScaleAgentError(e)) {
+        for (const d of e.details) this.logToStderr(formatDetail(d));
+        this.error(`${e.code}: ${e.message}`, { exit: exitCodeOf(e) });
+      }
+      throw e;
+    }
+    await new Promise<void>((resolve) => {
+      const shutdown = (): void => {
+        process.off('SIGTERM', shutdown);
+        process.off('SIGINT', shutdown);
+        void agent.stop().finally(resolve);
+      };
+      process.on('SIGTERM', shutdown);
+      process.on('SIGINT', shutdown);
+    });
+  }
+}
