@@ -14,6 +14,8 @@ import { RawAgentClient, encodeAgentMessage, type AgentMessageInit, type RawStre
 export interface FakeAgentOptions {
   address: string;
   credentials?: ChannelCredentials;
+  /** TLS server name to verify when it differs from the address's host. */
+  serverName?: string;
   agentId: string;
   accounts: number;
   objectsPerAccount: number;
@@ -51,7 +53,10 @@ export class FakeAgent {
   private seq = 0;
   private rv = 1000;
   private window = 8 * 1024 * 1024;
-  private readonly unacked: { seq: number; bytes: number }[] = [];
+  private readonly unacked: { seq: number; bytes: number; sentAt: number }[] = [];
+  /** Send→ack times (ms) of data messages: the server's change→store lag as the agent sees it. */
+  readonly ackLatenciesMs: number[] = [];
+  trackAckLatency = false;
   private unackedBytes = 0;
   private ackWaiters: (() => void)[] = [];
   private welcome?: Promise<Welcome>;
@@ -66,7 +71,7 @@ export class FakeAgent {
 
   /** Opens the stream and sends Hello; resolves with the server's Welcome. */
   connect(): Promise<Welcome> {
-    this.client = new RawAgentClient(this.opts.address, this.opts.credentials);
+    this.client = new RawAgentClient(this.opts.address, this.opts.credentials, this.opts.serverName);
     const stream = this.client.connect();
     this.stream = stream;
     this.welcome = new Promise<Welcome>((resolve, reject) => {
@@ -198,7 +203,7 @@ export class FakeAgent {
       await new Promise<void>((r) => this.ackWaiters.push(r));
       if (this.closedError) throw this.closedError;
     }
-    this.unacked.push({ seq, bytes: bytes.length });
+    this.unacked.push({ seq, bytes: bytes.length, sentAt: performance.now() });
     this.unackedBytes += bytes.length;
     this.write(bytes);
   }
@@ -213,7 +218,12 @@ export class FakeAgent {
 
   private onAck(seq: number): void {
     this.stats.ackedSeq = seq;
-    while (this.unacked.length && this.unacked[0]!.seq <= seq) this.unackedBytes -= this.unacked.shift()!.bytes;
+    const now = performance.now();
+    while (this.unacked.length && this.unacked[0]!.seq <= seq) {
+      const m = this.unacked.shift()!;
+      this.unackedBytes -= m.bytes;
+      if (this.trackAckLatency) this.ackLatenciesMs.push(now - m.sentAt);
+    }
     this.wakeAll();
   }
 

@@ -18,8 +18,9 @@ export function encodeAgentMessage(m: AgentMessageInit): Buffer {
 export class RawAgentClient {
   private readonly client: Client;
 
-  constructor(address: string, creds: ChannelCredentials = credentials.createInsecure()) {
+  constructor(address: string, creds: ChannelCredentials = credentials.createInsecure(), serverNameOverride?: string) {
     this.client = new Client(address, creds, {
+      ...(serverNameOverride ? { 'grpc.ssl_target_name_override': serverNameOverride } : {}),
       'grpc.max_send_message_length': 64 * 1024 * 1024,
       'grpc.max_receive_message_length': 64 * 1024 * 1024,
       // Each fake agent is its own connection, like real agents (one TCP+HTTP/2 connection per agent).
