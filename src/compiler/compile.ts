@@ -1,0 +1,47 @@
+import { join } from 'node:path';
+import { versionInfo } from '../shared/version.js';
+import { loadBase, type BaseBundle } from './base.js';
+import { ensureTopologyCerts } from './certs.js';
+import { synthesize, type SynthResult } from './synth.js';
+import type { Topology } from './topology.js';
+import { loadTopology } from './validate.js';
+import { writeOutput } from './write.js';
+
+export interface SynthFileOptions {
+  out: string;
+  /** Where generated certificates live (and are reused from). @default <out>/certs */
+  certsDir?: string;
+  overlayDepth?: number;
+  base?: BaseBundle;
+}
+
+export interface SynthFileResult extends SynthResult {
+  topology: Topology;
+  written: string[];
+  removed: string[];
+  certsWritten: string[];
+  certsDir?: string;
+}
+
+/** validate → certificates → synthesize → write: what `scale-agent synth` does. */
+export async function synthFile(file: string, options: SynthFileOptions): Promise<SynthFileResult> {
+  const { topology } = await loadTopology(file);
+  const base = options.base ?? (await loadBase());
+  const certsDir = options.certsDir ?? join(options.out, 'certs');
+  const certs = await ensureTopologyCerts(topology, certsDir);
+  const result = synthesize(topology, {
+    base,
+    ...(certs ? { tls: certs.material } : {}),
+    ...(options.overlayDepth !== undefined ? { overlayDepth: options.overlayDepth } : {}),
+    version: versionInfo().version,
+  });
+  const { written, removed } = await writeOutput(options.out, result.files);
+  return {
+    ...result,
+    topology,
+    written,
+    removed,
+    certsWritten: certs?.set.written ?? [],
+    ...(certs ? { certsDir } : {}),
+  };
+}

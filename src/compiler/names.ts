@@ -1,0 +1,43 @@
+/** Every name the compiler gives an object or a path, in one place. Base names match kustomize/base/. */
+export const NAMES = {
+  pluginServer: 'scale-agent-plugin-server',
+  pluginServerConfig: 'scale-agent-plugin-server-config',
+  pluginServerTls: 'scale-agent-plugin-server-tls',
+  pluginServerGrpc: 'scale-agent-plugin-server-grpc',
+  agent: 'scale-agent-agent',
+  agentConfig: 'scale-agent-agent-config',
+  agentTls: 'scale-agent-agent-tls',
+} as const;
+
+export const PATHS = {
+  configDir: '/etc/scale-agent/config',
+  configFile: '/etc/scale-agent/config/config.yaml',
+  tlsDir: '/etc/scale-agent/tls',
+  kubeconfigDir: '/etc/scale-agent/kubeconfigs',
+} as const;
+
+/** The container's gRPC port; the topology's port is the Service's. */
+export const CONTAINER_GRPC_PORT = 9091;
+export const CONTAINER_HTTP_PORT = 7002;
+export const AGENT_ADMIN_PORT = 8082;
+export const MYSQL_URL_ENV = 'SCALE_AGENT_MYSQL_URL';
+
+export const placeNames = {
+  pluginServer: 'plugin-server',
+  agent: (group: string) => `agent-${group}`,
+  account: (account: string) => `account-${account}`,
+};
+
+export const agentSuffix = (group: string): string => `-${group}`;
+/** ServiceAccount of a kubeconfig-based account in its target cluster (the kubeconfig authenticates as it). */
+export const accountServiceAccount = (account: string): string => `scale-agent-${account}`;
+export const accountRoleName = (account: string): string => `scale-agent-account-${account}`;
+
+/** The identity an agent group's client certificate carries; the plugin-server authorizes accounts by it. */
+export const agentIdentityUri = (topology: string, group: string): string =>
+  `spiffe://scale-agent/${topology}/agent/${group}`;
+
+export function grpcServiceDnsNames(namespace: string): string[] {
+  const s = NAMES.pluginServerGrpc;
+  return [s, `${s}.${namespace}`, `${s}.${namespace}.svc`, `${s}.${namespace}.svc.cluster.local`];
+}

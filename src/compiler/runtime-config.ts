@@ -1,0 +1,106 @@
+import { agentKindNames } from './rbac-rules.js';
+import {
+  AGENT_ADMIN_PORT,
+  CONTAINER_GRPC_PORT,
+  CONTAINER_HTTP_PORT,
+  MYSQL_URL_ENV,
+  NAMES,
+  PATHS,
+  agentIdentityUri,
+} from './names.js';
+import type { Agent, Topology } from './topology.js';
+
+/** Where an agent group dials: the Service's cluster DNS name in mode service, else the external address. */
+export function serverAddress(t: Topology, agent: Agent): { host: string; port: number } {
+  const e = t.pluginServer.exposure;
+  if (agent.mode !== 'service') {
+    if (e.type === 'External') {
+      const i = e.address.lastIndexOf(':');
+      return { host: e.address.slice(0, i), port: Number(e.address.slice(i + 1)) };
+    }
+    if (e.type === 'LoadBalancer' && e.address) return { host: e.address, port: t.pluginServer.grpcPort };
+  }
+  return { host: `${NAMES.pluginServerGrpc}.${t.pluginServer.namespace}.svc`, port: t.pluginServer.grpcPort };
+}
+
+/** Mount path of each distinct kubeconfig Secret, in name order (volume `kubeconfig-<n>`). */
+export function kubeconfigMounts(agent: Agent): { secret: string; volume: string; mountPath: string }[] {
+  const secrets = [...new Set(agent.accounts.flatMap((a) => (a.kubeconfigSecret ? [a.kubeconfigSecret.name] : [])))];
+  return secrets.sort().map((secret, n) => ({
+    secret,
+    volume: `kubeconfig-${n}`,
+    mountPath: `${PATHS.kubeconfigDir}/${secret}`,
+  }));
+}
+
+/** The agent's config file (schemas/agent-config.schema.json). */
+export function agentConfig(t: Topology, agent: Agent): Record<string, unknown> {
+  const { host, port } = serverAddress(t, agent);
+  const mode = t.pluginServer.tls.mode;
+  const mounts = new Map(kubeconfigMounts(agent).map((m) => [m.secret, m.mountPath]));
+  const server: Record<string, unknown> = { address: `${host}:${port}`, insecure: mode === 'insecure' };
+  if (mode !== 'insecure') {
+    server.tls = {
+      caFile: `${PATHS.tlsDir}/ca.crt`,
+      ...(mode === 'mtls' ? { certFile: `${PATHS.tlsDir}/tls.crt`, keyFile: `${PATHS.tlsDir}/tls.key` } : {}),
+      serverName: host,
+    };
+  }
+  return {
+    server,
+    ...(agent.zone !== undefined ? { zone: agent.zone } : {}),
+    admin: { host: '127.0.0.1', port: AGENT_ADMIN_PORT },
+    kubernetes: {
+      accounts: agent.accounts.map((a) => {
+        const out: Record<string, unknown> = { name: a.name };
+        if (a.serviceAccount) out.serviceAccount = true;
+        else if (a.kubeconfigSecret) {
+          out.kubeconfigFile = `${mounts.get(a.kubeconfigSecret.name)}/${a.kubeconfigSecret.key}`;
+        }
+        if (a.context !== undefined) out.context = a.context;
+        if (a.namespaces.length > 0) {
+          out.namespaces = a.namespaces;
+          // Its RBAC is a set of Roles, so cluster-scoped kinds would only be refused.
+          out.onlyNamespacedResources = true;
+        }
+        if (a.omitNamespaces.length > 0) out.omitNamespaces = a.omitNamespaces;
+        out.kinds = agentKindNames(a);
+        const perms: Record<string, string[]> = {};
+        if (a.permissions.READ.length > 0) perms.READ = a.permissions.READ;
+        if (a.permissions.WRITE.length > 0) perms.WRITE = a.permissions.WRITE;
+        if (Object.keys(perms).length > 0) out.permissions = perms;
+        return out;
+      }),
+    },
+  };
+}
+
+/** The plugin-server's config file (schemas/plugin-server-config.schema.json), including the identity policy. */
+export function pluginServerConfig(t: Topology): Record<string, unknown> {
+  const mode = t.pluginServer.tls.mode;
+  const grpc: Record<string, unknown> = { host: '0.0.0.0', port: CONTAINER_GRPC_PORT };
+  if (mode !== 'insecure') {
+    grpc.tls = {
+      certFile: `${PATHS.tlsDir}/tls.crt`,
+      keyFile: `${PATHS.tlsDir}/tls.key`,
+      ...(mode === 'mtls' ? { clientCaFile: `${PATHS.tlsDir}/ca.crt`, requireClientCert: true } : {}),
+    };
+  }
+  const storage =
+    t.pluginServer.storage.type === 'mysql' ? { type: 'mysql', urlEnv: MYSQL_URL_ENV } : { type: 'memory' };
+  return {
+    grpc,
+    http: { host: '0.0.0.0', port: CONTAINER_HTTP_PORT },
+    storage,
+    ...(mode === 'mtls'
+      ? {
+          authorization: {
+            identities: t.agents.map((a) => ({
+              match: { uri: agentIdentityUri(t.name, a.name) },
+              accounts: a.accounts.map((acc) => acc.name),
+            })),
+          },
+        }
+      : {}),
+  };
+}
