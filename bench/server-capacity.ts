@@ -73,7 +73,6 @@ for (const level of levels) {
   await ps.stop();
   progress(`level ${level}: accepted ${r.accepted}, ack p99 ${r.ackLatencyMs.p99} ms, RSS ${after.rssBytes >> 20} MiB`);
   perLevel.push({
-    agents: level,
     ...r,
     server: {
       rssBytes: after.rssBytes,
