@@ -1,0 +1,47 @@
+import { Command, Flags } from '@oclif/core';
+import { exitCodeOf, formatDetail, isScaleAgentError } from '../../shared/errors.js';
+import { loadPluginServerConfig, PluginServer } from '../../plugin-server/index.js';
+
+export default class PluginServerCommand extends Command {
+  static override summary = 'Run the plugin-server: terminate agent streams, cache every cluster, serve the REST API.';
+  static override description =
+    'Reads the plugin-server config (schemas/plugin-server-config.schema.json), listens for agents on gRPC ' +
+    '(grpc.host:grpc.port; also grpc.health.v1 and server reflection) and serves the Clouddriver-compatible REST ' +
+    'API, the /armory admin API, /healthz, /readyz and /metrics on http.host:http.port. The cache lives in memory ' +
+    '(default) or MySQL (storage.type: mysql; schema created and migrated at startup). Logs are JSON lines on ' +
+    'stderr. SIGTERM/SIGINT stop it cleanly: agent streams are closed so agents reconnect elsewhere.';
+  static override examples = ['<%= config.bin %> plugin-server --config /etc/scale-agent/plugin-server.yaml'];
+  static override flags = {
+    config: Flags.file({
+      char: 'c',
+      summary: 'Plugin-server config file (YAML).',
+      required: true,
+      exists: true,
+      env: 'SCALE_AGENT_PLUGIN_SERVER_CONFIG',
+    }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(PluginServerCommand);
+    let server: PluginServer;
+    try {
+      server = new PluginServer(loadPluginServerConfig(flags.config));
+      await server.start();
+    } catch (e) {
+      if (isScaleAgentError(e)) {
+        for (const d of e.details) this.logToStderr(formatDetail(d));
+        this.error(`${e.code}: ${e.message}`, { exit: exitCodeOf(e) });
+      }
+      throw e;
+    }
+    await new Promise<void>((resolve) => {
+      const shutdown = (): void => {
+        process.off('SIGTERM', shutdown);
+        process.off('SIGINT', shutdown);
+        void server.stop().finally(resolve);
+      };
+      process.on('SIGTERM', shutdown);
+      process.on('SIGINT', shutdown);
+    });
+  }
+}

@@ -1,0 +1,261 @@
+import { hostname } from 'node:os';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { httpStatusOf, isScaleAgentError, ScaleAgentError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logging.js';
+import type { AccountRegistry, RegisteredAccount } from '../accounts.js';
+import type { CacheStore } from '../cache/store.js';
+import type { PluginServerMetrics } from '../metrics.js';
+import type { SessionInfo } from '../sessions.js';
+import { resolveKind, SPINNAKER_KIND_MAP, splitFullName } from './kinds.js';
+import { manifestContainer } from './manifest.js';
+
+export interface ApiDeps {
+  store: CacheStore;
+  accounts: AccountRegistry;
+  metrics: PluginServerMetrics;
+  sessions: () => SessionInfo[];
+  ready: () => Promise<{ ready: boolean; reasons: string[] }>;
+  log: Logger;
+}
+
+const REASON: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+/** Clouddriver's (kork) error body plus our stable `code`. */
+function sendError(reply: FastifyReply, e: unknown): FastifyReply {
+  const status = httpStatusOf(e);
+  const code = isScaleAgentError(e) ? e.code : 'SA_ERR_INTERNAL';
+  const message = isScaleAgentError(e) ? e.message : 'internal error';
+  return reply.code(status).send({
+    timestamp: new Date().toISOString(),
+    status,
+    error: REASON[status] ?? 'Error',
+    code,
+    message,
+    ...(isScaleAgentError(e) && e.details.length ? { errors: e.details.map((d) => d.message) } : {}),
+  });
+}
+
+function credentialsView(a: RegisteredAccount, expand: boolean, liveNamespaces: string[] | undefined): object {
+  const name = a.record.name;
+  const base = {
+    name,
+    environment: name,
+    accountType: name,
+    cloudProvider: 'kubernetes',
+    requiredGroupMembership: [],
+    type: 'kubernetes',
+    challengeDestructiveActions: false,
+    primaryAccount: false,
+  };
+  if (!expand) return base;
+  return {
+    ...base,
+    cacheThreads: 1,
+    namespaces: a.record.namespaces.length ? a.record.namespaces : (liveNamespaces ?? []),
+    spinnakerKindMap: SPINNAKER_KIND_MAP,
+    dockerRegistries: [],
+    enabled: true,
+  };
+}
+
+function accountView(a: RegisteredAccount) {
+  return {
+    name: a.record.name,
+    state: a.state,
+    agentId: a.record.agentId,
+    zoneId: '',
+    kubeHost: a.record.apiServerHost,
+    certFingerprint: a.record.caFingerprint,
+    kubeVersion: a.record.kubernetesVersion,
+    errorMessage: a.reported?.error ?? '',
+    forbiddenKinds: a.reported?.forbiddenKinds ?? [],
+    lastUpdated: a.lastUpdated,
+    orphanedAt: a.orphanedAt,
+    registeredAt: a.record.registeredAt,
+  };
+}
+
+function intQuery(value: unknown, name: string, def: number, min: number, max: number): number {
+  if (value === undefined || value === '') return def;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ScaleAgentError('INVALID_INPUT', `query parameter ${name} must be an integer from ${min} to ${max}`, {
+      details: [{ path: name, message: `must be an integer from ${min} to ${max}` }],
+    });
+  }
+  return n;
+}
+
+/**
+ * The REST face: Clouddriver-compatible reads (credentials, manifests), the Armory-style admin API, and the
+ * operational endpoints. Every error is JSON with a stable SA_ERR_* code.
+ */
+export function buildApi(deps: ApiDeps): FastifyInstance {
+  const app = Fastify({
+    logger: false,
+    routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true, maxParamLength: 1024 },
+    bodyLimit: 1024 * 1024,
+  });
+
+  app.setErrorHandler((error, _request, reply) => {
+    const e = error as Error & { statusCode?: number };
+    if (isScaleAgentError(e)) return sendError(reply, e);
+    if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
+      return sendError(reply, new ScaleAgentError(e.statusCode === 404 ? 'NOT_FOUND' : 'INVALID_INPUT', e.message));
+    }
+    deps.log.error({ err: e }, 'request failed');
+    return sendError(reply, e);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new ScaleAgentError('NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`)),
+  );
+
+  const liveNamespaces = async (account: string): Promise<string[]> =>
+    (await deps.store.list({ account, group: '', kind: 'Namespace' })).map((o) => o.name);
+
+  const accountOr404 = (name: string): RegisteredAccount => {
+    const a = deps.accounts.get(name);
+    if (!a) throw new ScaleAgentError('NOT_FOUND', `Account does not exist (name: ${name})`);
+    return a;
+  };
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const r = await deps.ready();
+    return reply.code(r.ready ? 200 : 503).send({ status: r.ready ? 'ready' : 'not ready', reasons: r.reasons });
+  });
+  app.get('/metrics', async (_request, reply) => {
+    const text = await deps.metrics.registry.metrics();
+    return reply.type(deps.metrics.registry.contentType).send(text);
+  });
+
+  app.get<{ Querystring: { expand?: string } }>('/credentials', async (request) => {
+    const expand = request.query.expand === 'true';
+    const out = [];
+    for (const a of deps.accounts.list()) {
+      out.push(credentialsView(a, expand, expand ? await liveNamespaces(a.record.name) : undefined));
+    }
+    return out;
+  });
+  app.get<{ Params: { account: string } }>('/credentials/:account', async (request) => {
+    const a = accountOr404(request.params.account);
+    return credentialsView(a, true, await liveNamespaces(a.record.name));
+  });
+
+  const getManifest = async (account: string, location: string, fullName: string) => {
+    const notFound = () =>
+      new ScaleAgentError(
+        'NOT_FOUND',
+        `Manifest (account: ${account}, location: ${location}, name: ${fullName}) not found`,
+      );
+    if (!deps.accounts.get(account)) throw notFound();
+    const parts = splitFullName(fullName);
+    if (!parts) throw notFound();
+    const { kind, group } = resolveKind(parts[0]);
+    const o = await deps.store.get({ account, group, kind, namespace: location, name: parts[1] });
+    if (!o) throw notFound();
+    return manifestContainer(o);
+  };
+  app.get<{ Params: { account: string; location: string; name: string } }>(
+    '/manifests/:account/:location/:name',
+    async (request) => {
+      const { account, location, name } = request.params;
+      return getManifest(account, location === '_' ? '' : location, name);
+    },
+  );
+  app.get<{ Params: { account: string; name: string } }>('/manifests/:account/:name', async (request) =>
+    getManifest(request.params.account, '', request.params.name),
+  );
+
+  const agentView = (s: SessionInfo) => ({
+    agentId: s.agentId,
+    accounts: s.accounts,
+    caching: true,
+    clouddriverId: hostname(),
+    clouddriverAlive: true,
+    lastConnection: new Date(s.lastMessageAt).toISOString(),
+    type: 'kubernetes',
+    sessionId: s.sessionId,
+    version: s.version,
+    zoneId: s.zone,
+    peer: s.peer,
+    certificateSubject: s.certificateSubject,
+    identity: s.identity,
+    connectedAt: new Date(s.connectedAt).toISOString(),
+    ackedSeq: s.ackedSeq,
+  });
+  app.get('/armory/agents', async () => deps.sessions().map(agentView));
+  app.get<{ Params: { agentId: string } }>('/armory/agents/:agentId', async (request) => {
+    const s = deps.sessions().find((x) => x.agentId === request.params.agentId);
+    if (!s) throw new ScaleAgentError('NOT_FOUND', `Agent not connected (agentId: ${request.params.agentId})`);
+    return agentView(s);
+  });
+
+  app.get<{ Querystring: { page?: string; limit?: string } }>('/armory/accounts', async (request) => {
+    const page = intQuery(request.query.page, 'page', 1, 1, 1_000_000);
+    const limit = intQuery(request.query.limit, 'limit', 100, 1, 1000);
+    const all = deps.accounts.list();
+    return {
+      items: all.slice((page - 1) * limit, page * limit).map(accountView),
+      page,
+      limit,
+      total: all.length,
+    };
+  });
+  app.get<{ Params: { name: string } }>('/armory/accounts/:name', async (request) =>
+    accountView(accountOr404(request.params.name)),
+  );
+  app.get<{ Params: { name: string } }>('/agents/kubernetes/accounts/:name', async (request) => {
+    const a = accountOr404(request.params.name);
+    return {
+      ...accountView(a),
+      type: 'kubernetes',
+      source: 'static-agent-config',
+      config: {
+        namespaces: a.record.namespaces,
+        omitNamespaces: a.record.omitNamespaces,
+        kinds: a.record.kinds,
+        omitKinds: a.record.omitKinds,
+      },
+      agents: a.sessionId ? [{ agentId: a.record.agentId, caching: true }] : [],
+      status: a.state,
+      lastAssignmentMsg: a.state === 'ACTIVE' ? `held by agent ${a.record.agentId}` : a.state,
+      kinds: a.reported?.kinds.map((k) => ({ group: k.group, version: k.version, kind: k.kind })) ?? [],
+    };
+  });
+
+  // Not Clouddriver: the cache's view of one account as keys and resourceVersions, for the consistency checker
+  // (test/infra/cache-checker.ts) and for operators comparing it with `kubectl get`.
+  app.get<{ Params: { account: string }; Querystring: { kind?: string; group?: string; namespace?: string } }>(
+    '/admin/cache/:account',
+    async (request) => {
+      accountOr404(request.params.account);
+      const objects = await deps.store.list({
+        account: request.params.account,
+        kind: request.query.kind,
+        group: request.query.group,
+        namespace: request.query.namespace,
+      });
+      return objects.map((o) => ({
+        apiVersion: o.apiVersion,
+        kind: o.kind,
+        namespace: o.namespace,
+        name: o.name,
+        uid: o.uid,
+        resourceVersion: o.resourceVersion,
+      }));
+    },
+  );
+
+  return app;
+}

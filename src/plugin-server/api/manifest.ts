@@ -1,0 +1,145 @@
+import type { CachedObject } from '../cache/store.js';
+import { canonicalKindName } from './kinds.js';
+import { manifestStatus, type ManifestStatus } from './status.js';
+
+type Obj = Record<string, unknown>;
+
+export interface Moniker {
+  app: string;
+  cluster: string;
+  stack?: string;
+  detail?: string;
+  sequence?: number;
+}
+
+export interface Artifact {
+  type: string;
+  name: string;
+  reference: string;
+  location?: string;
+}
+
+/** Clouddriver's KubernetesManifestContainer (reference/clouddriver-api.md §2.2). */
+export interface ManifestContainer {
+  account: string;
+  name: string;
+  location: string;
+  moniker: Moniker;
+  manifest: Obj;
+  status: ManifestStatus;
+  artifacts: Artifact[];
+  events: unknown[];
+  warnings: unknown[];
+  metrics: unknown[];
+}
+
+function obj(v: unknown): Obj | undefined {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : undefined;
+}
+
+function arr(v: unknown): Obj[] {
+  return Array.isArray(v) ? v.filter((x): x is Obj => obj(x) !== undefined) : [];
+}
+
+/** Frigga's naming: app[-stack[-detail]][-vNNN]. */
+function friggaMoniker(name: string): Moniker {
+  const seq = /^(.*)-v(\d{3,})$/.exec(name);
+  const cluster = seq ? seq[1]! : name;
+  const [app = cluster, stack, ...rest] = cluster.split('-');
+  const m: Moniker = { app, cluster };
+  if (stack) m.stack = stack;
+  if (rest.length) m.detail = rest.join('-');
+  if (seq) m.sequence = Number(seq[2]);
+  return m;
+}
+
+export function moniker(kind: string, manifest: Obj): Moniker {
+  const metadata = obj(manifest.metadata) ?? {};
+  const annotations = (obj(metadata.annotations) ?? {}) as Record<string, string>;
+  const name = typeof metadata.name === 'string' ? metadata.name : '';
+  const m = friggaMoniker(name);
+  const a = (k: string) => annotations[`moniker.spinnaker.io/${k}`];
+  if (a('application')) m.app = a('application')!;
+  if (a('cluster')) m.cluster = a('cluster')!;
+  if (a('stack')) m.stack = a('stack')!;
+  if (a('detail')) m.detail = a('detail')!;
+  const sequence =
+    a('sequence') ?? (kind === 'ReplicaSet' ? annotations['deployment.kubernetes.io/revision'] : undefined);
+  if (sequence !== undefined && /^\d+$/.test(sequence)) m.sequence = Number(sequence);
+  return m;
+}
+
+function podSpecOf(kind: string, manifest: Obj): Obj | undefined {
+  const spec = obj(manifest.spec);
+  if (!spec) return undefined;
+  if (kind === 'Pod') return spec;
+  if (kind === 'CronJob') return obj(obj(obj(obj(spec.jobTemplate)?.spec)?.template)?.spec);
+  return obj(obj(spec.template)?.spec);
+}
+
+/** Images, ConfigMaps and Secrets the workload references (Clouddriver's replacers, the read side of them). */
+export function artifacts(kind: string, namespace: string, manifest: Obj): Artifact[] {
+  const podSpec = podSpecOf(kind, manifest);
+  if (!podSpec) return [];
+  const out = new Map<string, Artifact>();
+  const add = (a: Artifact) => out.set(`${a.type}\u0000${a.reference}`, a);
+  const containers = [...arr(podSpec.initContainers), ...arr(podSpec.containers)];
+  for (const c of containers) {
+    if (typeof c.image === 'string') {
+      const image = c.image;
+      const at = image.indexOf('@');
+      const lastSlash = image.lastIndexOf('/');
+      const colon = image.lastIndexOf(':');
+      const name = at >= 0 ? image.slice(0, at) : colon > lastSlash ? image.slice(0, colon) : image;
+      add({ type: 'docker/image', name, reference: image });
+    }
+    for (const e of arr(c.envFrom)) {
+      const cm = obj(e.configMapRef)?.name;
+      if (typeof cm === 'string') add({ type: 'kubernetes/configMap', name: cm, reference: cm, location: namespace });
+      const sec = obj(e.secretRef)?.name;
+      if (typeof sec === 'string') add({ type: 'kubernetes/secret', name: sec, reference: sec, location: namespace });
+    }
+    for (const e of arr(c.env)) {
+      const from = obj(e.valueFrom);
+      const cm = obj(from?.configMapKeyRef)?.name;
+      if (typeof cm === 'string') add({ type: 'kubernetes/configMap', name: cm, reference: cm, location: namespace });
+      const sec = obj(from?.secretKeyRef)?.name;
+      if (typeof sec === 'string') add({ type: 'kubernetes/secret', name: sec, reference: sec, location: namespace });
+    }
+  }
+  for (const v of arr(podSpec.volumes)) {
+    const cm = obj(v.configMap)?.name;
+    if (typeof cm === 'string') add({ type: 'kubernetes/configMap', name: cm, reference: cm, location: namespace });
+    const sec = obj(v.secret)?.secretName;
+    if (typeof sec === 'string') add({ type: 'kubernetes/secret', name: sec, reference: sec, location: namespace });
+    for (const s of arr(obj(v.projected)?.sources)) {
+      const pcm = obj(s.configMap)?.name;
+      if (typeof pcm === 'string')
+        add({ type: 'kubernetes/configMap', name: pcm, reference: pcm, location: namespace });
+      const psec = obj(s.secret)?.name;
+      if (typeof psec === 'string')
+        add({ type: 'kubernetes/secret', name: psec, reference: psec, location: namespace });
+    }
+  }
+  return [...out.values()];
+}
+
+export function manifestContainer(o: CachedObject): ManifestContainer {
+  const manifest = JSON.parse(o.json) as Obj;
+  // Agents send Secrets (and may send other kinds) as PartialObjectMetadata; show the object's real type.
+  manifest.apiVersion = o.apiVersion;
+  manifest.kind = o.kind;
+  const kindName = canonicalKindName(o.group, o.kind);
+  return {
+    account: o.account,
+    name: `${kindName} ${o.name}`,
+    location: o.namespace,
+    moniker: moniker(o.kind, manifest),
+    manifest,
+    status: manifestStatus(o.group, o.kind, manifest),
+    artifacts: artifacts(o.kind, o.namespace, manifest),
+    events: [],
+    warnings: [],
+    metrics: [],
+  };
+}

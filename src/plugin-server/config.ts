@@ -1,0 +1,122 @@
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { ScaleAgentError } from '../shared/errors.js';
+import {
+  compileSchema,
+  detailAt,
+  parseYamlFile,
+  parseYamlText,
+  schemaErrorDetails,
+  type LocatedDocument,
+} from '../shared/yaml-config.js';
+
+export type StorageConfig =
+  { type: 'memory' } | { type: 'mysql'; url?: string; urlFile?: string; env?: string; connectionLimit: number };
+
+/** schemas/plugin-server-config.schema.json, after defaults. */
+export interface PluginServerConfig {
+  grpc: {
+    host: string;
+    port: number;
+    tls?: { certFile: string; keyFile: string; clientCaFile?: string; requireClientCert: boolean };
+  };
+  http: { host: string; port: number };
+  storage: StorageConfig;
+  accounts: { gracePeriodSeconds: number };
+  limits: {
+    maxMessageBytes: number;
+    maxUnackedBytes: number;
+    maxAccountsPerAgent: number;
+    maxChangesPerBatch: number;
+    heartbeatIntervalSeconds: number;
+    sessionIdleTimeoutSeconds: number;
+  };
+  logLevel: string;
+}
+
+let validator: ReturnType<typeof compileSchema<PluginServerConfig>> | undefined;
+
+function schemaValidator(): ReturnType<typeof compileSchema<PluginServerConfig>> {
+  if (!validator) {
+    // schemas/ sits next to src/ (and next to dist/ in the package); both layouts are tried.
+    const candidates = ['../../schemas/', '../../../schemas/'].map(
+      (p) => new URL(`${p}plugin-server-config.schema.json`, import.meta.url),
+    );
+    let schema: object | undefined;
+    for (const url of candidates) {
+      try {
+        schema = JSON.parse(readFileSync(url, 'utf8')) as object;
+        break;
+      } catch {
+        // next layout
+      }
+    }
+    if (!schema) throw new ScaleAgentError('INTERNAL', 'plugin-server-config.schema.json not found next to the code');
+    validator = compileSchema<PluginServerConfig>(schema);
+  }
+  return validator;
+}
+
+export function loadPluginServerConfig(file: string): PluginServerConfig {
+  return validatePluginServerConfig(parseYamlFile(file));
+}
+
+export function parsePluginServerConfig(text: string, file = '<inline>'): PluginServerConfig {
+  return validatePluginServerConfig(parseYamlText(file, text));
+}
+
+function validatePluginServerConfig(doc: LocatedDocument): PluginServerConfig {
+  const validate = schemaValidator();
+  const data = structuredClone(doc.data);
+  if (!validate(data)) {
+    throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
+      details: schemaErrorDetails(doc, validate.errors ?? []),
+    });
+  }
+  const config = data;
+  if (config.storage.type === 'mysql') {
+    config.storage.connectionLimit ??= 8;
+    const sources = (['url', 'urlFile', 'env'] as const).filter(
+      (k) => config.storage.type === 'mysql' && config.storage[k],
+    );
+    if (sources.length !== 1) {
+      throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
+        details: [detailAt(doc, '/storage', 'mysql storage needs exactly one of url, urlFile, env')],
+      });
+    }
+  }
+  const tls = config.grpc.tls;
+  if (tls) {
+    // Relative paths are relative to the config file, like every other file reference in our configs.
+    const base = dirname(doc.file);
+    const abs = (p: string) => (isAbsolute(p) || doc.file === '<inline>' ? p : resolve(base, p));
+    tls.certFile = abs(tls.certFile);
+    tls.keyFile = abs(tls.keyFile);
+    if (tls.clientCaFile) tls.clientCaFile = abs(tls.clientCaFile);
+    if (tls.requireClientCert && !tls.clientCaFile) {
+      throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
+        details: [detailAt(doc, '/grpc/tls/requireClientCert', 'requireClientCert needs clientCaFile')],
+      });
+    }
+  }
+  if (config.storage.type === 'mysql' && config.storage.urlFile && !isAbsolute(config.storage.urlFile)) {
+    config.storage.urlFile = resolve(dirname(doc.file), config.storage.urlFile);
+  }
+  return config;
+}
+
+/** The MySQL URL from wherever the config says it lives; read at startup so a rotated Secret applies on restart. */
+export function resolveMysqlUrl(storage: Extract<StorageConfig, { type: 'mysql' }>): string {
+  if (storage.url) return storage.url;
+  if (storage.urlFile) {
+    try {
+      return readFileSync(storage.urlFile, 'utf8').trim();
+    } catch (e) {
+      throw new ScaleAgentError('FILE_UNREADABLE', `cannot read storage.urlFile ${storage.urlFile}`, { cause: e });
+    }
+  }
+  const name = storage.env ?? '';
+  const v = process.env[name];
+  if (!v) throw new ScaleAgentError('INVALID_INPUT', `storage.env: environment variable ${name} is not set`);
+  return v;
+}

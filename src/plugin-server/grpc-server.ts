@@ -1,0 +1,113 @@
+import { readFileSync } from 'node:fs';
+import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
+import { loadFileDescriptorSetFromBuffer, loadSync } from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import { ScaleAgentError } from '../shared/errors.js';
+import type { Logger } from '../shared/logging.js';
+import {
+  AGENT_SERVICE_NAME,
+  AgentServiceService,
+  fileDescriptorSetBase64,
+  type AgentMessage,
+  type ServerMessage,
+} from '../shared/proto.js';
+import type { PluginServerConfig } from './config.js';
+
+export interface GrpcEndpoint {
+  server: Server;
+  health: HealthImplementation;
+  port: number;
+  stop(graceMs: number): Promise<void>;
+}
+
+/**
+ * The agent-facing gRPC server: AgentService plus grpc.health.v1.Health and server reflection, so grpcurl and
+ * grpc_health_probe work against it.
+ */
+export async function startGrpcServer(
+  config: PluginServerConfig,
+  log: Logger,
+  onConnect: (call: ServerDuplexStream<AgentMessage, ServerMessage>) => void,
+): Promise<GrpcEndpoint> {
+  const server = new Server({
+    'grpc.max_receive_message_length': config.limits.maxMessageBytes,
+    'grpc.max_send_message_length': config.limits.maxMessageBytes,
+    // Agents keep their one stream alive through load balancers with HTTP/2 pings; allow them.
+    'grpc.keepalive_permit_without_calls': 1,
+    'grpc.http2.min_ping_interval_without_data_ms': 5000,
+    'grpc.keepalive_time_ms': 30_000,
+    'grpc.keepalive_timeout_ms': 10_000,
+  });
+  server.addService(AgentServiceService, { connect: onConnect });
+
+  const health = new HealthImplementation({ '': 'NOT_SERVING', [AGENT_SERVICE_NAME]: 'NOT_SERVING' });
+  health.addToServer(server);
+
+  const ours = loadFileDescriptorSetFromBuffer(Buffer.from(fileDescriptorSetBase64, 'base64'));
+  const healthDef = loadSync(healthProtoPath);
+  new ReflectionService({ ...ours, ...healthDef }).addToServer(server);
+
+  const credentials = serverCredentials(config, log);
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${config.grpc.host}:${config.grpc.port}`, credentials, (err, boundPort) => {
+      if (err) {
+        reject(
+          new ScaleAgentError(
+            'UNAVAILABLE',
+            `cannot listen on ${config.grpc.host}:${config.grpc.port}: ${err.message}`,
+            {
+              cause: err,
+            },
+          ),
+        );
+      } else {
+        resolve(boundPort);
+      }
+    });
+  });
+  health.setStatus('', 'SERVING');
+  health.setStatus(AGENT_SERVICE_NAME, 'SERVING');
+
+  return {
+    server,
+    health,
+    port,
+    stop: (graceMs) =>
+      new Promise<void>((resolve) => {
+        health.setStatus('', 'NOT_SERVING');
+        health.setStatus(AGENT_SERVICE_NAME, 'NOT_SERVING');
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}
+
+function serverCredentials(config: PluginServerConfig, log: Logger): ServerCredentials {
+  const tls = config.grpc.tls;
+  if (!tls) {
+    log.warn(
+      { host: config.grpc.host, port: config.grpc.port },
+      'gRPC without TLS: agent traffic (cluster state) is plaintext and agents are not authenticated; configure grpc.tls',
+    );
+    return ServerCredentials.createInsecure();
+  }
+  const read = (file: string, what: string): Buffer => {
+    try {
+      return readFileSync(file);
+    } catch (e) {
+      throw new ScaleAgentError('FILE_UNREADABLE', `grpc.tls.${what}: cannot read ${file}`, { cause: e });
+    }
+  };
+  return ServerCredentials.createSsl(
+    tls.clientCaFile ? read(tls.clientCaFile, 'clientCaFile') : null,
+    [{ cert_chain: read(tls.certFile, 'certFile'), private_key: read(tls.keyFile, 'keyFile') }],
+    tls.requireClientCert,
+  );
+}

@@ -1,0 +1,95 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { AccountRegistry } from './accounts.js';
+import type { CacheStore } from './cache/store.js';
+
+/** The plugin-server's metrics, on their own registry (two servers in one process, as in tests, do not clash). */
+export class PluginServerMetrics {
+  readonly registry = new Registry();
+  readonly sessions: Gauge;
+  readonly sessionsOpened: Counter;
+  readonly sessionsClosed: Counter<'reason'>;
+  readonly messagesReceived: Counter<'type'>;
+  readonly bytesReceived: Counter;
+  readonly changes: Counter<'result'>;
+  readonly changeLag: Histogram;
+  readonly storeWrite: Histogram<'store'>;
+  readonly droppedChanges: Counter<'reason'>;
+
+  constructor(deps: { store: CacheStore; accounts: AccountRegistry }) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'scale_agent_plugin_server_' });
+    this.sessions = new Gauge({
+      name: 'scale_agent_plugin_server_sessions',
+      help: 'Agent streams currently open.',
+      registers,
+    });
+    this.sessionsOpened = new Counter({
+      name: 'scale_agent_plugin_server_sessions_opened_total',
+      help: 'Agent streams accepted.',
+      registers,
+    });
+    this.sessionsClosed = new Counter({
+      name: 'scale_agent_plugin_server_sessions_closed_total',
+      help: 'Agent streams closed, by reason.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.messagesReceived = new Counter({
+      name: 'scale_agent_plugin_server_messages_received_total',
+      help: 'Agent messages received, by type.',
+      labelNames: ['type'],
+      registers,
+    });
+    this.bytesReceived = new Counter({
+      name: 'scale_agent_plugin_server_object_bytes_received_total',
+      help: 'Bytes of object JSON received from agents.',
+      registers,
+    });
+    this.changes = new Counter({
+      name: 'scale_agent_plugin_server_changes_total',
+      help: 'Changes applied to the cache or skipped as not newer than what it holds.',
+      labelNames: ['result'],
+      registers,
+    });
+    this.droppedChanges = new Counter({
+      name: 'scale_agent_plugin_server_changes_dropped_total',
+      help: 'Changes dropped because the stream does not hold their account.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.changeLag = new Histogram({
+      name: 'scale_agent_plugin_server_change_lag_seconds',
+      help: "From the agent reading a change off its watch to the change being in the cache (agent's clock).",
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.storeWrite = new Histogram({
+      name: 'scale_agent_plugin_server_store_write_seconds',
+      help: 'Duration of one cache store write (one batch of ops).',
+      labelNames: ['store'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    new Gauge({
+      name: 'scale_agent_plugin_server_accounts',
+      help: 'Registered accounts, by state.',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        for (const [state, n] of Object.entries(deps.accounts.countByState())) this.set({ state }, n);
+      },
+    });
+    new Gauge({
+      name: 'scale_agent_plugin_server_cached_objects',
+      help: 'Objects in the cache, by account and kind.',
+      labelNames: ['account', 'kind'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const c of await deps.store.counts()) {
+          this.set({ account: c.account, kind: c.group ? `${c.kind}.${c.group}` : c.kind }, c.count);
+        }
+      },
+    });
+  }
+}

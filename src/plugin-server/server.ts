@@ -1,0 +1,137 @@
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import type { FastifyInstance } from 'fastify';
+import { ScaleAgentError } from '../shared/errors.js';
+import { createLogger, type Logger } from '../shared/logging.js';
+import type { AgentMessage, ServerMessage } from '../shared/proto.js';
+import { versionInfo } from '../shared/version.js';
+import { AccountRegistry } from './accounts.js';
+import { buildApi } from './api/http.js';
+import { MemoryCacheStore } from './cache/memory.js';
+import { MysqlCacheStore } from './cache/mysql.js';
+import type { CacheStore } from './cache/store.js';
+import { resolveMysqlUrl, type PluginServerConfig } from './config.js';
+import { startGrpcServer, type GrpcEndpoint } from './grpc-server.js';
+import { PluginServerMetrics } from './metrics.js';
+import { AgentSession } from './sessions.js';
+
+export function createStore(config: PluginServerConfig): CacheStore {
+  const storage = config.storage;
+  if (storage.type === 'memory') return new MemoryCacheStore();
+  return new MysqlCacheStore(resolveMysqlUrl(storage), { connectionLimit: storage.connectionLimit });
+}
+
+/**
+ * The plugin-server process: store → account registry → gRPC sessions → REST. start() returns once both ports
+ * listen; stop() closes agent streams (they reconnect elsewhere), then the listeners, then the store.
+ */
+export class PluginServer {
+  readonly log: Logger;
+  readonly store: CacheStore;
+  readonly accounts: AccountRegistry;
+  readonly metrics: PluginServerMetrics;
+  private readonly sessions = new Set<AgentSession>();
+  private grpc: GrpcEndpoint | undefined;
+  private http: FastifyInstance | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
+  grpcPort = 0;
+  httpPort = 0;
+
+  constructor(
+    readonly config: PluginServerConfig,
+    options: { log?: Logger; store?: CacheStore } = {},
+  ) {
+    this.log = options.log ?? createLogger({ name: 'plugin-server', level: config.logLevel });
+    this.store = options.store ?? createStore(config);
+    this.accounts = new AccountRegistry(this.store, this.log, config.accounts.gracePeriodSeconds * 1000);
+    this.metrics = new PluginServerMetrics({ store: this.store, accounts: this.accounts });
+  }
+
+  async start(): Promise<{ grpcPort: number; httpPort: number }> {
+    try {
+      await this.store.init();
+    } catch (e) {
+      throw e instanceof ScaleAgentError
+        ? e
+        : new ScaleAgentError(
+            'UNAVAILABLE',
+            `cannot initialise the ${this.store.type} store: ${(e as Error).message}`,
+            {
+              cause: e,
+            },
+          );
+    }
+    await this.accounts.load();
+    this.grpc = await startGrpcServer(this.config, this.log, (call) => this.connect(call));
+    this.grpcPort = this.grpc.port;
+    this.http = buildApi({
+      store: this.store,
+      accounts: this.accounts,
+      metrics: this.metrics,
+      sessions: () => [...this.sessions].filter((s) => s.agentId).map((s) => s.info()),
+      ready: () => this.ready(),
+      log: this.log,
+    });
+    await this.http.listen({ host: this.config.http.host, port: this.config.http.port });
+    const address = this.http.server.address();
+    this.httpPort = typeof address === 'object' && address ? address.port : this.config.http.port;
+    // Orphan sweeps run often enough that the grace period is honoured within a few seconds.
+    const sweepMs = Math.max(200, Math.min(5000, (this.config.accounts.gracePeriodSeconds * 1000) / 4));
+    this.sweepTimer = setInterval(() => void this.accounts.sweep().catch(() => undefined), sweepMs);
+    this.sweepTimer.unref();
+    this.log.info(
+      { grpcPort: this.grpcPort, httpPort: this.httpPort, store: this.store.type, version: versionInfo().version },
+      'plugin-server listening',
+    );
+    return { grpcPort: this.grpcPort, httpPort: this.httpPort };
+  }
+
+  private connect(call: ServerDuplexStream<AgentMessage, ServerMessage>): void {
+    if (this.stopping) {
+      call.emit('error', { code: 14, details: 'plugin-server is shutting down' });
+      return;
+    }
+    const session = new AgentSession(
+      call,
+      {
+        store: this.store,
+        accounts: this.accounts,
+        metrics: this.metrics,
+        log: this.log,
+        limits: this.config.limits,
+        serverVersion: versionInfo().version,
+      },
+      (s) => this.sessions.delete(s),
+    );
+    this.sessions.add(session);
+  }
+
+  async ready(): Promise<{ ready: boolean; reasons: string[] }> {
+    const reasons: string[] = [];
+    if (!this.grpc) reasons.push('gRPC server not listening');
+    if (this.stopping) reasons.push('shutting down');
+    try {
+      await this.store.ping();
+    } catch (e) {
+      reasons.push(`store: ${(e as Error).message}`);
+    }
+    return { ready: reasons.length === 0, reasons };
+  }
+
+  sessionInfo() {
+    return [...this.sessions].map((s) => s.info());
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    for (const s of [...this.sessions]) {
+      s.close(new ScaleAgentError('UNAVAILABLE', 'plugin-server is shutting down'), 'shutdown');
+    }
+    await this.grpc?.stop(2000);
+    await this.http?.close();
+    await this.store.close();
+    this.log.info('plugin-server stopped');
+  }
+}

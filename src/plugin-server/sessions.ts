@@ -1,0 +1,539 @@
+import { randomUUID } from 'node:crypto';
+import { status as GrpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
+import { ScaleAgentError } from '../shared/errors.js';
+import type { Logger } from '../shared/logging.js';
+import {
+  AccountState as ProtoAccountState,
+  ChangeType,
+  PROTOCOL_VERSION,
+  type Account,
+  type AccountsUpdate,
+  type AgentMessage,
+  type Change,
+  type Hello,
+  type KindKey,
+  type ResumePoint,
+  type ServerMessage,
+} from '../shared/proto.js';
+import type { AccountRegistry } from './accounts.js';
+import type { CacheStore, ChangeKind, ScopeKey, StoreChange, StoreOp } from './cache/store.js';
+import type { PluginServerConfig } from './config.js';
+import type { PluginServerMetrics } from './metrics.js';
+
+export interface SessionDeps {
+  store: CacheStore;
+  accounts: AccountRegistry;
+  metrics: PluginServerMetrics;
+  log: Logger;
+  limits: PluginServerConfig['limits'];
+  serverVersion: string;
+}
+
+/** What /armory/agents shows about one stream. */
+export interface SessionInfo {
+  sessionId: string;
+  agentId: string;
+  version: string;
+  zone: string;
+  identity: Record<string, string>;
+  peer: string;
+  /** Subject of the agent's client certificate (mTLS), when there is one. */
+  certificateSubject?: string | undefined;
+  connectedAt: number;
+  lastMessageAt: number;
+  accounts: string[];
+  ackedSeq: number;
+  pendingBytes: number;
+}
+
+type Call = ServerDuplexStream<AgentMessage, ServerMessage>;
+
+type DataMessage =
+  | {
+      kind: 'syncStart' | 'syncEnd' | 'bookmark';
+      seq: number;
+      scope: ScopeKey;
+      version: string;
+      resourceVersion: string;
+    }
+  | { kind: 'changes'; seq: number; changes: StoreChange[]; bytes: number; observedAtMs: number };
+
+type WorkItem = { kind: 'hello'; hello: Hello } | { kind: 'accounts'; update: AccountsUpdate } | DataMessage;
+
+/** A protocol violation: closes this one stream with INVALID_ARGUMENT/FAILED_PRECONDITION, never the server. */
+class ProtocolError extends Error {
+  constructor(
+    message: string,
+    readonly grpcCode: GrpcStatus = GrpcStatus.INVALID_ARGUMENT,
+  ) {
+    super(message);
+  }
+}
+
+// Kubernetes names are ASCII; anything else in a key field is a broken or hostile agent (and would poison the
+// MySQL ASCII key columns, closing the stream again on every replay).
+const KEY_TEXT = /^[\x21-\x7e]+$/;
+const API_VERSION = /^([a-z0-9]([a-z0-9.-]*[a-z0-9])?\/)?[a-z0-9]+$/;
+const KIND = /^[A-Za-z][A-Za-z0-9]*$/;
+
+/**
+ * One agent stream: Hello → Welcome, then data messages applied to the store strictly in order and acknowledged
+ * cumulatively. Consecutive data messages waiting in the queue are written as one store batch (batching costs no
+ * latency: it only happens while an earlier write is in flight). When the queue holds more than the flow-control
+ * window, the stream stops reading (HTTP/2 backpressure reaches the agent) until the store catches up.
+ */
+export class AgentSession {
+  readonly id = randomUUID();
+  private hello: Hello | undefined;
+  private readonly queue: WorkItem[] = [];
+  private pendingBytes = 0;
+  private draining = false;
+  private paused = false;
+  private closed = false;
+  private lastSeq = 0;
+  private ackedSeq = 0;
+  private readonly connectedAt = Date.now();
+  private lastMessageAt = Date.now();
+  private readonly timer: NodeJS.Timeout;
+  private readonly log: Logger;
+  private readonly certificateSubject: string | undefined;
+
+  constructor(
+    private readonly call: Call,
+    private readonly deps: SessionDeps,
+    private readonly onClosed: (s: AgentSession) => void,
+  ) {
+    this.log = deps.log.child({ sessionId: this.id, peer: call.getPeer() });
+    this.certificateSubject = peerSubject(call);
+    call.on('data', (m: AgentMessage) => this.onMessage(m));
+    call.on('end', () => this.close(undefined, 'agent_closed'));
+    call.on('error', (e: Error) => this.cleanup(`stream_error: ${e.message}`));
+    call.on('cancelled', () => this.cleanup('cancelled'));
+    call.on('close', () => this.cleanup('closed'));
+    const heartbeatMs = deps.limits.heartbeatIntervalSeconds * 1000;
+    this.timer = setInterval(() => this.tick(), Math.min(heartbeatMs, 5000));
+    this.timer.unref();
+    deps.metrics.sessionsOpened.inc();
+    deps.metrics.sessions.inc();
+  }
+
+  info(): SessionInfo {
+    return {
+      sessionId: this.id,
+      agentId: this.hello?.agentId ?? '',
+      version: this.hello?.version ?? '',
+      zone: this.hello?.zone ?? '',
+      identity: { ...(this.hello?.identity ?? {}) },
+      peer: this.call.getPeer(),
+      certificateSubject: this.certificateSubject,
+      connectedAt: this.connectedAt,
+      lastMessageAt: this.lastMessageAt,
+      accounts: this.deps.accounts
+        .list()
+        .filter((a) => a.sessionId === this.id)
+        .map((a) => a.record.name),
+      ackedSeq: this.ackedSeq,
+      pendingBytes: this.pendingBytes,
+    };
+  }
+
+  get agentId(): string {
+    return this.hello?.agentId ?? '';
+  }
+
+  private lastHeartbeatSent = Date.now();
+
+  private tick(): void {
+    const now = Date.now();
+    if (now - this.lastMessageAt > this.deps.limits.sessionIdleTimeoutSeconds * 1000) {
+      this.close(
+        new ProtocolError(
+          `no message for ${this.deps.limits.sessionIdleTimeoutSeconds}s`,
+          GrpcStatus.DEADLINE_EXCEEDED,
+        ),
+        'idle',
+      );
+      return;
+    }
+    if (this.hello && now - this.lastHeartbeatSent >= this.deps.limits.heartbeatIntervalSeconds * 1000) {
+      this.send({ heartbeat: { sentAtMs: now } });
+    }
+  }
+
+  private send(msg: ServerMessage): void {
+    if (this.closed) return;
+    if (msg.heartbeat) this.lastHeartbeatSent = Date.now();
+    this.call.write(msg);
+  }
+
+  private onMessage(m: AgentMessage): void {
+    if (this.closed) return;
+    this.lastMessageAt = Date.now();
+    try {
+      this.accept(m);
+    } catch (e) {
+      this.close(e, 'protocol_error');
+    }
+  }
+
+  private accept(m: AgentMessage): void {
+    const type = messageType(m);
+    this.deps.metrics.messagesReceived.inc({ type });
+    if (!this.hello && !this.queue.some((w) => w.kind === 'hello')) {
+      if (!m.hello) throw new ProtocolError(`first message must be hello, got ${type}`, GrpcStatus.FAILED_PRECONDITION);
+      validateHello(m.hello, this.deps.limits.maxAccountsPerAgent);
+      this.enqueue({ kind: 'hello', hello: m.hello });
+      return;
+    }
+    if (m.hello) throw new ProtocolError('hello sent twice on one stream', GrpcStatus.FAILED_PRECONDITION);
+    if (m.heartbeat) {
+      this.send({ heartbeat: { sentAtMs: Date.now() } });
+    } else if (m.accountStatus) {
+      const s = m.accountStatus;
+      this.deps.accounts.report(this.id, s.account, {
+        state: s.state === ProtoAccountState.ACCOUNT_STATE_FAILED ? 'FAILED' : 'ACTIVE',
+        error: s.error.slice(0, 4096),
+        forbiddenKinds: s.forbiddenKinds.slice(0, 10_000),
+        kinds: s.kinds.slice(0, 10_000),
+      });
+    } else if (m.operationResult) {
+      // Operations arrive with the operations issue; results are only logged until then.
+      this.log.debug({ operationId: m.operationResult.operationId }, 'operation result received');
+    } else if (m.accountsUpdate) {
+      validateAccounts(m.accountsUpdate.added, this.deps.limits.maxAccountsPerAgent);
+      this.enqueue({ kind: 'accounts', update: m.accountsUpdate });
+    } else {
+      this.enqueue(this.dataMessage(m, type));
+    }
+  }
+
+  private checkSeq(seq: number): number {
+    if (!Number.isSafeInteger(seq) || seq <= this.lastSeq) {
+      throw new ProtocolError(`seq ${seq} does not follow ${this.lastSeq}: data messages must carry increasing seq`);
+    }
+    this.lastSeq = seq;
+    return seq;
+  }
+
+  private dataMessage(m: AgentMessage, type: string): DataMessage {
+    if (m.changeBatch) {
+      const b = m.changeBatch;
+      const seq = this.checkSeq(b.seq);
+      if (b.changes.length > this.deps.limits.maxChangesPerBatch) {
+        throw new ProtocolError(`batch of ${b.changes.length} changes exceeds ${this.deps.limits.maxChangesPerBatch}`);
+      }
+      let bytes = 0;
+      const changes = b.changes.map((c, i) => {
+        const sc = toStoreChange(c, i);
+        bytes += sc.json.length + 256;
+        return sc;
+      });
+      this.deps.metrics.bytesReceived.inc(bytes);
+      return { kind: 'changes', seq, changes, bytes, observedAtMs: b.observedAtMs };
+    }
+    const scoped = m.syncStart ?? m.syncEnd ?? m.bookmark;
+    if (!scoped) throw new ProtocolError(`unknown or empty message (${type})`);
+    const seq = this.checkSeq(scoped.seq);
+    const kind = m.syncStart ? 'syncStart' : m.syncEnd ? 'syncEnd' : 'bookmark';
+    const key = validateKindKey(scoped.kind, kind);
+    if (scoped.namespace && !KEY_TEXT.test(scoped.namespace)) throw new ProtocolError(`${kind}: invalid namespace`);
+    const resourceVersion = m.syncEnd?.resourceVersion ?? m.bookmark?.resourceVersion ?? '';
+    if (kind !== 'syncStart' && (!resourceVersion || resourceVersion.length > 64 || !KEY_TEXT.test(resourceVersion))) {
+      throw new ProtocolError(`${kind}: invalid resource_version`);
+    }
+    return {
+      kind,
+      seq,
+      scope: { account: scoped.account, group: key.group, kind: key.kind, namespace: scoped.namespace },
+      version: key.version,
+      resourceVersion,
+    };
+  }
+
+  private enqueue(item: WorkItem): void {
+    this.queue.push(item);
+    if (item.kind === 'changes') {
+      this.pendingBytes += item.bytes;
+      if (!this.paused && this.pendingBytes > this.deps.limits.maxUnackedBytes) {
+        // Stop reading: HTTP/2 flow control pushes back to the agent, whose own window is then full too.
+        this.paused = true;
+        this.call.pause();
+      }
+    }
+    void this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    try {
+      while (this.queue.length > 0 && !this.closed) {
+        const head = this.queue[0]!;
+        if (head.kind === 'hello') {
+          this.queue.shift();
+          await this.welcome(head.hello);
+        } else if (head.kind === 'accounts') {
+          this.queue.shift();
+          await this.accountsUpdate(head.update);
+        } else {
+          await this.applyData();
+        }
+      }
+    } catch (e) {
+      this.close(e, e instanceof ProtocolError ? 'protocol_error' : 'store_error');
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  /** Applies every consecutive data message at the head of the queue as one store write, then acks. */
+  private async applyData(): Promise<void> {
+    const items: DataMessage[] = [];
+    let opCount = 0;
+    while (this.queue.length > 0 && opCount < 20_000) {
+      const w = this.queue[0]!;
+      if (w.kind === 'hello' || w.kind === 'accounts') break;
+      this.queue.shift();
+      items.push(w);
+      opCount += w.kind === 'changes' ? w.changes.length : 1;
+    }
+    const ops: StoreOp[] = [];
+    let dropped = 0;
+    for (const w of items) {
+      if (w.kind === 'changes') {
+        for (const change of w.changes) {
+          if (this.deps.accounts.holds(this.id, change.account)) ops.push({ op: 'change', change });
+          else dropped += 1;
+        }
+      } else if (this.deps.accounts.holds(this.id, w.scope.account)) {
+        if (w.kind === 'syncStart') ops.push({ op: 'syncStart', scope: w.scope, version: w.version });
+        else ops.push({ op: w.kind, scope: w.scope, version: w.version, resourceVersion: w.resourceVersion });
+      } else {
+        dropped += 1;
+      }
+    }
+    if (dropped > 0) this.deps.metrics.droppedChanges.inc({ reason: 'account_not_held' }, dropped);
+    const end = this.deps.metrics.storeWrite.startTimer({ store: this.deps.store.type });
+    const stats = await this.deps.store.apply(ops);
+    end();
+    const now = Date.now();
+    this.deps.metrics.changes.inc({ result: 'applied' }, stats.applied);
+    if (stats.skipped) this.deps.metrics.changes.inc({ result: 'skipped' }, stats.skipped);
+    let bytes = 0;
+    for (const w of items) {
+      if (w.kind !== 'changes') continue;
+      bytes += w.bytes;
+      if (w.observedAtMs > 0) this.deps.metrics.changeLag.observe(Math.max(0, now - w.observedAtMs) / 1000);
+    }
+    this.pendingBytes -= bytes;
+    this.ackedSeq = items[items.length - 1]!.seq;
+    this.send({ ack: { seq: this.ackedSeq } });
+    if (this.paused && this.pendingBytes <= this.deps.limits.maxUnackedBytes / 2) {
+      this.paused = false;
+      this.call.resume();
+    }
+  }
+
+  private async register(accounts: Account[]) {
+    const accepted: string[] = [];
+    const rejected: { name: string; reason: string }[] = [];
+    const resumePoints: ResumePoint[] = [];
+    const seen = new Set<string>();
+    for (const account of accounts) {
+      if (seen.has(account.name)) {
+        rejected.push({ name: account.name, reason: 'account listed twice by this agent' });
+        continue;
+      }
+      seen.add(account.name);
+      const r = await this.deps.accounts.register({ id: this.id, agentId: this.agentId }, account);
+      if (!r.accepted) {
+        rejected.push({ name: account.name, reason: r.reason });
+        this.log.warn({ account: account.name, reason: r.reason }, 'account rejected');
+        continue;
+      }
+      accepted.push(account.name);
+      for (const p of await this.deps.store.resumePoints(account.name)) {
+        resumePoints.push({
+          account: p.account,
+          kind: { group: p.group, version: p.version, kind: p.kind, resource: '', namespaced: p.namespace !== '' },
+          namespace: p.namespace,
+          resourceVersion: p.resourceVersion,
+        });
+      }
+    }
+    return { accepted, rejected, resumePoints };
+  }
+
+  private async welcome(hello: Hello): Promise<void> {
+    this.hello = hello;
+    const { accepted, rejected, resumePoints } = await this.register(hello.accounts);
+    this.log.info(
+      { agentId: hello.agentId, version: hello.version, accepted, rejected: rejected.map((r) => r.name) },
+      'agent connected',
+    );
+    this.send({
+      welcome: {
+        sessionId: this.id,
+        serverVersion: this.deps.serverVersion,
+        acceptedAccounts: accepted,
+        rejectedAccounts: rejected,
+        resumePoints,
+        maxUnackedBytes: this.deps.limits.maxUnackedBytes,
+        maxMessageBytes: this.deps.limits.maxMessageBytes,
+        heartbeatIntervalSeconds: this.deps.limits.heartbeatIntervalSeconds,
+      },
+    });
+  }
+
+  private async accountsUpdate(update: AccountsUpdate): Promise<void> {
+    const removed: string[] = [];
+    for (const name of update.removed) {
+      if (await this.deps.accounts.remove(this.id, name)) removed.push(name);
+    }
+    const { accepted, rejected, resumePoints } = await this.register(update.added);
+    this.log.info({ accepted, rejected: rejected.map((r) => r.name), removed }, 'agent accounts updated');
+    this.send({
+      accountsUpdateResult: {
+        acceptedAccounts: accepted,
+        rejectedAccounts: rejected,
+        resumePoints,
+        removedAccounts: removed,
+      },
+    });
+  }
+
+  /** Ends the stream: OK when `error` is undefined, else a gRPC status that tells the agent why. */
+  close(error: unknown, reason: string): void {
+    if (this.closed) return;
+    if (error === undefined) {
+      this.call.end();
+    } else {
+      const code =
+        error instanceof ProtocolError
+          ? error.grpcCode
+          : error instanceof ScaleAgentError && error.kind === 'UNAVAILABLE'
+            ? GrpcStatus.UNAVAILABLE
+            : GrpcStatus.INTERNAL;
+      const details = error instanceof Error ? error.message : String(error);
+      this.log.warn({ reason, details, agentId: this.agentId }, 'closing agent stream');
+      this.call.emit('error', { code, details, name: 'SessionClosed', message: details });
+    }
+    this.cleanup(reason);
+  }
+
+  private cleanup(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.timer);
+    this.queue.length = 0;
+    const released = this.deps.accounts.release(this.id);
+    this.deps.metrics.sessions.dec();
+    this.deps.metrics.sessionsClosed.inc({ reason: reason.split(':')[0] ?? reason });
+    this.log.info({ reason, agentId: this.agentId, orphaned: released }, 'agent stream closed');
+    this.onClosed(this);
+  }
+}
+
+function messageType(m: AgentMessage): string {
+  for (const [k, v] of Object.entries(m)) if (v !== undefined) return k;
+  return 'empty';
+}
+
+function validateHello(h: Hello, maxAccounts: number): void {
+  if (!h.agentId || h.agentId.length > 253 || !KEY_TEXT.test(h.agentId)) {
+    throw new ProtocolError('hello: agent_id must be 1-253 printable ASCII characters');
+  }
+  if (h.protocolVersion > PROTOCOL_VERSION) {
+    throw new ProtocolError(
+      `hello: protocol version ${h.protocolVersion} is newer than this server's ${PROTOCOL_VERSION}`,
+      GrpcStatus.FAILED_PRECONDITION,
+    );
+  }
+  validateAccounts(h.accounts, maxAccounts);
+}
+
+function validateAccounts(accounts: Account[], maxAccounts: number): void {
+  if (accounts.length > maxAccounts) throw new ProtocolError(`${accounts.length} accounts exceed ${maxAccounts}`);
+}
+
+function validateKindKey(k: KindKey | undefined, where: string): KindKey {
+  if (!k || !KIND.test(k.kind) || !/^[a-z0-9]+$/.test(k.version) || (k.group && !API_VERSION.test(`${k.group}/v1`))) {
+    throw new ProtocolError(`${where}: invalid kind key ${JSON.stringify(k)}`);
+  }
+  return k;
+}
+
+const CHANGE_TYPES: Record<number, ChangeKind> = {
+  [ChangeType.CHANGE_TYPE_ADDED]: 'ADDED',
+  [ChangeType.CHANGE_TYPE_MODIFIED]: 'MODIFIED',
+  [ChangeType.CHANGE_TYPE_DELETED]: 'DELETED',
+};
+
+function toStoreChange(c: Change, index: number): StoreChange {
+  const type = CHANGE_TYPES[c.type];
+  const where = `change ${index} (${c.kind} ${c.namespace}/${c.name})`;
+  if (!type) throw new ProtocolError(`${where}: invalid type ${c.type}`);
+  if (!c.account || !API_VERSION.test(c.apiVersion) || !KIND.test(c.kind)) {
+    throw new ProtocolError(`${where}: account, api_version and kind are required`);
+  }
+  if (!c.name || c.name.length > 253 || !KEY_TEXT.test(c.name)) throw new ProtocolError(`${where}: invalid name`);
+  if (c.namespace && (c.namespace.length > 63 || !KEY_TEXT.test(c.namespace))) {
+    throw new ProtocolError(`${where}: invalid namespace`);
+  }
+  if (!c.resourceVersion || c.resourceVersion.length > 64 || !KEY_TEXT.test(c.resourceVersion)) {
+    throw new ProtocolError(`${where}: invalid resource_version`);
+  }
+  if (c.uid.length > 64 || (c.uid && !KEY_TEXT.test(c.uid))) throw new ProtocolError(`${where}: invalid uid`);
+  let json = '';
+  if (c.objectJson.length > 0) {
+    const text = Buffer.from(c.objectJson.buffer, c.objectJson.byteOffset, c.objectJson.byteLength).toString('utf8');
+    let obj: unknown;
+    try {
+      obj = JSON.parse(text);
+    } catch {
+      throw new ProtocolError(`${where}: object_json is not valid JSON`);
+    }
+    if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
+      throw new ProtocolError(`${where}: object_json must be a JSON object`);
+    }
+    if (c.kind === 'Secret' && (c.apiVersion === 'v1' || c.apiVersion.endsWith('/v1'))) {
+      // Defence in depth: agents watch Secrets as metadata only, but a Secret's data must never be stored even
+      // if one sends it.
+      const o = obj as Record<string, unknown>;
+      if ('data' in o || 'stringData' in o) {
+        delete o.data;
+        delete o.stringData;
+        json = JSON.stringify(o);
+      } else {
+        json = text;
+      }
+    } else {
+      json = text;
+    }
+  } else if (type !== 'DELETED') {
+    throw new ProtocolError(`${where}: object_json is required for ${type}`);
+  }
+  return {
+    type,
+    account: c.account,
+    apiVersion: c.apiVersion,
+    kind: c.kind,
+    namespace: c.namespace,
+    name: c.name,
+    uid: c.uid,
+    resourceVersion: c.resourceVersion,
+    json,
+  };
+}
+
+function peerSubject(call: Call): string | undefined {
+  try {
+    const cert = call.getAuthContext()?.sslPeerCertificate;
+    if (!cert?.subject) return undefined;
+    return Object.entries(cert.subject)
+      .map(([k, v]) => `${k}=${String(v)}`)
+      .join(',');
+  } catch {
+    return undefined;
+  }
+}
