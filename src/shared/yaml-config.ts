@@ -47,7 +47,7 @@ export function parseYamlFile(file: string): LocatedDocument {
 
 export function parseYamlText(file: string, text: string): LocatedDocument {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     const details = doc.errors.map((err): ErrorDetail => {
       const pos = err.linePos?.[0];
