@@ -29,7 +29,8 @@ function rank(key: string, top: boolean): number {
 }
 
 export function toYaml(value: unknown): string {
-  return stringify(canonical(value), { lineWidth: 0, aliasDuplicateObjects: false, indentSeq: true });
+  // YAML 1.1 output quotes y/n/on/off and friends, which Go's YAML (kubectl, helm, kustomize) reads as booleans.
+  return stringify(canonical(value), { version: '1.1', lineWidth: 0, aliasDuplicateObjects: false, indentSeq: true });
 }
 
 export function toYamlDocuments(values: unknown[]): string {
