@@ -1,0 +1,85 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ReflectorSink, WatchScope } from '../../../src/agent/reflector.js';
+import { ChangeType, type Change } from '../../../src/shared/proto.js';
+import { createLogger } from '../../../src/shared/logging.js';
+
+export const logger = createLogger({ name: 'agent-test', level: process.env.SCALE_AGENT_LOG_LEVEL ?? 'warn' });
+
+export type Recorded =
+  | { t: 'syncStart'; kind: string; namespace: string }
+  | { t: 'syncEnd'; kind: string; rv: string }
+  | { t: 'bookmark'; kind: string; rv: string }
+  | { t: 'ADDED' | 'MODIFIED' | 'DELETED'; kind: string; namespace: string; name: string; rv: string; json: string };
+
+const TYPES: Record<number, 'ADDED' | 'MODIFIED' | 'DELETED'> = {
+  [ChangeType.CHANGE_TYPE_ADDED]: 'ADDED',
+  [ChangeType.CHANGE_TYPE_MODIFIED]: 'MODIFIED',
+  [ChangeType.CHANGE_TYPE_DELETED]: 'DELETED',
+};
+
+/** Records everything a reflector emits; `room` toggles backpressure. */
+export class RecordingSink implements ReflectorSink {
+  readonly events: Recorded[] = [];
+  room = true;
+  private waiters: (() => void)[] = [];
+
+  syncStart(s: WatchScope): void {
+    this.events.push({ t: 'syncStart', kind: s.resource.kind, namespace: s.namespace });
+  }
+  syncEnd(s: WatchScope, rv: string): void {
+    this.events.push({ t: 'syncEnd', kind: s.resource.kind, rv });
+  }
+  bookmark(s: WatchScope, rv: string): void {
+    this.events.push({ t: 'bookmark', kind: s.resource.kind, rv });
+  }
+  change(_s: WatchScope, c: Change): void {
+    this.events.push({
+      t: TYPES[c.type] ?? 'ADDED',
+      kind: c.kind,
+      namespace: c.namespace,
+      name: c.name,
+      rv: c.resourceVersion,
+      json: c.objectJson.toString('utf8'),
+    });
+  }
+  hasRoom(): boolean {
+    return this.room;
+  }
+  waitForRoom(signal: AbortSignal): Promise<void> {
+    if (this.room) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.waiters.push(resolve);
+      signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+  }
+  setRoom(room: boolean): void {
+    this.room = room;
+    if (room) for (const w of this.waiters.splice(0)) w();
+  }
+  changes(): Extract<Recorded, { name: string }>[] {
+    return this.events.filter((e): e is Extract<Recorded, { name: string }> => 'name' in e);
+  }
+  count(t: Recorded['t']): number {
+    return this.events.filter((e) => e.t === t).length;
+  }
+}
+
+/** Polls until `check` returns a truthy value (tests wait on conditions, never on fixed delays). */
+export async function waitFor<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  timeoutMs = 30_000,
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v) return v as NonNullable<T>;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await sleep(50);
+  }
+}
