@@ -8,29 +8,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './lib/child.js';
+import { BENCHMARKS, checkResult } from './lib/registry.js';
 import { flags, machineInfo, versions, type BenchResult } from './lib/report.js';
-
-/** In the order of DESIGN.md §8 / the benchmark issue. */
-export const BENCHMARKS = [
-  'bench/live-cache.ts',
-  'bench/stream-throughput.ts',
-  'bench/initial-sync.ts',
-  'bench/agent-memory.ts',
-  'bench/server-capacity.ts',
-  'bench/operations.ts',
-  'bench/compiler.ts',
-];
-
-const REQUIRED = ['name', 'params', 'machine', 'versions', 'figures', 'goal', 'met'] as const;
-
-export function checkResult(x: unknown): string[] {
-  if (typeof x !== 'object' || x === null) return ['not a JSON object'];
-  const o = x as Record<string, unknown>;
-  const problems = REQUIRED.filter((k) => !(k in o)).map((k) => `missing "${k}"`);
-  if ('met' in o && typeof o.met !== 'boolean') problems.push('"met" is not a boolean');
-  if ('name' in o && typeof o.name !== 'string') problems.push('"name" is not a string');
-  return problems;
-}
 
 function runOne(script: string, quick: boolean): Promise<{ code: number; last: string }> {
   return new Promise((resolve) => {
