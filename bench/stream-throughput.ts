@@ -44,6 +44,8 @@ async function pushOnce(address: string, agentId: string): Promise<number> {
 }
 
 async function series(address: string, label: string): Promise<number[]> {
+  // One unmeasured run first: JIT warm-up on both sides, and the store's tables/pages in memory.
+  await pushOnce(address, `${label}-warmup`);
   const out: number[] = [];
   for (let i = 0; i < runs; i++) {
     const rate = await pushOnce(address, `${label}-${i}`);
