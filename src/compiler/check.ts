@@ -1,0 +1,171 @@
+import type { ErrorDetail } from '../shared/errors.js';
+import type { LoadedYaml } from './load.js';
+import type { Topology } from './topology.js';
+
+export type Severity = 'error' | 'warning';
+
+/** A policy rule of `scale-agent check`. Ids are stable; a retired id is never reused. */
+export interface PolicyRule {
+  id: string;
+  name: string;
+  severity: Severity;
+  summary: string;
+  check(t: Topology): { path: string; message: string }[];
+}
+
+export interface Violation extends ErrorDetail {
+  rule: string;
+  name: string;
+  severity: Severity;
+}
+
+const remoteAgents = (t: Topology) => t.agents.filter((a) => a.mode !== 'service');
+
+export const POLICY_RULES: readonly PolicyRule[] = [
+  {
+    id: 'SA001',
+    name: 'insecure-remote-transport',
+    severity: 'error',
+    summary:
+      'tls.mode insecure while agents run outside the plugin-server cluster: cluster state and operations would ' +
+      'cross networks in plaintext and anyone who reaches the port could register accounts.',
+    check: (t) =>
+      t.pluginServer.tls.mode === 'insecure'
+        ? remoteAgents(t).map((a) => ({
+            path: a.path,
+            message: `agent group '${a.name}' (mode ${a.mode}) connects in plaintext; use tls.mode mtls`,
+          }))
+        : [],
+  },
+  {
+    id: 'SA002',
+    name: 'remote-agents-without-client-auth',
+    severity: 'error',
+    summary:
+      'tls.mode tls (no client certificates) with remote agents: agents are not authenticated, so any client ' +
+      'that reaches the gRPC port can register any account name.',
+    check: (t) =>
+      t.pluginServer.tls.mode === 'tls' && remoteAgents(t).length > 0
+        ? [{ path: '/pluginServer/tls/mode', message: 'remote agents need mtls so their identity limits their accounts' }]
+        : [],
+  },
+  {
+    id: 'SA003',
+    name: 'wildcard-rbac',
+    severity: 'error',
+    summary: "An account's rbac.extraRules grants '*' (verbs, resources or API groups): least privilege is lost.",
+    check: (t) =>
+      t.agents.flatMap((a) =>
+        a.accounts.flatMap((acc) =>
+          acc.rbac.extraRules.flatMap((r, i) =>
+            [...r.verbs, ...r.resources, ...r.apiGroups].includes('*')
+              ? [{ path: `${acc.path}/rbac/extraRules/${i}`, message: `account '${acc.name}' grants a '*' rule` }]
+              : [],
+          ),
+        ),
+      ),
+  },
+  {
+    id: 'SA004',
+    name: 'read-write-without-write-permissions',
+    severity: 'error',
+    summary:
+      'A read-write account lists no WRITE roles, so every Spinnaker user may deploy through it. Give WRITE roles ' +
+      'or make it read-only.',
+    check: (t) =>
+      t.agents.flatMap((a) =>
+        a.accounts
+          .filter((acc) => acc.access === 'read-write' && acc.permissions.WRITE.length === 0)
+          .map((acc) => ({
+            path: acc.path,
+            message: `read-write account '${acc.name}' has no permissions.WRITE roles`,
+          })),
+      ),
+  },
+  {
+    id: 'SA005',
+    name: 'no-read-permissions',
+    severity: 'warning',
+    summary: 'An account lists no READ roles, so every Spinnaker user sees its cluster state.',
+    check: (t) =>
+      t.agents.flatMap((a) =>
+        a.accounts
+          .filter((acc) => acc.permissions.READ.length === 0)
+          .map((acc) => ({ path: acc.path, message: `account '${acc.name}' has no permissions.READ roles` })),
+      ),
+  },
+  {
+    id: 'SA006',
+    name: 'public-load-balancer',
+    severity: 'warning',
+    summary:
+      'The gRPC load balancer is internet-facing (internal: false) without loadBalancerSourceRanges. mTLS still ' +
+      'guards it, but an internal LB or source ranges shrink what can even try.',
+    check: (t) => {
+      const e = t.pluginServer.exposure;
+      return e.type === 'LoadBalancer' && !e.internal && e.loadBalancerSourceRanges.length === 0
+        ? [{ path: '/pluginServer/grpc/exposure/internal', message: 'internet-facing gRPC load balancer open to all sources' }]
+        : [];
+    },
+  },
+  {
+    id: 'SA007',
+    name: 'omit-namespaces-grants-cluster',
+    severity: 'warning',
+    summary:
+      'omitNamespaces only filters what is cached; Kubernetes RBAC cannot exclude namespaces, so the account still ' +
+      'gets a ClusterRole that reaches the omitted ones. List `namespaces` instead when access must stop there.',
+    check: (t) =>
+      t.agents.flatMap((a) =>
+        a.accounts
+          .filter((acc) => acc.omitNamespaces.length > 0 && acc.rbac.create)
+          .map((acc) => ({
+            path: `${acc.path}/omitNamespaces`,
+            message: `account '${acc.name}' omits namespaces but its RBAC is cluster-wide`,
+          })),
+      ),
+  },
+  {
+    id: 'SA008',
+    name: 'cluster-wide-secret-access',
+    severity: 'warning',
+    summary:
+      'A cluster-wide read-write account may read and write every Secret in its cluster (needed to deploy them). ' +
+      'Limit it to namespaces, or omit the Secret kind, when it does not deploy Secrets.',
+    check: (t) =>
+      t.agents.flatMap((a) =>
+        a.accounts
+          .filter(
+            (acc) =>
+              acc.access === 'read-write' &&
+              acc.namespaces.length === 0 &&
+              acc.rbac.create &&
+              !acc.omitKinds.some((k) => k.toLowerCase() === 'secret') &&
+              (acc.kinds.length === 0 || acc.kinds.some((k) => k.toLowerCase() === 'secret')),
+          )
+          .map((acc) => ({ path: acc.path, message: `account '${acc.name}' can write Secrets in every namespace` })),
+      ),
+  },
+];
+
+export interface CheckReport {
+  ok: boolean;
+  file: string;
+  errors: number;
+  warnings: number;
+  violations: Violation[];
+}
+
+/** Runs every policy rule (or those in `only`), locating each finding in the source. */
+export function checkTopology(t: Topology, src: LoadedYaml, options: { failOn?: Severity } = {}): CheckReport {
+  const violations: Violation[] = [];
+  for (const rule of POLICY_RULES) {
+    for (const f of rule.check(t)) {
+      violations.push({ rule: rule.id, name: rule.name, severity: rule.severity, ...src.detail(f.path, f.message) });
+    }
+  }
+  const errors = violations.filter((v) => v.severity === 'error').length;
+  const warnings = violations.length - errors;
+  const failOn = options.failOn ?? 'error';
+  return { ok: failOn === 'warning' ? violations.length === 0 : errors === 0, file: src.file, errors, warnings, violations };
+}
