@@ -6,10 +6,14 @@ import { dirname, join } from 'node:path';
  * directories synth owns: kustomize/, helm/, manifests/), so a renamed agent group leaves no stale overlay.
  * Unchanged files are not rewritten.
  */
-export async function writeOutput(outDir: string, files: Map<string, string>): Promise<{ written: string[]; removed: string[] }> {
+export async function writeOutput(
+  outDir: string,
+  files: Map<string, string>,
+  options: { owned?: string[]; mode?: number } = {},
+): Promise<{ written: string[]; removed: string[] }> {
   const written: string[] = [];
   const removed: string[] = [];
-  for (const owned of ['kustomize', 'helm', 'manifests']) {
+  for (const owned of options.owned ?? ['kustomize', 'helm', 'manifests']) {
     for (const f of await listFiles(join(outDir, owned))) {
       const rel = `${owned}/${f}`;
       if (!files.has(rel)) {
@@ -24,7 +28,7 @@ export async function writeOutput(outDir: string, files: Map<string, string>): P
     if (old === content) continue;
     await mkdir(dirname(path), { recursive: true });
     // Overlays and values files may hold private keys.
-    await writeFile(path, content, { mode: 0o600 });
+    await writeFile(path, content, { mode: options.mode ?? 0o600 });
     written.push(rel);
   }
   return { written, removed };
