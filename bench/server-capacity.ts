@@ -25,12 +25,16 @@ const accounts = Number(f.accounts);
 const rate = Number(f.rate);
 const duration = f.quick ? 5 : Number(f.duration);
 
+const statuses: Record<string, number> = {};
 async function timeGet(url: string): Promise<number> {
   const t0 = performance.now();
   const res = await fetch(url);
   await res.arrayBuffer();
-  if (res.status >= 500) throw new Error(`${url}: HTTP ${res.status}`);
-  return performance.now() - t0;
+  const ms = performance.now() - t0;
+  statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+  // A probe that is not answered from the cache would measure the wrong thing.
+  if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status}`);
+  return ms;
 }
 
 const perLevel: Record<string, unknown>[] = [];
@@ -98,7 +102,7 @@ emit({
   machine: machineInfo(),
   versions: versions(),
   figures: { levels: perLevel },
-  baseline: { restLatencyMsIdle: distribution(idle) },
+  baseline: { restLatencyMsIdle: distribution(idle), restStatuses: statuses },
   goal,
   met: Boolean(top && top.agents >= goal.acceptedSessionsPerReplica && top.accepted >= goal.acceptedSessionsPerReplica),
   notes: f.quick ? ['quick mode: 100 agents only; the goal needs the full levels'] : [],
