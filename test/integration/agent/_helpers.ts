@@ -21,6 +21,8 @@ const TYPES: Record<number, 'ADDED' | 'MODIFIED' | 'DELETED'> = {
 export class RecordingSink implements ReflectorSink {
   readonly events: Recorded[] = [];
   room = true;
+  /** Turn the room off by itself once this many changes arrived (to hold a LIST between two pages). */
+  holdAfterChanges: number | undefined;
   private waiters: (() => void)[] = [];
 
   syncStart(s: WatchScope): void {
@@ -41,6 +43,10 @@ export class RecordingSink implements ReflectorSink {
       rv: c.resourceVersion,
       json: c.objectJson.toString('utf8'),
     });
+    if (this.holdAfterChanges !== undefined && this.changes().length >= this.holdAfterChanges) {
+      this.holdAfterChanges = undefined;
+      this.room = false;
+    }
   }
   hasRoom(): boolean {
     return this.room;
