@@ -53,7 +53,14 @@ export function parseYamlSource(source: string, file: string, options: LoadOptio
     return { line: p.line, column: p.col };
   };
   if (doc.errors.length > 0) {
-    const details = doc.errors.map((e) => ({ file, ...pos(e.pos[0]), message: yamlMessage(e.code, e.message) }));
+    const details = doc.errors.map((e) => ({
+      file,
+      ...pos(e.pos[0]),
+      message:
+        e.code === 'DUPLICATE_KEY'
+          ? `duplicate key '${(/^[^:\n]+/.exec(source.slice(e.pos[0]))?.[0] ?? '').trim()}'`
+          : yamlMessage(e.message),
+    }));
     const dup = doc.errors.some((e) => e.code === 'DUPLICATE_KEY');
     throw new ScaleAgentError('INVALID_INPUT', `${file} is not valid YAML${dup ? ' (duplicate keys)' : ''}`, {
       details,
@@ -105,9 +112,8 @@ function parseFailure(file: string, cause: unknown): ScaleAgentError {
   });
 }
 
-function yamlMessage(code: string, message: string): string {
-  const first = message.split('\n')[0] ?? message;
-  return code === 'DUPLICATE_KEY' ? `duplicate key: ${first.replace(/ at line.*$/, '')}` : first;
+function yamlMessage(message: string): string {
+  return (message.split('\n')[0] ?? message).replace(/ at line \d+, column \d+:?$/, '');
 }
 
 type Located = { range?: [number, number, number] | null } | null | undefined;

@@ -87,7 +87,7 @@ export function pluginServerConfig(t: Topology): Record<string, unknown> {
     };
   }
   const storage =
-    t.pluginServer.storage.type === 'mysql' ? { type: 'mysql', urlEnv: MYSQL_URL_ENV } : { type: 'memory' };
+    t.pluginServer.storage.type === 'mysql' ? { type: 'mysql', env: MYSQL_URL_ENV } : { type: 'memory' };
   return {
     grpc,
     http: { host: '0.0.0.0', port: CONTAINER_HTTP_PORT },

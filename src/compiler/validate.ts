@@ -17,10 +17,10 @@ export interface ValidationResult {
 export function validateLoaded(src: LoadedYaml): ValidationResult {
   const validate = schemaValidator('topology');
   if (!validate(src.data)) {
-    return { ok: false, file: src.file, errors: schemaErrors(validate.errors ?? [], src), source: src };
+    return { ok: false, file: src.file, errors: byPosition(schemaErrors(validate.errors ?? [], src)), source: src };
   }
   const input = src.data as TopologyInput;
-  const errors = semanticErrors(input, src);
+  const errors = byPosition(semanticErrors(input, src));
   if (errors.length > 0) return { ok: false, file: src.file, errors, source: src };
   return { ok: true, file: src.file, errors: [], topology: normalizeTopology(input, versionInfo().version), source: src };
 }
@@ -43,4 +43,8 @@ function assertValid(result: ValidationResult): { topology: Topology; source: Lo
     });
   }
   return { topology: result.topology, source: result.source };
+}
+
+function byPosition(errors: ErrorDetail[]): ErrorDetail[] {
+  return [...errors].sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0));
 }
