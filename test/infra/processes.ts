@@ -173,7 +173,7 @@ export class AgentProcess {
       },
       agentId,
       admin: { host: '127.0.0.1', port: adminPort },
-      kubernetes: { accounts: opts.accounts, rediscoverySeconds: 2 },
+      kubernetes: { accounts: opts.accounts, rediscoverySeconds: 5 },
       ...opts.extra,
     };
     const configFile = join(opts.dir, `${agentId}.yaml`);
