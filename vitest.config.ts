@@ -5,6 +5,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     pool: 'forks',
+    reporters: ['default', './test/infra/summary-reporter.ts'],
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 180_000,
