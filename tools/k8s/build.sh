@@ -92,8 +92,12 @@ for g in etcd kube helm kustomize; do
     start=$(date +%s)
     build_group "$g" "$dir.tmp" 2>&1 | sed "s/^/[k8s:tools] $g: /" >&2 &
     pid=$!
+    last=$start
     while kill -0 "$pid" 2>/dev/null; do
-      sleep 60; kill -0 "$pid" 2>/dev/null && say "$g: still building, $(( ($(date +%s) - start) / 60 )) min so far"
+      sleep 2
+      if [ $(( $(date +%s) - last )) -ge 60 ] && kill -0 "$pid" 2>/dev/null; then
+        last=$(date +%s); say "$g: still building, $(( (last - start) / 60 )) min so far"
+      fi
     done
     wait "$pid"
     # shellcheck disable=SC2086
