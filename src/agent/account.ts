@@ -43,6 +43,7 @@ export interface WatchInfo {
   resourceVersion?: string;
   events: number;
   relists: number;
+  failures: number;
   lastSyncMs?: number;
   lastError?: string;
 }
@@ -211,6 +212,7 @@ export class AccountRunner {
       resourceVersion: r.resourceVersion,
       events: r.events,
       relists: r.relists,
+      failures: r.failures,
       lastSyncMs: r.lastSyncMs,
       lastError: r.lastError,
     }));

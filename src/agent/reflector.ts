@@ -113,6 +113,8 @@ export class Reflector {
   lastError: string | undefined;
   events = 0;
   relists = 0;
+  /** Failed list/watch requests (403s included): a steady count over time means no hot loop. */
+  failures = 0;
   lastSyncMs: number | undefined;
 
   private readonly abort = new AbortController();
@@ -170,6 +172,7 @@ export class Reflector {
         this.lastError = 'watch closed immediately';
       } catch (e) {
         if (this.signal.aborted) break;
+        this.failures += 1;
         if (isGone(e)) {
           log.info(
             { scope: scopeId(this.scope), rv: this.resourceVersion },
