@@ -109,7 +109,10 @@ export class StreamClient {
       this.deps.metrics.reconnects.inc();
       if (welcomed) backoff = this.newBackoff();
       const delay = backoff.next();
-      log.warn({ error: this.lastError, retryInMs: delay }, 'stream to plugin-server lost; reconnecting');
+      log.warn(
+        { error: this.lastError, retryInMs: delay },
+        welcomed ? 'stream to plugin-server lost; reconnecting' : 'cannot connect to plugin-server; retrying',
+      );
       this.state = 'backoff';
       await sleep(delay, this.abort.signal);
     }

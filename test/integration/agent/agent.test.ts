@@ -175,4 +175,38 @@ describe('agent with a real plugin-server', () => {
     expect(still.status).toBe(200);
     expect(Object.keys(still.body.accounts)).toEqual([b.name]);
   });
+
+  it('reconnects with backoff when the plugin-server restarts, and streams again', async () => {
+    const ns = await createNamespace('agent-reconnect');
+    await kubectl(['create', 'configmap', 'before', '-n', ns]);
+    const account = `reconnect-${ns}`;
+    const dir = mkdtempSync(join(tmpdir(), 'agent-it-'));
+    writeFileSync(
+      join(dir, 'agent.yaml'),
+      configText([{ name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] }]),
+    );
+    const { agent, admin } = await startAgent(join(dir, 'agent.yaml'));
+    await waitFor('ready', async () => (await get<Readiness>(`${admin}/readyz`)).status === 200);
+
+    await server.restart();
+    await waitFor('reconnected', async () => {
+      const r = await get<Readiness>(`${admin}/readyz`);
+      return r.status === 200 && ((await agent.metrics.reconnects.get()).values[0]?.value ?? 0) >= 1;
+    });
+    // The memory store forgot everything, so there were no resume points: the account was listed again.
+    await waitFor(
+      'relisted into the new cache',
+      async () => (await server.get(`/manifests/${account}/${ns}/configmap%20before`)).status === 200,
+    );
+    await kubectl(['create', 'configmap', 'after', '-n', ns]);
+    await waitFor(
+      'new change streamed',
+      async () => (await server.get(`/manifests/${account}/${ns}/configmap%20after`)).status === 200,
+    );
+    const metrics = await (await fetch(`${admin}/metrics`)).text();
+    // Every dial after the loss counts, failed ones included (the server took a moment to come back).
+    expect(metrics).toMatch(/^scale_agent_agent_reconnects_total [1-9]\d*$/m);
+    expect(metrics).toMatch(/^scale_agent_agent_connected 1$/m);
+    expect(metrics).toMatch(new RegExp(`^scale_agent_agent_events_sent_total\\{account="${account}"\\} \\d+$`, 'm'));
+  });
 });
