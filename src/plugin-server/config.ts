@@ -13,16 +13,29 @@ import {
 export type StorageConfig =
   { type: 'memory' } | { type: 'mysql'; url?: string; urlFile?: string; env?: string; connectionLimit: number };
 
+export interface IdentityRule {
+  match: { uri?: string; dns?: string; subject?: string; token?: string };
+  accounts: string[];
+  zones: string[];
+}
+
+export interface AuthorizationConfig {
+  agentTokensFile?: string;
+  identities: IdentityRule[];
+}
+
 /** schemas/plugin-server-config.schema.json, after defaults. */
 export interface PluginServerConfig {
   grpc: {
     host: string;
     port: number;
-    tls?: { certFile: string; keyFile: string; clientCaFile?: string; requireClientCert: boolean };
+    tls?: { certFile: string; keyFile: string; clientCaFile?: string; requireClientCert: boolean; crlFile?: string };
   };
-  http: { host: string; port: number };
+  http: { host: string; port: number; auth?: { tokensFile: string; trustedNetworks: string[] } };
   storage: StorageConfig;
   accounts: { gracePeriodSeconds: number };
+  authorization?: AuthorizationConfig;
+  dynamicAccounts: { encryptionKeyFile?: string; encryptionKeyEnv?: string };
   limits: {
     maxMessageBytes: number;
     maxUnackedBytes: number;
@@ -98,6 +111,20 @@ function validatePluginServerConfig(doc: LocatedDocument): PluginServerConfig {
         details: [detailAt(doc, '/grpc/tls/requireClientCert', 'requireClientCert needs clientCaFile')],
       });
     }
+  }
+  const rel = (p: string) => (isAbsolute(p) || doc.file === '<inline>' ? p : resolve(dirname(doc.file), p));
+  if (tls?.crlFile) tls.crlFile = rel(tls.crlFile);
+  if (config.http.auth) config.http.auth.tokensFile = rel(config.http.auth.tokensFile);
+  if (config.authorization?.agentTokensFile) {
+    config.authorization.agentTokensFile = rel(config.authorization.agentTokensFile);
+  }
+  if (config.dynamicAccounts.encryptionKeyFile) {
+    config.dynamicAccounts.encryptionKeyFile = rel(config.dynamicAccounts.encryptionKeyFile);
+  }
+  if (config.dynamicAccounts.encryptionKeyFile && config.dynamicAccounts.encryptionKeyEnv) {
+    throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
+      details: [detailAt(doc, '/dynamicAccounts', 'give one of encryptionKeyFile and encryptionKeyEnv, not both')],
+    });
   }
   if (config.storage.type === 'mysql' && config.storage.urlFile && !isAbsolute(config.storage.urlFile)) {
     config.storage.urlFile = resolve(dirname(doc.file), config.storage.urlFile);

@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import type { SecureServerOptions } from 'node:http2';
+import type { SecureContextOptions } from 'node:tls';
 import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
 import { loadFileDescriptorSetFromBuffer, loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
@@ -105,9 +107,28 @@ function serverCredentials(config: PluginServerConfig, log: Logger): ServerCrede
       throw new ScaleAgentError('FILE_UNREADABLE', `grpc.tls.${what}: cannot read ${file}`, { cause: e });
     }
   };
-  return ServerCredentials.createSsl(
-    tls.clientCaFile ? read(tls.clientCaFile, 'clientCaFile') : null,
-    [{ cert_chain: read(tls.certFile, 'certFile'), private_key: read(tls.keyFile, 'keyFile') }],
-    tls.requireClientCert,
+  const ca = tls.clientCaFile ? read(tls.clientCaFile, 'clientCaFile') : undefined;
+  const crl = tls.crlFile ? read(tls.crlFile, 'crlFile') : undefined;
+  return new TlsServerCredentials(
+    // requestCert + rejectUnauthorized: an agent without a certificate, with one from another CA, expired or
+    // listed in the CRL never gets past the TLS handshake.
+    { requestCert: tls.requireClientCert, rejectUnauthorized: tls.requireClientCert },
+    {
+      ...(ca ? { ca } : {}),
+      ...(crl ? { crl } : {}),
+      cert: read(tls.certFile, 'certFile'),
+      key: read(tls.keyFile, 'keyFile'),
+    },
   );
+}
+
+/** ServerCredentials.createSsl without the parts it cannot express (a CRL). */
+class TlsServerCredentials extends ServerCredentials {
+  constructor(serverOptions: SecureServerOptions, contextOptions: SecureContextOptions) {
+    super(serverOptions, contextOptions);
+  }
+
+  _equals(other: ServerCredentials): boolean {
+    return this === other;
+  }
 }

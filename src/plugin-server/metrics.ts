@@ -14,6 +14,7 @@ export class PluginServerMetrics {
   readonly changeLag: Histogram;
   readonly storeWrite: Histogram<'store'>;
   readonly droppedChanges: Counter<'reason'>;
+  readonly accountRejections: Counter<'reason'>;
 
   constructor(deps: { store: CacheStore; accounts: AccountRegistry }) {
     const registers = [this.registry];
@@ -54,6 +55,12 @@ export class PluginServerMetrics {
     this.droppedChanges = new Counter({
       name: 'scale_agent_plugin_server_changes_dropped_total',
       help: 'Changes dropped because the stream does not hold their account.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.accountRejections = new Counter({
+      name: 'scale_agent_plugin_server_account_rejections_total',
+      help: 'Account registrations refused, by reason (unauthorized, conflict, invalid_name, duplicate, dynamic).',
       labelNames: ['reason'],
       registers,
     });

@@ -7,6 +7,7 @@ import {
   ChangeType,
   PROTOCOL_VERSION,
   type Account,
+  type AccountsChanged,
   type AccountsUpdate,
   type AgentMessage,
   type Change,
@@ -16,9 +17,11 @@ import {
   type ServerMessage,
 } from '../shared/proto.js';
 import type { AccountRegistry } from './accounts.js';
+import { ANONYMOUS, type Identity } from './auth/identity.js';
 import type { CacheStore, ChangeKind, ScopeKey, StoreChange, StoreOp } from './cache/store.js';
 import type { PluginServerConfig } from './config.js';
 import type { PluginServerMetrics } from './metrics.js';
+import type { GatedSession, SessionGate } from './session-gate.js';
 
 export interface SessionDeps {
   store: CacheStore;
@@ -27,6 +30,8 @@ export interface SessionDeps {
   log: Logger;
   limits: PluginServerConfig['limits'];
   serverVersion: string;
+  /** Authorization and dynamic accounts; without one every registration is decided by the registry alone. */
+  gate?: SessionGate | undefined;
 }
 
 /** What /armory/agents shows about one stream. */
@@ -39,6 +44,10 @@ export interface SessionInfo {
   peer: string;
   /** Subject of the agent's client certificate (mTLS), when there is one. */
   certificateSubject?: string | undefined;
+  /** The identity the server authorized with (certificate SAN/subject, token name, or anonymous). */
+  authIdentity: string;
+  /** Accounts refused on this stream, with the reason the agent was given. */
+  rejectedAccounts: { name: string; reason: string }[];
   connectedAt: number;
   lastMessageAt: number;
   accounts: string[];
@@ -82,8 +91,10 @@ const KIND = /^[A-Za-z][A-Za-z0-9]*$/;
  * latency: it only happens while an earlier write is in flight). When the queue holds more than the flow-control
  * window, the stream stops reading (HTTP/2 backpressure reaches the agent) until the store catches up.
  */
-export class AgentSession {
+export class AgentSession implements GatedSession {
   readonly id = randomUUID();
+  readonly identity: Identity;
+  private readonly rejectedAccounts = new Map<string, string>();
   private hello: Hello | undefined;
   private readonly queue: WorkItem[] = [];
   private pendingBytes = 0;
@@ -105,6 +116,7 @@ export class AgentSession {
   ) {
     this.log = deps.log.child({ sessionId: this.id, peer: call.getPeer() });
     this.certificateSubject = peerSubject(call);
+    this.identity = deps.gate?.identify(call as ServerDuplexStream<unknown, unknown>) ?? ANONYMOUS;
     call.on('data', (m: AgentMessage) => this.onMessage(m));
     call.on('end', () => this.close(undefined, 'agent_closed'));
     call.on('error', (e: Error) => this.cleanup(`stream_error: ${e.message}`));
@@ -126,6 +138,8 @@ export class AgentSession {
       identity: { ...(this.hello?.identity ?? {}) },
       peer: this.call.getPeer(),
       certificateSubject: this.certificateSubject,
+      authIdentity: this.identity.name,
+      rejectedAccounts: [...this.rejectedAccounts].map(([name, reason]) => ({ name, reason })),
       connectedAt: this.connectedAt,
       lastMessageAt: this.lastMessageAt,
       accounts: this.deps.accounts
@@ -139,6 +153,19 @@ export class AgentSession {
 
   get agentId(): string {
     return this.hello?.agentId ?? '';
+  }
+
+  get zone(): string {
+    return this.hello?.zone ?? '';
+  }
+
+  get open(): boolean {
+    return !this.closed;
+  }
+
+  /** Dynamic accounts for the agent to add or drop (accounts/dynamic.ts). */
+  sendAccountsChanged(message: AccountsChanged): void {
+    this.send({ accountsChanged: message });
   }
 
   private lastHeartbeatSent = Date.now();
@@ -190,6 +217,7 @@ export class AgentSession {
       this.send({ heartbeat: { sentAtMs: Date.now() } });
     } else if (m.accountStatus) {
       const s = m.accountStatus;
+      this.deps.gate?.status(this, s);
       this.deps.accounts.report(this.id, s.account, {
         state: s.state === ProtoAccountState.ACCOUNT_STATE_FAILED ? 'FAILED' : 'ACTIVE',
         error: s.error.slice(0, 4096),
@@ -345,12 +373,24 @@ export class AgentSession {
         continue;
       }
       seen.add(account.name);
-      const r = await this.deps.accounts.register({ id: this.id, agentId: this.agentId }, account);
+      const verdict = this.deps.gate?.check(this, account.name) ?? { ok: true };
+      const r = verdict.ok
+        ? await this.deps.accounts.register({ id: this.id, agentId: this.agentId }, account)
+        : { accepted: false as const, reason: verdict.reason };
       if (!r.accepted) {
+        const metricReason = !verdict.ok
+          ? verdict.metricReason
+          : r.reason.startsWith('invalid account name')
+            ? 'invalid_name'
+            : 'conflict';
+        this.deps.metrics.accountRejections.inc({ reason: metricReason });
         rejected.push({ name: account.name, reason: r.reason });
-        this.log.warn({ account: account.name, reason: r.reason }, 'account rejected');
+        this.rejectedAccounts.set(account.name, r.reason);
+        this.log.warn({ account: account.name, reason: r.reason, identity: this.identity.name }, 'account rejected');
+        this.deps.gate?.rejected(this, account.name, r.reason);
         continue;
       }
+      this.rejectedAccounts.delete(account.name);
       accepted.push(account.name);
       for (const p of await this.deps.store.resumePoints(account.name)) {
         resumePoints.push({
@@ -383,6 +423,7 @@ export class AgentSession {
         heartbeatIntervalSeconds: this.deps.limits.heartbeatIntervalSeconds,
       },
     });
+    this.deps.gate?.welcomed(this);
   }
 
   private async accountsUpdate(update: AccountsUpdate): Promise<void> {
@@ -430,6 +471,7 @@ export class AgentSession {
     this.deps.metrics.sessions.dec();
     this.deps.metrics.sessionsClosed.inc({ reason: reason.split(':')[0] ?? reason });
     this.log.info({ reason, agentId: this.agentId, orphaned: released }, 'agent stream closed');
+    this.deps.gate?.closed(this);
     this.onClosed(this);
   }
 }

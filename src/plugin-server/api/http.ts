@@ -190,6 +190,8 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     zoneId: s.zone,
     peer: s.peer,
     certificateSubject: s.certificateSubject,
+    authIdentity: s.authIdentity,
+    rejectedAccounts: s.rejectedAccounts,
     identity: s.identity,
     connectedAt: new Date(s.connectedAt).toISOString(),
     ackedSeq: s.ackedSeq,

@@ -364,10 +364,37 @@ export interface Operation {
   deadlineMs: number;
 }
 
-/** Dynamic accounts (stub): accounts the agent should add or drop without a restart. */
+/**
+ * Dynamic accounts (POST /armory/accounts/dynamic): accounts the server assigns to this agent, to add or drop
+ * without a restart. The agent announces what it took in its next Hello (it re-dials, like after a config reload),
+ * and reports failures to load one with AccountStatus. `definitions` replaces any earlier definition of the same
+ * name; `removed` names accounts to stop watching (deleted or deactivated).
+ */
 export interface AccountsChanged {
+  /** Unused; kept for wire compatibility with the first revision of this message. */
   added: Account[];
   removed: string[];
+  definitions: DynamicAccount[];
+}
+
+/**
+ * One dynamic account: what to watch and how to reach its cluster. Exactly one of kubeconfig,
+ * kubeconfig_file or service_account says how.
+ */
+export interface DynamicAccount {
+  /** Name, namespaces and kinds (cluster identity is the agent's to find out). */
+  account:
+    | Account
+    | undefined;
+  /** kubeconfig file contents (secret: sent only over this stream, never logged). */
+  kubeconfig: Buffer;
+  /** Path of a kubeconfig file on the agent's filesystem. */
+  kubeconfigFile: string;
+  /** kubeconfig context; "" for the current context. */
+  context: string;
+  /** Use the agent pod's own ServiceAccount. */
+  serviceAccount: boolean;
+  onlyNamespacedResources: boolean;
 }
 
 function createBaseAgentMessage(): AgentMessage {
@@ -3523,7 +3550,7 @@ export const Operation: MessageFns<Operation> = {
 };
 
 function createBaseAccountsChanged(): AccountsChanged {
-  return { added: [], removed: [] };
+  return { added: [], removed: [], definitions: [] };
 }
 
 export const AccountsChanged: MessageFns<AccountsChanged> = {
@@ -3533,6 +3560,9 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
     }
     for (const v of message.removed) {
       writer.uint32(18).string(v!);
+    }
+    for (const v of message.definitions) {
+      DynamicAccount.encode(v!, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -3566,6 +3596,14 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
             message.removed.push(reader.string());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.definitions.push(DynamicAccount.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3582,6 +3620,9 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
     return {
       added: globalThis.Array.isArray(object?.added) ? object.added.map((e: any) => Account.fromJSON(e)) : [],
       removed: globalThis.Array.isArray(object?.removed) ? object.removed.map((e: any) => globalThis.String(e)) : [],
+      definitions: globalThis.Array.isArray(object?.definitions)
+        ? object.definitions.map((e: any) => DynamicAccount.fromJSON(e))
+        : [],
     };
   },
 
@@ -3593,6 +3634,9 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
     if (message.removed?.length) {
       obj.removed = message.removed;
     }
+    if (message.definitions?.length) {
+      obj.definitions = message.definitions.map((e) => DynamicAccount.toJSON(e));
+    }
     return obj;
   },
 
@@ -3603,6 +3647,177 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
     const message = createBaseAccountsChanged();
     message.added = object.added?.map((e) => Account.fromPartial(e)) || [];
     message.removed = object.removed?.map((e) => e) || [];
+    message.definitions = object.definitions?.map((e) => DynamicAccount.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDynamicAccount(): DynamicAccount {
+  return {
+    account: undefined,
+    kubeconfig: Buffer.alloc(0),
+    kubeconfigFile: "",
+    context: "",
+    serviceAccount: false,
+    onlyNamespacedResources: false,
+  };
+}
+
+export const DynamicAccount: MessageFns<DynamicAccount> = {
+  encode(message: DynamicAccount, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.account !== undefined) {
+      Account.encode(message.account, writer.uint32(10).fork()).join();
+    }
+    if (message.kubeconfig.length !== 0) {
+      writer.uint32(18).bytes(message.kubeconfig);
+    }
+    if (message.kubeconfigFile !== "") {
+      writer.uint32(26).string(message.kubeconfigFile);
+    }
+    if (message.context !== "") {
+      writer.uint32(34).string(message.context);
+    }
+    if (message.serviceAccount !== false) {
+      writer.uint32(40).bool(message.serviceAccount);
+    }
+    if (message.onlyNamespacedResources !== false) {
+      writer.uint32(48).bool(message.onlyNamespacedResources);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DynamicAccount {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDynamicAccount();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.account = Account.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kubeconfig = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.kubeconfigFile = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.context = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.serviceAccount = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.onlyNamespacedResources = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DynamicAccount {
+    return {
+      account: isSet(object.account) ? Account.fromJSON(object.account) : undefined,
+      kubeconfig: isSet(object.kubeconfig) ? Buffer.from(bytesFromBase64(object.kubeconfig)) : Buffer.alloc(0),
+      kubeconfigFile: isSet(object.kubeconfigFile)
+        ? globalThis.String(object.kubeconfigFile)
+        : isSet(object.kubeconfig_file)
+        ? globalThis.String(object.kubeconfig_file)
+        : "",
+      context: isSet(object.context) ? globalThis.String(object.context) : "",
+      serviceAccount: isSet(object.serviceAccount)
+        ? globalThis.Boolean(object.serviceAccount)
+        : isSet(object.service_account)
+        ? globalThis.Boolean(object.service_account)
+        : false,
+      onlyNamespacedResources: isSet(object.onlyNamespacedResources)
+        ? globalThis.Boolean(object.onlyNamespacedResources)
+        : isSet(object.only_namespaced_resources)
+        ? globalThis.Boolean(object.only_namespaced_resources)
+        : false,
+    };
+  },
+
+  toJSON(message: DynamicAccount): unknown {
+    const obj: any = {};
+    if (message.account !== undefined) {
+      obj.account = Account.toJSON(message.account);
+    }
+    if (message.kubeconfig.length !== 0) {
+      obj.kubeconfig = base64FromBytes(message.kubeconfig);
+    }
+    if (message.kubeconfigFile !== "") {
+      obj.kubeconfigFile = message.kubeconfigFile;
+    }
+    if (message.context !== "") {
+      obj.context = message.context;
+    }
+    if (message.serviceAccount !== false) {
+      obj.serviceAccount = message.serviceAccount;
+    }
+    if (message.onlyNamespacedResources !== false) {
+      obj.onlyNamespacedResources = message.onlyNamespacedResources;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DynamicAccount>): DynamicAccount {
+    return DynamicAccount.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DynamicAccount>): DynamicAccount {
+    const message = createBaseDynamicAccount();
+    message.account = (object.account !== undefined && object.account !== null)
+      ? Account.fromPartial(object.account)
+      : undefined;
+    message.kubeconfig = object.kubeconfig ?? Buffer.alloc(0);
+    message.kubeconfigFile = object.kubeconfigFile ?? "";
+    message.context = object.context ?? "";
+    message.serviceAccount = object.serviceAccount ?? false;
+    message.onlyNamespacedResources = object.onlyNamespacedResources ?? false;
     return message;
   },
 };

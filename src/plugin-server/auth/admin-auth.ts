@@ -1,0 +1,116 @@
+import { BlockList, isIPv4 } from 'node:net';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ScaleAgentError } from '../../shared/errors.js';
+import type { AuditLog } from '../audit.js';
+import type { PluginServerConfig } from '../config.js';
+import { bearerToken, TokenFile, type TokenScope } from './tokens.js';
+
+/** Always open: probes and scrapers carry no credentials. */
+const OPEN_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+/** Our own admin API (Armory-style and diagnostics); everything else is the Clouddriver-compatible surface. */
+const ADMIN_PREFIXES = ['/armory', '/admin', '/agents'];
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+export interface RequestPrincipal {
+  who: string;
+  scope: TokenScope | 'network' | 'open';
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: RequestPrincipal;
+  }
+}
+
+function pathOf(url: string): string {
+  const p = url.split('?')[0] ?? '/';
+  // Fastify ignores duplicate and trailing slashes when routing; classify the same way.
+  return p.replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1');
+}
+
+export function isAdminPath(path: string): boolean {
+  return ADMIN_PREFIXES.some((p) => path === p || path.startsWith(`${p}/`));
+}
+
+function trustedList(cidrs: string[]): BlockList {
+  const list = new BlockList();
+  for (const cidr of cidrs) {
+    const [net, bits] = cidr.split('/') as [string, string];
+    list.addSubnet(net, Number(bits), isIPv4(net) ? 'ipv4' : 'ipv6');
+  }
+  return list;
+}
+
+function fromTrusted(list: BlockList, ip: string): boolean {
+  const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(ip)?.[1];
+  if (v4 ?? isIPv4(ip)) return list.check(v4 ?? ip, 'ipv4');
+  return list.check(ip, 'ipv6');
+}
+
+/**
+ * Authentication of the REST API (http.auth): bearer tokens with `read` or `admin` scope; the Clouddriver
+ * surface may be opened to trusted networks because Spinnaker calls it without tokens. 401 without a valid token,
+ * 403 for a read-only token on a write. Without http.auth the API is open (development) and the server warns.
+ * Every write and every refusal goes to the audit log.
+ */
+export function installAdminAuth(app: FastifyInstance, config: PluginServerConfig['http'], audit: AuditLog): void {
+  const auth = config.auth;
+  const tokens = auth ? new TokenFile(auth.tokensFile, 'read') : undefined;
+  const trusted = trustedList(auth?.trustedNetworks ?? []);
+
+  const authenticate = (request: FastifyRequest): RequestPrincipal => {
+    // Classify by the route that matched, not the raw URL, so encodings (/%61rmory) cannot dodge the rules;
+    // no route matched: treated as admin (it will be a 404, but only for callers with a token).
+    const route = request.routeOptions.url;
+    const path = route ?? '/armory';
+    if (OPEN_PATHS.has(path) || !tokens) return { who: 'anonymous', scope: 'open' };
+    const token = bearerToken(request.headers.authorization);
+    if (token !== undefined) {
+      const entry = tokens.lookup(token);
+      if (!entry) throw new ScaleAgentError('UNAUTHENTICATED', 'the bearer token is not valid');
+      const principal = { who: `token:${entry.name}`, scope: entry.scope };
+      if (entry.scope !== 'admin' && !READ_METHODS.has(request.method)) {
+        request.principal = principal;
+        throw new ScaleAgentError('FORBIDDEN', `token ${entry.name} is read-only; ${request.method} needs admin`);
+      }
+      return principal;
+    }
+    if (!isAdminPath(path) && fromTrusted(trusted, request.ip))
+      return { who: `network:${request.ip}`, scope: 'network' };
+    throw new ScaleAgentError('UNAUTHENTICATED', 'authentication required: send Authorization: Bearer <token>');
+  };
+
+  app.addHook('onRequest', async (request, reply) => {
+    try {
+      request.principal = authenticate(request);
+    } catch (e) {
+      if (e instanceof ScaleAgentError) {
+        audit.record({
+          who: request.principal?.who ?? `anonymous@${request.ip}`,
+          what: `${request.method} ${pathOf(request.url)}`,
+          result: 'denied',
+          reason: e.message,
+          status: e.kind === 'FORBIDDEN' ? 403 : 401,
+        });
+        if (e.kind === 'UNAUTHENTICATED') void reply.header('www-authenticate', 'Bearer realm="scale-agent"');
+      }
+      throw e;
+    }
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    if (READ_METHODS.has(request.method) || reply.statusCode === 401 || reply.statusCode === 403) return;
+    const params = (request.params ?? {}) as Record<string, unknown>;
+    const body = request.body as Record<string, unknown> | undefined;
+    const account = [params.name, params.account, body && !Array.isArray(body) ? body.name : undefined].find(
+      (v): v is string => typeof v === 'string',
+    );
+    audit.record({
+      who: request.principal?.who ?? 'anonymous',
+      what: `${request.method} ${pathOf(request.url)}`,
+      account,
+      result: reply.statusCode < 400 ? 'ok' : 'failed',
+      status: reply.statusCode,
+    });
+  });
+}
