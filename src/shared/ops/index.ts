@@ -5,3 +5,5 @@ export * from './parse.js';
 export * from './validate.js';
 export * from './spinnaker.js';
 export * from './results.js';
+export * from './artifacts.js';
+export * from './job-status.js';

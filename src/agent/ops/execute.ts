@@ -1,0 +1,255 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { isScaleAgentError, ScaleAgentError, type ErrorCode } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logging.js';
+import { exceptionResult } from '../../shared/ops/results.js';
+import { parseOperations } from '../../shared/ops/parse.js';
+import { formatIssues } from '../../shared/ops/issues.js';
+import type { ApplyMode, NormalizedOperation, OperationType } from '../../shared/ops/types.js';
+import type { OperationResult as WireResult, Operation as WireOperation } from '../../proto/scaleagent/v1/agent.js';
+import { clientsFor } from './discovery.js';
+import { deleteManifest } from './delete.js';
+import { deployManifests } from './deploy.js';
+import { runJob } from './job.js';
+import { patchManifest } from './patch.js';
+import { liveGet, liveList } from './read.js';
+import { KubeRest, KubeOpError } from './rest.js';
+import { enableDisable } from './traffic.js';
+import { pauseRollout, rollingRestart, scaleManifest, undoRollout } from './workload.js';
+import type { OpContext } from './context.js';
+
+export interface ExecuteOptions {
+  signal?: AbortSignal;
+  log?: Logger;
+  /** Field manager for server-side apply and every write. Default `scale-agent`. */
+  fieldManager?: string;
+  /** The account's default; manifests may override it by annotation. Default `server-side`. */
+  applyMode?: ApplyMode;
+  /** Bound on waits inside an operation (objects gone, a CRD becoming served). Default 60 s. */
+  waitTimeoutMs?: number;
+}
+
+export interface ExecutionResult {
+  ok: boolean;
+  /**
+   * The operation's Clouddriver result object (deploy/delete/patch: OperationResult shape; runJob: plus
+   * deployedNamesByLocation and jobStatus; liveGet: {manifest}; liveList: {items}), null for operations whose
+   * Clouddriver result is null (scale, undo, pause, resume, restart, enable, disable), or the EXCEPTION object
+   * when `ok` is false.
+   */
+  result: unknown;
+  /** `<apiVersion>/<kind>/<namespace>/<name>` → resourceVersion written ('' = the object is gone). */
+  resourceVersions: Record<string, string>;
+  error?: string;
+  /** SA_ERR_* code of the failure. */
+  errorCode?: string;
+  /** True when running it again may succeed (API server unreachable, deadline). */
+  retryable?: boolean;
+  /** Progress lines for the task history, in order. */
+  messages: string[];
+}
+
+/**
+ * Runs one operation against the account's API server. Never throws: every failure comes back as `ok: false`
+ * with a message that names what failed (a Forbidden names the verb and the resource).
+ */
+export async function executeOperation(
+  kc: KubeConfig,
+  op: NormalizedOperation,
+  options: ExecuteOptions = {},
+): Promise<ExecutionResult> {
+  const { rest, discovery } = clientsFor(kc, (k) => new KubeRest(k));
+  const ctx: OpContext = {
+    account: op.account,
+    kc,
+    rest,
+    discovery,
+    signal: options.signal ?? new AbortController().signal,
+    log: options.log,
+    fieldManager: options.fieldManager ?? 'scale-agent',
+    defaultApplyMode: options.applyMode ?? 'server-side',
+    defaultNamespace: kc.getContextObject(kc.getCurrentContext())?.namespace || 'default',
+    waitTimeoutMs: options.waitTimeoutMs ?? 60_000,
+    messages: [],
+    touched: new Map(),
+  };
+  const started = Date.now();
+  try {
+    const result = await run(ctx, op);
+    options.log?.info({ account: op.account, type: op.type, ms: Date.now() - started }, 'operation succeeded');
+    return { ok: true, result, resourceVersions: Object.fromEntries(ctx.touched), messages: ctx.messages };
+  } catch (e) {
+    const { code, message, retryable } = classify(e, ctx.signal);
+    options.log?.warn({ account: op.account, type: op.type, code, ms: Date.now() - started }, message);
+    return {
+      ok: false,
+      result: exceptionResult(op.type, message, { retryable }),
+      resourceVersions: Object.fromEntries(ctx.touched),
+      error: message,
+      errorCode: `SA_ERR_${code}`,
+      retryable,
+      messages: ctx.messages,
+    };
+  }
+}
+
+function run(ctx: OpContext, op: NormalizedOperation): Promise<unknown> {
+  switch (op.type) {
+    case 'deployManifest':
+      return deployManifests(ctx, op.payload);
+    case 'deleteManifest':
+      return deleteManifest(ctx, op.payload);
+    case 'patchManifest':
+      return patchManifest(ctx, op.payload);
+    case 'scaleManifest':
+      return scaleManifest(ctx, op.payload);
+    case 'undoRolloutManifest':
+      return undoRollout(ctx, op.payload);
+    case 'pauseRolloutManifest':
+      return pauseRollout(ctx, op.payload.target, true);
+    case 'resumeRolloutManifest':
+      return pauseRollout(ctx, op.payload.target, false);
+    case 'rollingRestartManifest':
+      return rollingRestart(ctx, op.payload.target);
+    case 'enableManifest':
+      return enableDisable(ctx, op.payload, true);
+    case 'disableManifest':
+      return enableDisable(ctx, op.payload, false);
+    case 'runJob':
+      return runJob(ctx, op.payload);
+    case 'liveGet':
+      return liveGet(ctx, op.payload);
+    case 'liveList':
+      return liveList(ctx, op.payload);
+  }
+}
+
+const STATUS_CODES: Record<number, ErrorCode> = {
+  400: 'INVALID_INPUT',
+  401: 'UNAUTHENTICATED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  409: 'CONFLICT',
+  410: 'CONFLICT',
+  415: 'INVALID_INPUT',
+  422: 'INVALID_INPUT',
+  429: 'UNAVAILABLE',
+  500: 'INTERNAL',
+  503: 'UNAVAILABLE',
+  504: 'TIMEOUT',
+};
+
+function classify(e: unknown, signal: AbortSignal): { code: ErrorCode; message: string; retryable: boolean } {
+  if (signal.aborted && !(e instanceof KubeOpError)) {
+    return {
+      code: 'TIMEOUT',
+      message: `operation deadline reached: ${(e as Error).message ?? String(e)}`,
+      retryable: true,
+    };
+  }
+  if (e instanceof KubeOpError) {
+    const code = STATUS_CODES[e.status] ?? (e.status >= 500 ? 'UNAVAILABLE' : 'INTERNAL');
+    return { code, message: e.message, retryable: code === 'UNAVAILABLE' || code === 'TIMEOUT' };
+  }
+  if (isScaleAgentError(e))
+    return { code: e.kind, message: e.message, retryable: e.kind === 'UNAVAILABLE' || e.kind === 'TIMEOUT' };
+  return { code: 'INTERNAL', message: e instanceof Error ? e.message : String(e), retryable: false };
+}
+
+// ---- the stream's integration point ----------------------------------------------------------------------------
+
+const KNOWN_TYPES = new Set<OperationType>([
+  'deployManifest',
+  'deleteManifest',
+  'patchManifest',
+  'scaleManifest',
+  'undoRolloutManifest',
+  'pauseRolloutManifest',
+  'resumeRolloutManifest',
+  'rollingRestartManifest',
+  'enableManifest',
+  'disableManifest',
+  'runJob',
+  'liveGet',
+  'liveList',
+]);
+
+/**
+ * ServerMessage.operation → OperationResult, for the agent's stream. `payloadJson` is either a normalized payload
+ * (what the plugin-server sends: `NormalizedOperation.payload`) or, for hand-made messages, a raw Clouddriver
+ * description, which is parsed the same way the REST API parses it. `deadlineMs` is an absolute epoch time when
+ * larger than 10^12, else a duration; 0 means no deadline.
+ */
+export async function executeWireOperation(
+  kc: KubeConfig,
+  msg: WireOperation,
+  options: Omit<ExecuteOptions, 'signal'> & { signal?: AbortSignal } = {},
+): Promise<WireResult> {
+  const fail = (error: string): WireResult => ({
+    operationId: msg.operationId,
+    ok: false,
+    error,
+    resultJson: Buffer.from(
+      JSON.stringify(
+        exceptionResult(KNOWN_TYPES.has(msg.type as OperationType) ? (msg.type as OperationType) : 'liveGet', error),
+      ),
+    ),
+    resourceVersions: {},
+  });
+  let op: NormalizedOperation;
+  try {
+    op = decodeOperation(msg);
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+  const deadline = Number(msg.deadlineMs);
+  const timeoutMs = deadline > 1e12 ? deadline - Date.now() : deadline;
+  const signals = [options.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined].filter(
+    (s): s is AbortSignal => !!s,
+  );
+  const signal = signals.length > 0 ? AbortSignal.any(signals) : undefined;
+  const r = await executeOperation(kc, op, { ...options, ...(signal ? { signal } : {}) });
+  return {
+    operationId: msg.operationId,
+    ok: r.ok,
+    error: r.error ?? '',
+    resultJson: Buffer.from(
+      JSON.stringify({ result: r.result, messages: r.messages, errorCode: r.errorCode, retryable: r.retryable }),
+    ),
+    resourceVersions: r.resourceVersions,
+  };
+}
+
+function decodeOperation(msg: WireOperation): NormalizedOperation {
+  if (!KNOWN_TYPES.has(msg.type as OperationType)) {
+    throw new ScaleAgentError('INVALID_INPUT', `unknown operation type "${msg.type}"`);
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(Buffer.from(msg.payloadJson).toString('utf8'));
+  } catch (e) {
+    throw new ScaleAgentError('INVALID_INPUT', `operation ${msg.operationId}: payload is not JSON`, { cause: e });
+  }
+  if (isNormalized(msg.type as OperationType, payload)) {
+    return { type: msg.type, account: msg.account, payload } as NormalizedOperation;
+  }
+  const description = { ...(payload as object), account: msg.account };
+  const parsed = parseOperations(description, { endpoint: 'kubernetes', operationName: msg.type });
+  if (!parsed.ok) throw new ScaleAgentError('INVALID_INPUT', formatIssues(parsed.errors).join('; '));
+  const first = parsed.operations[0];
+  if (!first) throw new ScaleAgentError('INVALID_INPUT', 'empty operation');
+  return first;
+}
+
+/** Normalized payloads carry fields raw descriptions never have in that form. */
+function isNormalized(type: OperationType, p: unknown): boolean {
+  if (typeof p !== 'object' || p === null) return false;
+  const o = p as Record<string, unknown>;
+  if (type === 'deployManifest')
+    return Array.isArray(o.manifests) && typeof o.moniker === 'object' && typeof o.enableTraffic === 'boolean';
+  if (type === 'deleteManifest') return typeof o.waitTimeoutMs === 'number';
+  if (type === 'runJob')
+    return typeof o.manifest === 'object' && Array.isArray(o.requiredArtifacts) && typeof o.application === 'string';
+  if (type === 'liveList')
+    return typeof o.kind === 'string' && typeof o.location === 'string' && !('manifestName' in o);
+  return typeof o.target === 'object' && o.target !== null;
+}
