@@ -1,0 +1,225 @@
+import { describe, expect, it } from 'vitest';
+import { adminKubeConfig, createNamespace, kubectl } from '../../infra/index.js';
+import { deployment, eventually, exists, expectOk, getJson, runOne, stageContext } from './helpers.js';
+
+const ACCOUNT = 'k8s-local';
+
+describe('deployManifest against the real API server', () => {
+  const kc = adminKubeConfig();
+
+  it('deploys a Deployment + Service + ConfigMap with server-side apply as scale-agent', async () => {
+    const ns = await createNamespace('ops-deploy');
+    const r = expectOk(
+      await runOne(
+        kc,
+        'deployManifest',
+        stageContext({
+          account: ACCOUNT,
+          moniker: { app: 'shop' },
+          namespaceOverride: ns,
+          source: 'text',
+          manifests: [
+            deployment('web', { app: 'web' }),
+            { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } },
+            { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-cfg' }, data: { a: '1' } },
+          ],
+        }),
+      ),
+    );
+    const result = r.result as Record<string, any>;
+    // Deploy priority: configMap (50) → service (70) → deployment (100); ConfigMaps are versioned.
+    expect(result.manifestNamesByNamespace).toEqual({ [ns]: ['configMap web-cfg-v000', 'service web', 'deployment web'] });
+    expect(result.createdArtifacts.map((a: { reference: string }) => a.reference)).toEqual(['web-cfg-v000', 'web', 'web']);
+    expect(result.manifests[2].metadata.generation).toBe(1);
+    const d = await getJson(['deployment', 'web', '-n', ns, '--show-managed-fields']);
+    const managers = d.metadata.managedFields.map((f: { manager: string; operation: string }) => `${f.manager}/${f.operation}`);
+    expect(managers).toContain('scale-agent/Apply');
+    expect(d.metadata.annotations).toMatchObject({
+      'moniker.spinnaker.io/application': 'shop',
+      'moniker.spinnaker.io/cluster': 'deployment web',
+      'artifact.spinnaker.io/type': 'kubernetes/deployment',
+      'artifact.spinnaker.io/name': 'web',
+      'artifact.spinnaker.io/location': ns,
+    });
+    expect(d.metadata.labels).toMatchObject({ 'app.kubernetes.io/name': 'shop', 'app.kubernetes.io/managed-by': 'spinnaker' });
+    expect(d.spec.template.metadata.annotations['moniker.spinnaker.io/application']).toBe('shop');
+    // The controller writes status right after the apply; the reported version is the one the apply produced.
+    expect(r.resourceVersions[`apps/v1/Deployment/${ns}/web`]).toBe(result.manifests[2].metadata.resourceVersion);
+    expect(Number(d.metadata.resourceVersion)).toBeGreaterThanOrEqual(Number(result.manifests[2].metadata.resourceVersion));
+    const cm = await getJson(['configmap', 'web-cfg-v000', '-n', ns]);
+    expect(cm.metadata.labels['moniker.spinnaker.io/sequence']).toBe('0');
+    expect(r.resourceVersions[`v1/ConfigMap/${ns}/web-cfg-v000`]).toBe(cm.metadata.resourceVersion);
+  });
+
+  it('versions ConfigMaps and ReplicaSets (-v000, -v001), reuses an identical version and binds the new name', async () => {
+    const ns = await createNamespace('ops-version');
+    const cm = (value: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings' }, data: { value } });
+    const rs = (image: string) => ({
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: { name: 'api' },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: { app: 'api' } },
+        template: {
+          metadata: { labels: { app: 'api' } },
+          spec: {
+            containers: [{ name: 'api', image, envFrom: [{ configMapRef: { name: 'settings' } }] }],
+          },
+        },
+      },
+    });
+    const deploy = (value: string, image: string) =>
+      runOne(
+        kc,
+        'deployManifest',
+        stageContext({
+          account: ACCOUNT,
+          moniker: { app: 'api' },
+          namespaceOverride: ns,
+          manifests: [rs(image), cm(value)],
+          requiredArtifacts: [{ type: 'docker/image', name: 'ghcr.io/acme/api', reference: image }],
+          optionalArtifacts: [],
+        }),
+      );
+    const first = expectOk(await deploy('a', 'ghcr.io/acme/api:1.0.0')).result as Record<string, any>;
+    expect(first.manifestNamesByNamespace[ns]).toEqual(['configMap settings-v000', 'replicaSet api-v000']);
+    const again = expectOk(await deploy('a', 'ghcr.io/acme/api:1.0.0')).result as Record<string, any>;
+    expect(again.manifestNamesByNamespace[ns]).toEqual(['configMap settings-v000', 'replicaSet api-v000']);
+    const second = expectOk(await deploy('b', 'ghcr.io/acme/api:1.1.0')).result as Record<string, any>;
+    expect(second.manifestNamesByNamespace[ns]).toEqual(['configMap settings-v001', 'replicaSet api-v001']);
+    expect(second.boundArtifacts.map((a: { reference: string }) => a.reference).sort()).toEqual(['ghcr.io/acme/api:1.1.0', 'settings-v001']);
+
+    const live = await getJson(['replicaset', 'api-v001', '-n', ns]);
+    expect(live.spec.template.spec.containers[0].image).toBe('ghcr.io/acme/api:1.1.0');
+    expect(live.spec.template.spec.containers[0].envFrom[0].configMapRef.name).toBe('settings-v001');
+    expect(live.metadata.annotations).toMatchObject({
+      'artifact.spinnaker.io/version': 'v001',
+      'moniker.spinnaker.io/sequence': '1',
+      'moniker.spinnaker.io/cluster': 'replicaSet api',
+    });
+    expect(await exists(['replicaset', 'api-v000', '-n', ns])).toBe(true);
+    expect(await exists(['configmap', 'settings-v002', '-n', ns])).toBe(false);
+  });
+
+  it('fails before writing anything when a required artifact cannot be bound', async () => {
+    const ns = await createNamespace('ops-unbound');
+    const r = await runOne(kc, 'deployManifest', {
+      account: ACCOUNT,
+      moniker: { app: 'x' },
+      namespaceOverride: ns,
+      manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: {} }, deployment('x')],
+      requiredArtifacts: [{ type: 'docker/image', name: 'ghcr.io/acme/missing', reference: 'ghcr.io/acme/missing:1' }],
+    });
+    expect(r.ok).toBe(false);
+    expect(r.error).toContain('required artifacts could not be bound');
+    expect(await exists(['configmap', 'c-v000', '-n', ns])).toBe(false);
+  });
+
+  it('expands kind: List and deploys a CRD with its custom resource in one request', async () => {
+    const ns = await createNamespace('ops-crd');
+    const group = `${ns}.example.com`;
+    const r = expectOk(
+      await runOne(
+        kc,
+        'deployManifest',
+        stageContext({
+          account: ACCOUNT,
+          moniker: { app: 'crons' },
+          manifests: [
+            {
+              apiVersion: 'v1',
+              kind: 'List',
+              items: [
+                { apiVersion: 'stable.example.com/v1', kind: 'CronTab', metadata: { name: 'nightly', namespace: ns }, spec: { cronSpec: '0 3 * * *' } },
+              ].map((x) => ({ ...x, apiVersion: `${group}/v1` })),
+            },
+            {
+              apiVersion: 'apiextensions.k8s.io/v1',
+              kind: 'CustomResourceDefinition',
+              metadata: { name: `crontabs.${group}` },
+              spec: {
+                group,
+                scope: 'Namespaced',
+                names: { plural: 'crontabs', singular: 'crontab', kind: 'CronTab' },
+                versions: [
+                  {
+                    name: 'v1',
+                    served: true,
+                    storage: true,
+                    schema: {
+                      openAPIV3Schema: {
+                        type: 'object',
+                        properties: { spec: { type: 'object', properties: { cronSpec: { type: 'string' } } } },
+                      },
+                    },
+                  },
+                ],
+              },
+            },
+          ],
+        }),
+      ),
+    );
+    const result = r.result as Record<string, any>;
+    expect(result.manifestNamesByNamespace).toEqual({
+      '': [`customResourceDefinition crontabs.${group}`],
+      [ns]: [`CronTab.${group} nightly`],
+    });
+    const cr = await getJson([`crontabs.${group}`, 'nightly', '-n', ns]);
+    expect(cr.spec.cronSpec).toBe('0 3 * * *');
+    expect(cr.metadata.annotations['artifact.spinnaker.io/type']).toBe(`kubernetes/CronTab.${group}`);
+    await kubectl(['delete', 'crd', `crontabs.${group}`, '--wait=false']);
+  });
+
+  it('applies client-side when a manifest asks for it (last-applied kept, removed keys removed)', async () => {
+    const ns = await createNamespace('ops-csa');
+    const cm = (data: Record<string, string>) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'plain', annotations: { 'scale-agent.io/apply-mode': 'client-side', 'strategy.spinnaker.io/versioned': 'false' } },
+      data,
+    });
+    expectOk(await runOne(kc, 'deployManifest', { account: ACCOUNT, moniker: { app: 'csa' }, namespaceOverride: ns, manifests: [cm({ a: '1', b: '2' })] }));
+    expectOk(await runOne(kc, 'deployManifest', { account: ACCOUNT, moniker: { app: 'csa' }, namespaceOverride: ns, manifests: [cm({ a: '3' })] }));
+    const live = await getJson(['configmap', 'plain', '-n', ns, '--show-managed-fields']);
+    expect(live.data).toEqual({ a: '3' });
+    expect(JSON.parse(live.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']).data).toEqual({ a: '3' });
+    expect(live.metadata.managedFields.map((f: { operation: string }) => f.operation)).not.toContain('Apply');
+  });
+
+  it('runJob creates a Job (a new one per run) and reports its status as the API shows it', async () => {
+    const ns = await createNamespace('ops-job');
+    const job = {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { generateName: 'pi-' },
+      spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'pi', image: 'perl', command: ['perl', '-e', 'print 1'] }] } } },
+    };
+    const body = {
+      credentials: ACCOUNT,
+      cloudProvider: 'kubernetes',
+      application: 'calc',
+      namespace: ns,
+      source: 'text',
+      propertyFile: 'pi',
+      consumeArtifactSource: 'none',
+      manifest: job,
+    };
+    const first = expectOk(await runOne(kc, 'runJob', body)).result as Record<string, any>;
+    const second = expectOk(await runOne(kc, 'runJob', body)).result as Record<string, any>;
+    const [name1] = first.deployedNamesByLocation[ns];
+    const [name2] = second.deployedNamesByLocation[ns];
+    expect(name1).toMatch(/^job pi-/);
+    expect(name2).not.toBe(name1);
+    expect(first.jobStatus).toMatchObject({ jobState: 'Running', account: ACCOUNT, location: ns, provider: 'kubernetes' });
+    const live = await getJson(['job', name1.slice(4), '-n', ns]);
+    expect(live.metadata.annotations['moniker.spinnaker.io/application']).toBe('calc');
+    // No kubelet here: the job controller creates a pod that never runs; the Job stays active, never succeeded.
+    const status = await eventually(
+      () => getJson(['job', name1.slice(4), '-n', ns]),
+      (j) => (j.status?.active ?? 0) >= 1,
+    );
+    expect(status.status.succeeded ?? 0).toBe(0);
+  });
+});

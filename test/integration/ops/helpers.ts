@@ -1,0 +1,73 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'vitest';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { executeOperation, type ExecutionResult } from '../../../src/agent/ops/index.js';
+import { formatIssues, parseOperations } from '../../../src/shared/ops/index.js';
+import { kubectl } from '../../infra/index.js';
+
+/** Parses a Clouddriver body exactly as the REST API will, then runs each operation with the executor. */
+export async function runOps(kc: KubeConfig, body: unknown, opts: { waitTimeoutMs?: number } = {}): Promise<ExecutionResult[]> {
+  const parsed = parseOperations(body, { endpoint: 'kubernetes' });
+  if (!parsed.ok) throw new Error(`invalid body: ${formatIssues(parsed.errors).join('; ')}`);
+  const out: ExecutionResult[] = [];
+  for (const op of parsed.operations) out.push(await executeOperation(kc, op, { waitTimeoutMs: opts.waitTimeoutMs ?? 60_000 }));
+  return out;
+}
+
+export async function runOne(kc: KubeConfig, name: string, description: Record<string, unknown>): Promise<ExecutionResult> {
+  const [r] = await runOps(kc, [{ [name]: description }]);
+  return r as ExecutionResult;
+}
+
+export function expectOk(r: ExecutionResult): ExecutionResult {
+  expect(r.error, r.messages.join('\n')).toBeUndefined();
+  expect(r.ok).toBe(true);
+  return r;
+}
+
+export async function getJson<T = Record<string, any>>(args: string[]): Promise<T> {
+  const { stdout } = await kubectl(['get', ...args, '-o', 'json']);
+  return JSON.parse(stdout) as T;
+}
+
+export async function exists(args: string[]): Promise<boolean> {
+  const r = await kubectl(['get', ...args, '--ignore-not-found', '-o', 'name']);
+  return r.stdout.trim() !== '';
+}
+
+/** Polls a cluster fact until it holds; the controllers (GC, deployment controller) run asynchronously. */
+export async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, tries = 300): Promise<T> {
+  let v = await read();
+  for (let i = 0; i < tries && !ok(v); i++) {
+    await sleep(100);
+    v = await read();
+  }
+  return v;
+}
+
+/** An Orca-ish stage context around a description: the keys Clouddriver must ignore. */
+export function stageContext(extra: Record<string, unknown>): Record<string, unknown> {
+  return {
+    cloudProvider: 'kubernetes',
+    type: 'deployManifest',
+    name: 'Deploy (Manifest)',
+    refId: '1',
+    requisiteStageRefIds: [],
+    skipExpressionEvaluation: false,
+    trafficManagement: { enabled: false, options: { enableTraffic: false, services: [] } },
+    'kato.result.expected': true,
+    user: 'anonymous',
+    ...extra,
+  };
+}
+
+export const deployment = (name: string, labels: Record<string, string> = { app: name }, image = 'nginx:1.25') => ({
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name },
+  spec: {
+    replicas: 1,
+    selector: { matchLabels: labels },
+    template: { metadata: { labels }, spec: { containers: [{ name: 'main', image }] } },
+  },
+});
