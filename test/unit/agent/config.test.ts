@@ -28,7 +28,7 @@ describe('agent config', () => {
     expect(c.server.backoff).toEqual({ baseDelaySeconds: 1, multiplier: 1.6, jitter: 0.2, maxDelaySeconds: 120 });
     expect(c.admin).toEqual({ host: '127.0.0.1', port: 8082 });
     expect(c.agentId).toBe('agent-0');
-    expect(c.queue.maxBytes).toBe(64 * 1024 * 1024);
+    expect(c.queue.maxBytes).toBe(16 * 1024 * 1024);
     expect(c.kubernetes.accounts[0]).toMatchObject({
       name: 'dev',
       serviceAccount: true,
