@@ -1,0 +1,161 @@
+/**
+ * Accounts end to end: filters cache exactly what they say, an account without rights to a kind caches the rest,
+ * a duplicate account name from another cluster is rejected while the original keeps working, and a config
+ * reload adds and removes accounts on a running agent.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ControlPlane, createNamespace, createServiceAccount, kubectl, testEnv } from '../infra/index.js';
+import { AgentProcess, PluginServerProcess, type AgentAccountSpec } from '../infra/processes.js';
+import { eventually } from '../unit/plugin-server/helpers.js';
+
+type CacheEntry = { kind: string; namespace: string; name: string };
+
+describe('accounts end to end', () => {
+  let dir: string;
+  let server: PluginServerProcess;
+  const cleanups: (() => Promise<unknown>)[] = [];
+  let ns1: string;
+  let ns2: string;
+  let ns3: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-accounts-'));
+    server = await PluginServerProcess.start({ dir, gracePeriodSeconds: 2 });
+    cleanups.push(() => server.stop());
+    [ns1, ns2, ns3] = await Promise.all([
+      createNamespace('filt-a'),
+      createNamespace('filt-b'),
+      createNamespace('filt-c'),
+    ]);
+    for (const ns of [ns1, ns2, ns3]) {
+      await kubectl(['create', 'configmap', 'cm', '-n', ns, '--from-literal=k=v']);
+      await kubectl(['create', 'secret', 'generic', 'sec', '-n', ns, '--from-literal=k=v']);
+    }
+  });
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    for (const ns of [ns1, ns2, ns3]) await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+  });
+
+  const cached = async (account: string): Promise<string[]> => {
+    const r = await server.get<CacheEntry[]>(`/admin/cache/${account}`);
+    if (r.status !== 200) return [];
+    return r.body
+      // kube-root-ca.crt is the controller-manager's, in every namespace; the rest is ours.
+      .filter((e) => [ns1, ns2, ns3].includes(e.namespace) && e.name !== 'kube-root-ca.crt')
+      .map((e) => `${e.kind} ${e.namespace === ns1 ? 'ns1' : e.namespace === ns2 ? 'ns2' : 'ns3'}/${e.name}`)
+      .sort();
+  };
+
+  it('kinds, omitKinds, namespaces and omitNamespaces filter exactly; missing RBAC rights skip only that kind', async () => {
+    const sa = await createServiceAccount({
+      namespace: ns1,
+      name: 'cm-reader',
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }],
+    });
+    const admin = testEnv().kubeconfig;
+    const accounts: AgentAccountSpec[] = [
+      { name: 'f-kinds', kubeconfigFile: admin, namespaces: [ns1, ns2], kinds: ['ConfigMap'] },
+      { name: 'f-omitkinds', kubeconfigFile: admin, namespaces: [ns1], omitKinds: ['ConfigMap'] },
+      { name: 'f-omitns', kubeconfigFile: admin, omitNamespaces: [ns2], kinds: ['ConfigMap'] },
+      { name: 'f-rbac', kubeconfigFile: sa.kubeconfigPath, namespaces: [ns1], kinds: ['ConfigMap', 'Secret'] },
+    ];
+    const agent = await AgentProcess.start({ dir, serverAddress: server.grpcAddress, accounts, agentId: 'filters' });
+    cleanups.push(() => agent.stop());
+
+    expect(await cached('f-kinds')).toEqual(['ConfigMap ns1/cm', 'ConfigMap ns2/cm']);
+    const omitKinds = await cached('f-omitkinds');
+    expect(omitKinds).toContain('Secret ns1/sec');
+    expect(omitKinds.filter((e) => e.startsWith('ConfigMap'))).toEqual([]);
+    expect(omitKinds.every((e) => e.includes(' ns1/'))).toBe(true);
+    expect(await cached('f-omitns')).toEqual(['ConfigMap ns1/cm', 'ConfigMap ns3/cm']);
+    expect(await cached('f-rbac')).toEqual(['ConfigMap ns1/cm']);
+    const rbac = await eventually(
+      () => server.get<{ forbiddenKinds: string[]; status: string }>('/agents/kubernetes/accounts/f-rbac'),
+      (r) => r.body.forbiddenKinds.length > 0,
+    );
+    expect(rbac.body.status).toBe('ACTIVE');
+    expect(rbac.body.forbiddenKinds.join(',')).toMatch(/Secret/);
+  });
+
+  it('a duplicate account name from a different cluster is rejected; the original keeps working', async () => {
+    const cp = await ControlPlane.start({ dir: join(dir, 'other-cluster') });
+    cleanups.push(() => cp.stop());
+    const original = await AgentProcess.start({
+      dir,
+      serverAddress: server.grpcAddress,
+      agentId: 'original',
+      accounts: [{ name: 'taken', kubeconfigFile: testEnv().kubeconfig, namespaces: [ns3], kinds: ['ConfigMap'] }],
+    });
+    cleanups.push(() => original.stop());
+    const impostor = await AgentProcess.start({
+      dir,
+      serverAddress: server.grpcAddress,
+      agentId: 'impostor',
+      accounts: [{ name: 'taken', kubeconfigFile: cp.kubeconfig, namespaces: ['default'], kinds: ['ConfigMap'] }],
+    });
+    cleanups.push(() => impostor.stop());
+
+    const view = await impostor.metric('scale_agent_agent_connected');
+    expect(view).toBe(1);
+    const accounts = (await (await fetch(`${impostor.adminBase}/accounts`)).json()) as {
+      name: string;
+      state: string;
+      rejectedReason?: string;
+    }[];
+    expect(accounts).toEqual([expect.objectContaining({ name: 'taken', state: 'rejected' })]);
+    expect(accounts[0]!.rejectedReason).toMatch(/already registered by agent original/);
+
+    const detail = await server.get<{ agentId: string; kubeHost: string; status: string }>(
+      '/agents/kubernetes/accounts/taken',
+    );
+    expect(detail.body).toMatchObject({
+      agentId: 'original',
+      status: 'ACTIVE',
+      kubeHost: new URL(testEnv().server).host,
+    });
+    await kubectl(['create', 'configmap', 'still-served', '-n', ns3, '--from-literal=k=v']);
+    await eventually(
+      () => server.get(`/manifests/taken/${ns3}/configMap%20still-served`),
+      (r) => r.status === 200,
+      30_000,
+    );
+  });
+
+  it('config reload adds and removes an account on a running agent', async () => {
+    const admin = testEnv().kubeconfig;
+    const first = { name: 'reload-a', kubeconfigFile: admin, namespaces: [ns1], kinds: ['ConfigMap'] };
+    const second = { name: 'reload-b', kubeconfigFile: admin, namespaces: [ns2], kinds: ['ConfigMap'] };
+    const agent = await AgentProcess.start({
+      dir,
+      serverAddress: server.grpcAddress,
+      agentId: 'reloader',
+      accounts: [first],
+    });
+    cleanups.push(() => agent.stop());
+    const names = async () => (await server.get<{ name: string }[]>('/credentials')).body.map((a) => a.name);
+    expect(await names()).toContain('reload-a');
+
+    agent.writeAccounts([first, second]);
+    await eventually(
+      () => cached('reload-b'),
+      (l) => l.includes('ConfigMap ns2/cm'),
+      30_000,
+    );
+    expect(await names()).toEqual(expect.arrayContaining(['reload-a', 'reload-b']));
+
+    agent.writeAccounts([second]);
+    await eventually(names, (l) => !l.includes('reload-a') && l.includes('reload-b'), 30_000);
+    expect((await server.get(`/manifests/reload-a/${ns1}/configMap%20cm`)).status).toBe(404);
+    // The account that stayed kept streaming.
+    await kubectl(['create', 'configmap', 'after-reload', '-n', ns2, '--from-literal=k=v']);
+    await eventually(
+      () => cached('reload-b'),
+      (l) => l.includes('ConfigMap ns2/after-reload'),
+      30_000,
+    );
+  });
+});
