@@ -1,4 +1,4 @@
-import { stringify } from 'yaml';
+import { emitYaml } from './yaml-emit.js';
 
 export type Obj = Record<string, unknown>;
 
@@ -29,8 +29,7 @@ function rank(key: string, top: boolean): number {
 }
 
 export function toYaml(value: unknown): string {
-  // YAML 1.1 output quotes y/n/on/off and friends, which Go's YAML (kubectl, helm, kustomize) reads as booleans.
-  return stringify(canonical(value), { version: '1.1', lineWidth: 0, aliasDuplicateObjects: false, indentSeq: true });
+  return emitYaml(canonical(value));
 }
 
 export function toYamlDocuments(values: unknown[]): string {

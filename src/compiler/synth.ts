@@ -108,11 +108,10 @@ export function synthesize(t: Topology, options: SynthOptions): SynthResult {
   if (generate && !options.tls) {
     throw new ScaleAgentError('INTERNAL', 'synthesize: generated TLS material is required for certificates.source generate');
   }
-  const app = new App({ outdir: '/nonexistent' });
-  const places = [pluginServerPlace(app, t, options.tls), ...t.agents.map((a) => agentPlace(app, t, a, options.tls))];
+  const places = [pluginServerPlace(t, options.tls), ...t.agents.map((a) => agentPlace(t, a, options.tls))];
   for (const agent of t.agents) {
     for (const acc of agent.accounts) {
-      if (!acc.serviceAccount && acc.rbac.create) places.push(accountPlace(app, agent, acc));
+      if (!acc.serviceAccount && acc.rbac.create) places.push(accountPlace(agent, acc));
     }
   }
   places.sort((a, b) => a.order - b.order || (a.name < b.name ? -1 : 1));
@@ -120,13 +119,15 @@ export function synthesize(t: Topology, options: SynthOptions): SynthResult {
   const files = new Map<string, string>();
   for (const [path, content] of Object.entries(options.base.files)) files.set(`kustomize/base/${path}`, content);
   const depth = options.overlayDepth ?? 0;
+  const renderedByPlace = new Map<string, Obj[]>();
   for (const p of places) {
     const rendered = renderPlace(p, options.base);
+    renderedByPlace.set(p.name, rendered);
     files.set(`manifests/${p.name}.yaml`, header(p) + toYamlDocuments(rendered));
     for (const [path, content] of overlayFiles(p, depth)) files.set(`kustomize/overlays/${p.name}/${path}`, content);
     files.set(`helm/${p.name}.values.yaml`, helmHeader(p) + toYaml(helmValues(t, p, options.tls)));
   }
-  const summary = summarize(t, places, options);
+  const summary = summarize(t, places, renderedByPlace, options);
   files.set('summary.json', toJsonText(summary));
   return { files: new Map([...files.entries()].sort(([a], [b]) => (a < b ? -1 : 1))), summary, places };
 }
@@ -148,20 +149,21 @@ export function renderPlace(p: Place, base: BaseBundle): Obj[] {
   return sortForApply(objs);
 }
 
-function chartObjects(app: App, id: string, build: (c: Chart) => void): Obj[] {
-  const chart = new Chart(app, id, { disableResourceNameHashes: true });
+/** One App per chart: a Chart's toJson() resolves across its whole App, so a shared App makes synth quadratic. */
+function chartObjects(id: string, build: (c: Chart) => void): Obj[] {
+  const chart = new Chart(new App({ outdir: '/nonexistent' }), id, { disableResourceNameHashes: true });
   build(chart);
   return chart.toJson() as Obj[];
 }
 
-function pluginServerPlace(app: App, t: Topology, tls: TlsMaterial | undefined): Place {
+function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
   const ps = t.pluginServer;
   const labels = standardLabels('plugin-server');
   const mode = ps.tls.mode;
   const certs = ps.tls.certificates;
   const e = ps.exposure;
   const extraSans = e.type === 'LoadBalancer' && e.address ? [e.address] : e.type === 'External' ? [hostOf(e.address)] : [];
-  const generated = chartObjects(app, 'plugin-server', (c) => {
+  const generated = chartObjects('plugin-server', (c) => {
     new ConfigFile(c, 'config', { name: NAMES.pluginServerConfig, labels, content: toYaml(pluginServerConfig(t)) });
     if (mode !== 'insecure') {
       if (certs.source === 'generate' && tls) {
@@ -232,13 +234,13 @@ function pluginServerPlace(app: App, t: Topology, tls: TlsMaterial | undefined):
   };
 }
 
-function agentPlace(app: App, t: Topology, agent: Agent, tls: TlsMaterial | undefined): Place {
+function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Place {
   const labels = standardLabels('agent');
   const suffix = agentSuffix(agent.name);
   const mode = t.pluginServer.tls.mode;
   const certs = t.pluginServer.tls.certificates;
   const finalTls = `${NAMES.agentTls}${suffix}`;
-  const generated = chartObjects(app, `agent-${agent.name}`, (c) => {
+  const generated = chartObjects(`agent-${agent.name}`, (c) => {
     new ConfigFile(c, 'config', { name: NAMES.agentConfig, labels, content: toYaml(agentConfig(t, agent)) });
     if (mode !== 'insecure') {
       if (certs.source === 'generate' && tls) {
@@ -278,7 +280,7 @@ function agentPlace(app: App, t: Topology, agent: Agent, tls: TlsMaterial | unde
   }
 
   const remote = agent.mode !== 'service';
-  const outer = chartObjects(app, `agent-${agent.name}-outer`, (c) => {
+  const outer = chartObjects(`agent-${agent.name}-outer`, (c) => {
     if (remote) new Namespace(c, 'ns', { name: agent.namespace, labels: standardLabels('agent') });
     if (agent.mode === 'agent') {
       const acc = agent.accounts[0] as Account;
@@ -326,11 +328,11 @@ function agentPlace(app: App, t: Topology, agent: Agent, tls: TlsMaterial | unde
   };
 }
 
-function accountPlace(app: App, agent: Agent, acc: Account): Place {
+function accountPlace(agent: Agent, acc: Account): Place {
   const ns = acc.rbac.serviceAccountNamespace;
   const sa = accountServiceAccount(acc.name);
   const labels = standardLabels('rbac', { 'scale-agent.io/account': acc.name });
-  const outer = chartObjects(app, `account-${acc.name}`, (c) => {
+  const outer = chartObjects(`account-${acc.name}`, (c) => {
     new Namespace(c, 'ns', { name: ns, labels: standardLabels('rbac') });
     new ServiceAccount(c, 'sa', { name: sa, namespace: ns, labels, tokenSecret: true });
     const r = accountRules(acc);
@@ -447,14 +449,14 @@ function toYamlPreserving(o: Obj): string {
     .join('');
 }
 
-function summarize(t: Topology, places: Place[], options: SynthOptions): SynthSummary {
+function summarize(t: Topology, places: Place[], rendered: Map<string, Obj[]>, options: SynthOptions): SynthSummary {
   const accountPlaces = new Map(places.filter((p) => p.kind === 'account-rbac').map((p) => [p.name, p]));
   return {
     topology: t.name,
     generator: `scale-agent ${options.version}`,
     tls: { mode: t.pluginServer.tls.mode, source: t.pluginServer.tls.certificates.source },
     places: places.map((p) => {
-      const objects = renderPlace(p, options.base).map((o) => {
+      const objects = (rendered.get(p.name) ?? []).map((o) => {
         const m = o.metadata as Obj;
         return {
           kind: String(o.kind),
