@@ -1,11 +1,9 @@
 import { createHash, X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import type https from 'node:https';
 import type { ClientHttp2Stream } from 'node:http2';
-import { KubeConfig } from '@kubernetes/client-node';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { versionInfo } from '../../shared/version.js';
 import { Http2Pool } from './http2-pool.js';
+import { loadClusterAccess, type ClusterAccess } from './kubeconfig.js';
 
 /** An error status from the API server (HTTP status or a watch ERROR event's Status). */
 export class KubeApiError extends Error {
@@ -43,62 +41,36 @@ export interface KubeResponse {
 }
 
 /**
- * One account's access to its API server: credentials and TLS from @kubernetes/client-node's KubeConfig (so
- * tokens, client certs, token files and exec plugins work as in kubectl), requests over our own HTTP/2 pool.
+ * One account's access to its API server: credentials and TLS from its kubeconfig or ServiceAccount
+ * (kubeconfig.ts; exec plugins and auth-providers through @kubernetes/client-node), requests over our own HTTP/2
+ * pool — one connection for all of the account's watches, as client-go does.
  */
 export class KubeClient {
   readonly server: URL;
+  readonly caPem: Buffer | undefined;
   private readonly pool: Http2Pool;
   private readonly userAgent = `scale-agent/${versionInfo().version}`;
 
-  private constructor(
-    private readonly kc: KubeConfig,
-    readonly caPem: Buffer | undefined,
-    tls: https.RequestOptions,
-  ) {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new ScaleAgentError('INVALID_INPUT', 'kubeconfig has no current cluster');
-    this.server = new URL(cluster.server);
-    if (cluster.proxyUrl) {
-      throw new ScaleAgentError(
-        'INVALID_INPUT',
-        `cluster ${cluster.name}: proxy-url is not supported by the agent yet`,
-      );
-    }
+  private constructor(private readonly access: ClusterAccess) {
+    this.server = access.server;
+    this.caPem = access.ca;
     if (this.server.protocol !== 'https:') {
-      throw new ScaleAgentError('INVALID_INPUT', `cluster ${cluster.name}: only https API servers are supported`);
+      throw new ScaleAgentError('INVALID_INPUT', `API server ${this.server.href}: only https is supported`);
     }
     this.pool = new Http2Pool({
       origin: this.server.origin,
       tls: {
-        ca: tls.ca,
-        cert: tls.cert,
-        key: tls.key,
-        servername: tls.servername,
-        rejectUnauthorized: tls.rejectUnauthorized ?? !cluster.skipTLSVerify,
+        ca: access.ca,
+        cert: access.cert,
+        key: access.key,
+        servername: access.servername,
+        rejectUnauthorized: access.rejectUnauthorized,
       },
     });
   }
 
   static async create(source: KubeClientSource): Promise<KubeClient> {
-    const kc = new KubeConfig();
-    try {
-      if (source.serviceAccount) kc.loadFromCluster();
-      else if (source.kubeconfigFile) kc.loadFromFile(source.kubeconfigFile);
-      else throw new Error('needs kubeconfigFile or serviceAccount');
-      if (source.context) kc.setCurrentContext(source.context);
-    } catch (e) {
-      throw new ScaleAgentError('FILE_UNREADABLE', `cannot load kubeconfig: ${(e as Error).message}`, { cause: e });
-    }
-    const cluster = kc.getCurrentCluster();
-    const caPem = cluster?.caData
-      ? Buffer.from(cluster.caData, 'base64')
-      : cluster?.caFile
-        ? readFileSync(cluster.caFile)
-        : undefined;
-    const tls: https.RequestOptions = {};
-    await kc.applyToHTTPSOptions(tls);
-    return new KubeClient(kc, caPem, tls);
+    return new KubeClient(await loadClusterAccess(source));
   }
 
   /** host:port as the agent reaches it, and the SHA-256 of the CA certificate's DER. */
@@ -114,18 +86,14 @@ export class KubeClient {
 
   /** Opens a GET; non-2xx answers are read and thrown as KubeApiError. */
   async get(path: string, options: { accept?: string; signal?: AbortSignal } = {}): Promise<KubeResponse> {
-    // Headers are computed per request: token files and exec credentials rotate.
-    const auth: https.RequestOptions = { headers: {} };
-    await this.kc.applyToHTTPSOptions(auth);
+    const authorization = await this.access.authorization();
     const headers: Record<string, string> = {
       ':method': 'GET',
       ':path': path,
       accept: options.accept ?? 'application/json',
       'user-agent': this.userAgent,
     };
-    const authorization = (auth.headers as Record<string, string | undefined>).Authorization;
     if (authorization) headers.authorization = authorization;
-    else if (auth.auth) headers.authorization = `Basic ${Buffer.from(auth.auth).toString('base64')}`;
     const { stream, headers: response } = await this.pool.request(headers, options.signal);
     const status = Number(response[':status'] ?? 0);
     if (status >= 200 && status < 300) return { status, stream };
