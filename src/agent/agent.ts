@@ -2,13 +2,14 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { formatDetail, isScaleAgentError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logging.js';
-import { PROTOCOL_VERSION, type Hello, type Welcome } from '../shared/proto.js';
+import { AccountState, PROTOCOL_VERSION, type AccountsChanged, type Hello, type Welcome } from '../shared/proto.js';
 import { versionInfo } from '../shared/version.js';
 import { AccountRunner, type KubernetesSettings, type WatchInfo } from './account.js';
 import { AdminServer } from './admin.js';
 import { sleep } from './backoff.js';
 import { diffAccounts, parseAgentConfig, stableJson, type AccountConfig, type AgentConfig } from './config.js';
 import { ConfigWatcher } from './config-watcher.js';
+import { definitionFingerprint, DynamicAccountFiles, dynamicAccountConfig } from './dynamic-accounts.js';
 import { AgentMetrics } from './metrics.js';
 import { SendQueue } from './send-queue.js';
 import { StreamClient } from './stream.js';
@@ -40,6 +41,9 @@ export class Agent {
   private readonly accounts = new Map<string, AccountRunner>();
   private readonly firstAttempts = new Map<string, Promise<void>>();
   private helloAccounts = new Set<string>();
+  /** Dynamic accounts (assigned by the plugin-server): name -> definition fingerprint. */
+  private readonly dynamic = new Map<string, string>();
+  private readonly dynamicFiles = new DynamicAccountFiles();
   private watcher: ConfigWatcher | undefined;
   private reloading: Promise<void> = Promise.resolve();
   private stopped = false;
@@ -74,6 +78,7 @@ export class Agent {
       hello: () => this.hello(),
       onWelcome: (w) => this.onWelcome(w),
       onClosed: () => this.onClosed(),
+      onAccountsChanged: (m) => void this.accountsChanged(m),
     });
     this.admin = new AdminServer({
       registry: this.metrics.registry,
@@ -118,6 +123,7 @@ export class Agent {
     await this.reloading;
     await this.stream.stop();
     await Promise.all([...this.accounts.values()].map((a) => a.stop()));
+    this.dynamicFiles.cleanup();
     await this.admin.close();
     this.log.info('agent stopped');
   }
@@ -163,6 +169,46 @@ export class Agent {
     if (accountsChanged || stableJson(prev.server) !== stableJson(next.server) || prev.agentId !== next.agentId) {
       this.stream.restart('config changed');
     }
+  }
+
+  /** Applies dynamic accounts from the server, in order with config reloads; a change re-dials (new Hello). */
+  accountsChanged(message: AccountsChanged): Promise<void> {
+    this.reloading = this.reloading.then(() => this.applyAccountsChanged(message));
+    return this.reloading;
+  }
+
+  private async applyAccountsChanged(message: AccountsChanged): Promise<void> {
+    if (this.stopped) return;
+    const added: string[] = [];
+    const removed: string[] = [];
+    for (const name of message.removed) {
+      if (!this.dynamic.has(name)) continue;
+      this.dynamic.delete(name);
+      await this.removeAccount(name);
+      this.dynamicFiles.remove(name);
+      removed.push(name);
+    }
+    for (const d of message.definitions) {
+      const name = d.account?.name ?? '';
+      if (this.config.kubernetes.accounts.some((a) => a.name === name)) {
+        this.log.error({ account: name }, 'dynamic account has the name of a configured account; ignored');
+        continue;
+      }
+      const fingerprint = definitionFingerprint(d);
+      if (this.dynamic.get(name) === fingerprint) continue;
+      const built = dynamicAccountConfig(d, this.dynamicFiles);
+      if ('problem' in built) {
+        this.log.error({ account: name, problem: built.problem }, 'dynamic account ignored');
+        continue;
+      }
+      await this.removeAccount(name);
+      this.dynamic.set(name, fingerprint);
+      this.addAccount(built.config);
+      added.push(name);
+    }
+    if (added.length + removed.length === 0) return;
+    this.log.info({ added, removed }, 'dynamic accounts changed by the plugin-server');
+    this.stream.restart('dynamic accounts changed');
   }
 
   private settings(): KubernetesSettings {
@@ -234,6 +280,17 @@ export class Agent {
         });
       } else if (rejected.has(runner.name)) {
         runner.reject(rejected.get(runner.name) ?? '');
+      } else if (this.dynamic.has(runner.name) && runner.error) {
+        // Not announced (its credentials do not load): tell the server, which shows it FAILED.
+        this.stream.sendControl({
+          accountStatus: {
+            account: runner.name,
+            state: AccountState.ACCOUNT_STATE_FAILED,
+            error: runner.error,
+            forbiddenKinds: [],
+            kinds: [],
+          },
+        });
       }
     }
   }

@@ -9,6 +9,7 @@ import {
 import type { Logger } from '../shared/logging.js';
 import {
   AgentServiceClient,
+  type AccountsChanged,
   type AgentMessage,
   type Hello,
   type ServerMessage,
@@ -32,6 +33,8 @@ export interface StreamClientDeps {
   onWelcome(welcome: Welcome): void;
   /** The stream is gone: stop the watches (they restart from the next Welcome's resume points). */
   onClosed(): Promise<void>;
+  /** The server assigned or withdrew dynamic accounts. */
+  onAccountsChanged?(message: AccountsChanged): void;
 }
 
 /** How long the server may take to answer Hello before the attempt counts as failed. */
@@ -163,7 +166,7 @@ export class StreamClient {
           }
           if (msg.ack) this.deps.queue.ack(msg.ack.seq);
           else if (msg.operation) this.refuseOperation(msg.operation.operationId);
-          else if (msg.accountsChanged) log.info('dynamic accounts from the server are not supported yet; ignored');
+          else if (msg.accountsChanged) this.deps.onAccountsChanged?.(msg.accountsChanged);
         });
         call.on('error', (err: Error) => {
           clearTimeout(welcomeTimer);

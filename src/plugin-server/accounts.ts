@@ -142,6 +142,18 @@ export class AccountRegistry {
     return true;
   }
 
+  /** The operator deleted, deactivated or redefined the account (dynamic accounts): gone now, with its cache. */
+  async forget(name: string): Promise<boolean> {
+    if (!this.accounts.has(name)) {
+      await this.store.dropAccount(name);
+      return false;
+    }
+    this.accounts.delete(name);
+    await this.store.dropAccount(name);
+    this.emit(name, 'REMOVED');
+    return true;
+  }
+
   report(sessionId: string, name: string, status: Omit<AgentReportedStatus, 'at'>): void {
     const a = this.accounts.get(name);
     if (!a || a.sessionId !== sessionId) return;

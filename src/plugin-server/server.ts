@@ -5,6 +5,18 @@ import { createLogger, type Logger } from '../shared/logging.js';
 import type { AgentMessage, ServerMessage } from '../shared/proto.js';
 import { versionInfo } from '../shared/version.js';
 import { AccountRegistry } from './accounts.js';
+import { DynamicAccounts } from './accounts/dynamic.js';
+import {
+  MemoryDynamicAccountStore,
+  MysqlDynamicAccountStore,
+  type DynamicAccountStore,
+} from './accounts/dynamic-store.js';
+import { SecretBox } from './accounts/secret-box.js';
+import { registerDynamicAccountRoutes } from './api/dynamic-routes.js';
+import { AuditLog } from './audit.js';
+import { installAdminAuth } from './auth/admin-auth.js';
+import { AuthorizationPolicy } from './auth/policy.js';
+import { TokenFile } from './auth/tokens.js';
 import { buildApi } from './api/http.js';
 import { MemoryCacheStore } from './cache/memory.js';
 import { MysqlCacheStore } from './cache/mysql.js';
@@ -29,6 +41,10 @@ export class PluginServer {
   readonly store: CacheStore;
   readonly accounts: AccountRegistry;
   readonly metrics: PluginServerMetrics;
+  readonly audit: AuditLog;
+  readonly policy: AuthorizationPolicy;
+  readonly dynamic: DynamicAccounts;
+  private readonly dynamicStore: DynamicAccountStore;
   private readonly sessions = new Set<AgentSession>();
   private grpc: GrpcEndpoint | undefined;
   private http: FastifyInstance | undefined;
@@ -45,6 +61,33 @@ export class PluginServer {
     this.store = options.store ?? createStore(config);
     this.accounts = new AccountRegistry(this.store, this.log, config.accounts.gracePeriodSeconds * 1000);
     this.metrics = new PluginServerMetrics({ store: this.store, accounts: this.accounts });
+    this.audit = new AuditLog(this.log);
+    this.policy = new AuthorizationPolicy(config.authorization, config.grpc.tls?.requireClientCert ?? false);
+    const agentTokensFile = config.authorization?.agentTokensFile;
+    this.dynamicStore =
+      config.storage.type === 'mysql'
+        ? new MysqlDynamicAccountStore(resolveMysqlUrl(config.storage))
+        : new MemoryDynamicAccountStore();
+    this.dynamic = new DynamicAccounts({
+      store: this.dynamicStore,
+      registry: this.accounts,
+      policy: this.policy,
+      agentTokens: agentTokensFile ? new TokenFile(agentTokensFile) : undefined,
+      secrets: SecretBox.fromConfig(config.dynamicAccounts),
+      sessions: () => this.sessions,
+      audit: this.audit,
+      log: this.log,
+    });
+    this.accounts.onChange((name, state) => {
+      const holder = [...this.sessions].find((s) => this.accounts.holds(s.id, name));
+      this.audit.record({
+        who: holder ? holder.identity.name : 'plugin-server',
+        what: `account ${state.toLowerCase()}`,
+        account: name,
+        result: 'ok',
+        agentId: holder?.agentId,
+      });
+    });
   }
 
   async start(): Promise<{ grpcPort: number; httpPort: number }> {
@@ -62,6 +105,14 @@ export class PluginServer {
           );
     }
     await this.accounts.load();
+    await this.dynamic.load();
+    if (this.policy.mode === 'open') {
+      this.log.warn('no authorization policy and no client certificates: any agent may register any account name');
+    } else if (this.policy.mode === 'deny-all') {
+      this.log.warn('client certificates required but no authorization policy: every account registration is refused');
+    }
+    if (!this.config.http.auth)
+      this.log.warn('http.auth is not configured: the REST API is open to anyone who reaches it');
     this.grpc = await startGrpcServer(this.config, this.log, (call) => this.connect(call));
     this.grpcPort = this.grpc.port;
     this.http = buildApi({
@@ -71,7 +122,10 @@ export class PluginServer {
       sessions: () => [...this.sessions].filter((s) => s.agentId).map((s) => s.info()),
       ready: () => this.ready(),
       log: this.log,
+      dynamic: this.dynamic,
     });
+    installAdminAuth(this.http, this.config.http, this.audit);
+    registerDynamicAccountRoutes(this.http, this.dynamic);
     await this.http.listen({ host: this.config.http.host, port: this.config.http.port });
     const address = this.http.server.address();
     this.httpPort = typeof address === 'object' && address ? address.port : this.config.http.port;
@@ -100,6 +154,7 @@ export class PluginServer {
         log: this.log,
         limits: this.config.limits,
         serverVersion: versionInfo().version,
+        gate: this.dynamic,
       },
       (s) => this.sessions.delete(s),
     );
@@ -132,6 +187,7 @@ export class PluginServer {
     await this.grpc?.stop(2000);
     await this.http?.close();
     await this.store.close();
+    await this.dynamicStore.close();
     this.log.info('plugin-server stopped');
   }
 }

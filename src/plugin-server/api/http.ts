@@ -16,6 +16,8 @@ export interface ApiDeps {
   sessions: () => SessionInfo[];
   ready: () => Promise<{ ready: boolean; reasons: string[] }>;
   log: Logger;
+  /** Dynamic accounts (accounts/dynamic.ts): listed with the agents' accounts, shown in their own shape. */
+  dynamic?: { has(name: string): boolean; views(): { name: string }[]; view(name: string): object | undefined };
 }
 
 const REASON: Record<number, string> = {
@@ -206,16 +208,24 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   app.get<{ Querystring: { page?: string; limit?: string } }>('/armory/accounts', async (request) => {
     const page = intQuery(request.query.page, 'page', 1, 1, 1_000_000);
     const limit = intQuery(request.query.limit, 'limit', 100, 1, 1000);
-    const all = deps.accounts.list();
+    const dynamic = deps.dynamic;
+    const all: { name: string }[] = [
+      ...deps.accounts
+        .list()
+        .filter((a) => !dynamic?.has(a.record.name))
+        .map(accountView),
+      ...(dynamic?.views() ?? []),
+    ].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     return {
-      items: all.slice((page - 1) * limit, page * limit).map(accountView),
+      items: all.slice((page - 1) * limit, page * limit),
       page,
       limit,
       total: all.length,
     };
   });
-  app.get<{ Params: { name: string } }>('/armory/accounts/:name', async (request) =>
-    accountView(accountOr404(request.params.name)),
+  app.get<{ Params: { name: string } }>(
+    '/armory/accounts/:name',
+    async (request) => deps.dynamic?.view(request.params.name) ?? accountView(accountOr404(request.params.name)),
   );
   app.get<{ Params: { name: string } }>('/agents/kubernetes/accounts/:name', async (request) => {
     const a = accountOr404(request.params.name);

@@ -1,0 +1,474 @@
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import { ScaleAgentError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logging.js';
+import { AccountState as ProtoAccountState, type AccountStatus, type DynamicAccount } from '../../shared/proto.js';
+import type { AccountRegistry } from '../accounts.js';
+import type { AuditLog } from '../audit.js';
+import { streamIdentity, type Identity } from '../auth/identity.js';
+import type { AuthorizationPolicy } from '../auth/policy.js';
+import type { TokenFile } from '../auth/tokens.js';
+import type { GatedSession, GateVerdict, SessionGate } from '../session-gate.js';
+import type { DynamicAccountStore, DynamicDefinition } from './dynamic-store.js';
+import type { SecretBox } from './secret-box.js';
+
+export const ACCOUNT_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$/;
+
+/** What POST/PUT /armory/accounts/dynamic accept (after schema validation). */
+export interface DynamicAccountInput {
+  name: string;
+  zoneId?: string;
+  kubeconfigContents?: string;
+  kubeconfigFile?: string;
+  serviceAccount?: boolean;
+  context?: string;
+  namespaces?: string[];
+  omitNamespaces?: string[];
+  kinds?: string[];
+  omitKinds?: string[];
+  onlyNamespacedResources?: boolean;
+  state?: 'ACTIVE' | 'INACTIVE';
+}
+
+export type DynamicState = 'ACTIVE' | 'INACTIVE' | 'FAILED' | 'ORPHANED';
+
+/** A dynamic account as the API shows it: never the kubeconfig contents. */
+export interface DynamicAccountView {
+  name: string;
+  dynamic: true;
+  zoneId: string;
+  state: DynamicState;
+  error_message: string;
+  failed_count: number;
+  errorMessage: string;
+  failedCount: number;
+  agentId: string;
+  source: DynamicDefinition['source'];
+  kubeconfigFile?: string | undefined;
+  context?: string | undefined;
+  namespaces: string[];
+  omitNamespaces: string[];
+  kinds: string[];
+  omitKinds: string[];
+  lastUpdated: number;
+  createdAt: number;
+}
+
+interface Entry {
+  def: DynamicDefinition;
+  /** Plaintext kubeconfig, in memory only. */
+  kubeconfig?: string | undefined;
+}
+
+export interface DynamicAccountsDeps {
+  store: DynamicAccountStore;
+  registry: AccountRegistry;
+  policy: AuthorizationPolicy;
+  agentTokens?: TokenFile | undefined;
+  secrets?: SecretBox | undefined;
+  sessions: () => Iterable<GatedSession>;
+  audit: AuditLog;
+  log: Logger;
+}
+
+/**
+ * Dynamic accounts (armory-scale-agent.md §3) and the session gate. Definitions are the operator's (REST, stored
+ * with the kubeconfig sealed); placement is ours: an ACTIVE definition goes to one connected agent whose zone
+ * matches its zoneId and whose identity the policy lets serve it, over the stream (AccountsChanged). The agent
+ * announces it in its next Hello, where `check` accepts it only from the agent it was assigned to.
+ */
+export class DynamicAccounts implements SessionGate {
+  private readonly entries = new Map<string, Entry>();
+  /** account -> agentId it was sent to. */
+  private readonly assignments = new Map<string, string>();
+  /** Names a session announced and got refused, to tell the agent to drop the dynamic ones. */
+  private readonly refused = new Map<string, Set<string>>();
+
+  constructor(private readonly deps: DynamicAccountsDeps) {}
+
+  async load(): Promise<void> {
+    await this.deps.store.init();
+    for (const row of await this.deps.store.list()) {
+      const def = row.definition;
+      let kubeconfig: string | undefined;
+      if (def.source === 'kubeconfigContents') {
+        try {
+          if (!row.sealedKubeconfig || !this.deps.secrets) throw new Error('no key configured');
+          kubeconfig = this.deps.secrets.open(row.sealedKubeconfig, def.name);
+        } catch (e) {
+          def.errorMessage = `kubeconfig contents cannot be decrypted: ${(e as Error).message}`;
+          this.deps.log.error({ account: def.name }, 'dynamic account kubeconfig cannot be decrypted');
+        }
+      }
+      this.entries.set(def.name, { def, kubeconfig });
+    }
+  }
+
+  has(name: string): boolean {
+    return this.entries.has(name);
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+  // REST
+  // ---------------------------------------------------------------------------------------------------------
+
+  async create(input: DynamicAccountInput, who: string): Promise<DynamicAccountView> {
+    if (this.entries.has(input.name) || this.deps.registry.get(input.name)) {
+      throw new ScaleAgentError('CONFLICT', `account ${input.name} already exists`);
+    }
+    const now = Date.now();
+    const { def, kubeconfig } = this.definitionFrom(input, undefined, now);
+    await this.persist(def, kubeconfig);
+    this.entries.set(def.name, { def, kubeconfig });
+    this.deps.audit.record({
+      who,
+      what: 'dynamic account created',
+      account: def.name,
+      result: 'ok',
+      zoneId: def.zoneId,
+    });
+    if (def.enabled) this.place(def.name);
+    return this.view(def.name)!;
+  }
+
+  async update(input: DynamicAccountInput, who: string): Promise<DynamicAccountView> {
+    const entry = this.entries.get(input.name);
+    if (!entry) throw new ScaleAgentError('NOT_FOUND', `Account does not exist (name: ${input.name})`);
+    const { def, kubeconfig } = this.definitionFrom(input, entry, Date.now());
+    await this.persist(def, kubeconfig);
+    const watchChanged = wireJson(entry.def, entry.kubeconfig) !== wireJson(def, kubeconfig);
+    this.entries.set(def.name, { def, kubeconfig });
+    this.deps.audit.record({ who, what: 'dynamic account updated', account: def.name, result: 'ok' });
+    if (!def.enabled) {
+      await this.withdraw(def.name);
+    } else if (watchChanged) {
+      // New namespaces, kinds or credentials: the old scopes' objects must go, and the agent relists.
+      await this.deps.registry.forget(def.name);
+      this.place(def.name);
+    }
+    return this.view(def.name)!;
+  }
+
+  async remove(name: string, who: string): Promise<void> {
+    if (!this.entries.has(name)) {
+      if (this.deps.registry.get(name)) {
+        throw new ScaleAgentError(
+          'CONFLICT',
+          `account ${name} is configured on its agent, not dynamic; remove it there`,
+        );
+      }
+      throw new ScaleAgentError('NOT_FOUND', `Account does not exist (name: ${name})`);
+    }
+    await this.deps.store.delete(name);
+    this.entries.delete(name);
+    await this.withdraw(name);
+    this.assignments.delete(name);
+    this.deps.audit.record({ who, what: 'dynamic account deleted', account: name, result: 'ok' });
+  }
+
+  async setState(name: string, state: 'ACTIVE' | 'INACTIVE', who: string): Promise<DynamicAccountView> {
+    const entry = this.entries.get(name);
+    if (!entry) throw new ScaleAgentError('NOT_FOUND', `Account does not exist or is not dynamic (name: ${name})`);
+    const def = { ...entry.def, enabled: state === 'ACTIVE', updatedAt: Date.now() };
+    // A manual activation resets the failure counter (as in the reference product).
+    if (state === 'ACTIVE') Object.assign(def, { failedCount: 0, errorMessage: '' });
+    await this.persist(def, entry.kubeconfig);
+    this.entries.set(name, { ...entry, def });
+    this.deps.audit.record({
+      who,
+      what: `dynamic account ${state === 'ACTIVE' ? 'activated' : 'deactivated'}`,
+      account: name,
+      result: 'ok',
+    });
+    if (state === 'ACTIVE') this.place(name);
+    else await this.withdraw(name);
+    return this.view(name)!;
+  }
+
+  views(): DynamicAccountView[] {
+    return [...this.entries.keys()].sort().map((n) => this.view(n)!);
+  }
+
+  view(name: string): DynamicAccountView | undefined {
+    const entry = this.entries.get(name);
+    if (!entry) return undefined;
+    const d = entry.def;
+    const reg = this.deps.registry.get(name);
+    let state: DynamicState;
+    let error = d.errorMessage;
+    if (!d.enabled) state = 'INACTIVE';
+    else if (reg?.sessionId) {
+      state = reg.state === 'FAILED' ? 'FAILED' : 'ACTIVE';
+      if (reg.state === 'FAILED') error = reg.reported?.error ?? error;
+    } else if (error && this.liveAgent(this.assignments.get(name))) state = 'FAILED';
+    else {
+      state = 'ORPHANED';
+      if (!error && !this.liveAgent(this.assignments.get(name))) {
+        error = `no connected agent${d.zoneId ? ` in zone ${d.zoneId}` : ''} may serve this account`;
+      }
+    }
+    return {
+      name,
+      dynamic: true,
+      zoneId: d.zoneId,
+      state,
+      error_message: error,
+      failed_count: d.failedCount,
+      errorMessage: error,
+      failedCount: d.failedCount,
+      agentId: reg?.sessionId ? reg.record.agentId : (this.assignments.get(name) ?? ''),
+      source: d.source,
+      kubeconfigFile: d.kubeconfigFile,
+      context: d.context,
+      namespaces: d.namespaces,
+      omitNamespaces: d.omitNamespaces,
+      kinds: d.kinds,
+      omitKinds: d.omitKinds,
+      lastUpdated: Math.max(d.updatedAt, reg?.lastUpdated ?? 0),
+      createdAt: d.createdAt,
+    };
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+  // SessionGate
+  // ---------------------------------------------------------------------------------------------------------
+
+  identify(call: ServerDuplexStream<unknown, unknown>): Identity {
+    return streamIdentity(call, this.deps.agentTokens);
+  }
+
+  check(session: GatedSession, name: string): GateVerdict {
+    const entry = this.entries.get(name);
+    if (!entry) {
+      const v = this.deps.policy.authorize(session.identity, name);
+      return v.ok ? v : { ok: false, reason: v.reason, metricReason: 'unauthorized' };
+    }
+    const refuse = (reason: string, metricReason = 'dynamic'): GateVerdict => ({ ok: false, reason, metricReason });
+    const d = entry.def;
+    if (!d.enabled) return refuse(`dynamic account ${name} is INACTIVE`);
+    if (d.zoneId && d.zoneId !== session.zone) {
+      return refuse(
+        `dynamic account ${name} belongs to zone ${d.zoneId}, this agent is in zone ${session.zone || 'none'}`,
+      );
+    }
+    const v = this.deps.policy.mayServeDynamic(session.identity, name, d.zoneId);
+    if (!v.ok) return refuse(v.reason, 'unauthorized');
+    const assigned = this.assignments.get(name);
+    if (assigned && assigned !== session.agentId && this.liveAgent(assigned)) {
+      return refuse(`dynamic account ${name} is assigned to agent ${assigned}`);
+    }
+    this.assignments.set(name, session.agentId);
+    return { ok: true };
+  }
+
+  rejected(session: GatedSession, name: string): void {
+    let set = this.refused.get(session.id);
+    if (!set) this.refused.set(session.id, (set = new Set()));
+    set.add(name);
+  }
+
+  /** After Welcome: hand the new agent the dynamic accounts waiting for one, and drop the ones it may not keep. */
+  welcomed(session: GatedSession): void {
+    const definitions: DynamicAccount[] = [];
+    for (const [name, entry] of this.entries) {
+      if (!entry.def.enabled || this.deps.registry.get(name)?.sessionId) continue;
+      if (!this.eligible(session, entry.def)) continue;
+      const assigned = this.assignments.get(name);
+      if (assigned && assigned !== session.agentId && this.liveAgent(assigned)) continue;
+      this.assignments.set(name, session.agentId);
+      definitions.push(this.wire(entry));
+    }
+    const removed = [...(this.refused.get(session.id) ?? [])].filter((n) => !this.entries.get(n)?.def.enabled);
+    this.refused.delete(session.id);
+    if (definitions.length === 0 && removed.length === 0) return;
+    this.send(session, definitions, removed);
+  }
+
+  status(session: GatedSession, status: AccountStatus): void {
+    const entry = this.entries.get(status.account);
+    if (!entry || this.assignments.get(status.account) !== session.agentId) return;
+    const failed = status.state === ProtoAccountState.ACCOUNT_STATE_FAILED;
+    const error = failed ? status.error.slice(0, 4096) : '';
+    if (!failed && !entry.def.errorMessage) return;
+    if (failed && error === entry.def.errorMessage) return;
+    const def = { ...entry.def, errorMessage: error, failedCount: entry.def.failedCount + (failed ? 1 : 0) };
+    this.entries.set(def.name, { ...entry, def });
+    this.deps.audit.record({
+      who: session.identity.name,
+      what: 'dynamic account status',
+      account: def.name,
+      result: failed ? 'failed' : 'active',
+      reason: error || undefined,
+    });
+    this.persist(def, entry.kubeconfig).catch((e: unknown) =>
+      this.deps.log.warn({ account: def.name, err: (e as Error).message }, 'cannot persist dynamic account status'),
+    );
+  }
+
+  closed(session: GatedSession): void {
+    this.refused.delete(session.id);
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+
+  private eligible(session: GatedSession, d: DynamicDefinition): boolean {
+    if (!session.open || !session.agentId) return false;
+    if (d.zoneId && d.zoneId !== session.zone) return false;
+    return this.deps.policy.mayServeDynamic(session.identity, d.name, d.zoneId).ok;
+  }
+
+  private liveSessions(): GatedSession[] {
+    return [...this.deps.sessions()].filter((s) => s.open && s.agentId);
+  }
+
+  private liveAgent(agentId: string | undefined): GatedSession | undefined {
+    if (!agentId) return undefined;
+    return this.liveSessions().find((s) => s.agentId === agentId);
+  }
+
+  /** Sends an ACTIVE definition to the agent holding it, else the one it was assigned to, else the least loaded. */
+  private place(name: string): void {
+    const entry = this.entries.get(name);
+    if (!entry?.def.enabled) return;
+    const sessions = this.liveSessions();
+    const holder = this.deps.registry.get(name)?.sessionId;
+    let target = sessions.find((s) => s.id === holder) ?? this.liveAgent(this.assignments.get(name));
+    if (target && !this.eligible(target, entry.def)) target = undefined;
+    if (!target) {
+      const load = (s: GatedSession) => [...this.assignments.values()].filter((a) => a === s.agentId).length;
+      target = sessions.filter((s) => this.eligible(s, entry.def)).sort((a, b) => load(a) - load(b))[0];
+    }
+    if (!target) {
+      this.deps.log.warn(
+        { account: name, zoneId: entry.def.zoneId },
+        'no connected agent may serve the dynamic account yet',
+      );
+      return;
+    }
+    this.assignments.set(name, target.agentId);
+    this.deps.audit.record({
+      who: 'plugin-server',
+      what: 'dynamic account assigned',
+      account: name,
+      result: 'ok',
+      agentId: target.agentId,
+    });
+    this.send(target, [this.wire(entry)], []);
+  }
+
+  /** Stops the account on whichever agent has it and drops it from the registry and the cache. */
+  private async withdraw(name: string): Promise<void> {
+    const holder = this.deps.registry.get(name)?.sessionId;
+    const targets = new Set<GatedSession>();
+    for (const s of this.liveSessions()) {
+      if (s.id === holder || s.agentId === this.assignments.get(name)) targets.add(s);
+    }
+    for (const s of targets) this.send(s, [], [name]);
+    this.assignments.delete(name);
+    await this.deps.registry.forget(name);
+  }
+
+  private send(session: GatedSession, definitions: DynamicAccount[], removed: string[]): void {
+    this.deps.log.info(
+      { agentId: session.agentId, added: definitions.map((d) => d.account?.name), removed },
+      'dynamic accounts sent to agent',
+    );
+    session.sendAccountsChanged({ added: [], removed, definitions });
+  }
+
+  private wire(entry: Entry): DynamicAccount {
+    const d = entry.def;
+    return {
+      account: {
+        name: d.name,
+        cluster: undefined,
+        namespaces: d.namespaces,
+        omitNamespaces: d.omitNamespaces,
+        kinds: d.kinds,
+        omitKinds: d.omitKinds,
+      },
+      kubeconfig: Buffer.from(entry.kubeconfig ?? '', 'utf8'),
+      kubeconfigFile: d.kubeconfigFile ?? '',
+      context: d.context ?? '',
+      serviceAccount: d.source === 'serviceAccount',
+      onlyNamespacedResources: d.onlyNamespacedResources,
+    };
+  }
+
+  private definitionFrom(
+    input: DynamicAccountInput,
+    previous: Entry | undefined,
+    now: number,
+  ): { def: DynamicDefinition; kubeconfig: string | undefined } {
+    const sources = (['kubeconfigContents', 'kubeconfigFile', 'serviceAccount'] as const).filter((k) =>
+      k === 'serviceAccount' ? input.serviceAccount === true : input[k] !== undefined && input[k] !== '',
+    );
+    if (sources.length > 1 || (sources.length === 0 && !previous)) {
+      throw new ScaleAgentError(
+        'INVALID_INPUT',
+        'give exactly one of kubeconfigContents, kubeconfigFile, serviceAccount',
+        {
+          details: [{ path: '/', message: 'exactly one of kubeconfigContents, kubeconfigFile, serviceAccount' }],
+        },
+      );
+    }
+    if (input.namespaces?.length && input.omitNamespaces?.length) {
+      throw new ScaleAgentError('INVALID_INPUT', 'namespaces and omitNamespaces are exclusive', {
+        details: [{ path: '/omitNamespaces', message: 'namespaces and omitNamespaces are exclusive' }],
+      });
+    }
+    if (input.kinds?.length && input.omitKinds?.length) {
+      throw new ScaleAgentError('INVALID_INPUT', 'kinds and omitKinds are exclusive', {
+        details: [{ path: '/omitKinds', message: 'kinds and omitKinds are exclusive' }],
+      });
+    }
+    const source = sources[0] ?? previous!.def.source;
+    if (source === 'kubeconfigContents' && !this.deps.secrets) {
+      throw new ScaleAgentError(
+        'INVALID_INPUT',
+        'kubeconfigContents needs dynamicAccounts.encryptionKeyFile or encryptionKeyEnv in the plugin-server config',
+      );
+    }
+    const prev = previous?.def;
+    const def: DynamicDefinition = {
+      name: input.name,
+      zoneId: input.zoneId ?? prev?.zoneId ?? '',
+      source,
+      kubeconfigFile: source === 'kubeconfigFile' ? (input.kubeconfigFile ?? prev?.kubeconfigFile) : undefined,
+      context: input.context ?? prev?.context,
+      namespaces: input.namespaces ?? prev?.namespaces ?? [],
+      omitNamespaces: input.omitNamespaces ?? prev?.omitNamespaces ?? [],
+      kinds: input.kinds ?? prev?.kinds ?? [],
+      omitKinds: input.omitKinds ?? prev?.omitKinds ?? [],
+      onlyNamespacedResources: input.onlyNamespacedResources ?? prev?.onlyNamespacedResources ?? false,
+      enabled: input.state ? input.state === 'ACTIVE' : (prev?.enabled ?? true),
+      errorMessage: prev?.errorMessage ?? '',
+      failedCount: prev?.failedCount ?? 0,
+      createdAt: prev?.createdAt ?? now,
+      updatedAt: now,
+    };
+    const kubeconfig = source === 'kubeconfigContents' ? input.kubeconfigContents || previous?.kubeconfig : undefined;
+    return { def, kubeconfig };
+  }
+
+  private async persist(def: DynamicDefinition, kubeconfig: string | undefined): Promise<void> {
+    const sealedKubeconfig =
+      kubeconfig !== undefined && this.deps.secrets ? this.deps.secrets.seal(kubeconfig, def.name) : undefined;
+    await this.deps.store.save({ definition: def, sealedKubeconfig });
+  }
+}
+
+/** What the agent watches for a definition: a change here means a relist. */
+function wireJson(d: DynamicDefinition, kubeconfig: string | undefined): string {
+  return JSON.stringify([
+    d.source,
+    d.kubeconfigFile,
+    d.context,
+    d.namespaces,
+    d.omitNamespaces,
+    d.kinds,
+    d.omitKinds,
+    d.onlyNamespacedResources,
+    d.zoneId,
+    kubeconfig,
+  ]);
+}

@@ -1,0 +1,94 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ScaleAgentError } from '../../shared/errors.js';
+import type { DynamicAccountInput, DynamicAccounts } from '../accounts/dynamic.js';
+
+const NAME = '^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$';
+const names = { type: 'array', maxItems: 10_000, items: { type: 'string', minLength: 1, maxLength: 253 } } as const;
+
+const definitionSchema = {
+  type: 'object',
+  required: ['name'],
+  properties: {
+    name: { type: 'string', pattern: NAME },
+    zoneId: { type: 'string', maxLength: 253 },
+    kubeconfigContents: { type: 'string', maxLength: 512 * 1024 },
+    kubeconfigFile: { type: 'string', minLength: 1, maxLength: 4096 },
+    serviceAccount: { type: 'boolean' },
+    context: { type: 'string', maxLength: 253 },
+    namespaces: names,
+    omitNamespaces: names,
+    kinds: names,
+    omitKinds: names,
+    onlyNamespacedResources: { type: 'boolean' },
+    state: { enum: ['ACTIVE', 'INACTIVE'] },
+  },
+} as const;
+
+const stateChangeSchema = {
+  type: 'array',
+  minItems: 1,
+  maxItems: 1000,
+  items: {
+    type: 'object',
+    required: ['name', 'state'],
+    properties: { name: { type: 'string', pattern: NAME }, state: { enum: ['ACTIVE', 'INACTIVE'] } },
+  },
+} as const;
+
+const who = (request: FastifyRequest): string => request.principal?.who ?? 'anonymous';
+
+function requireObjectBody(body: unknown): void {
+  // PUT takes one account; an array is the bulk form of other endpoints (400, as in the reference).
+  if (Array.isArray(body)) throw new ScaleAgentError('INVALID_INPUT', 'body must be one account object, not an array');
+}
+
+/**
+ * The Armory-style dynamic accounts API (armory-scale-agent.md §3). Bodies are validated by JSON Schema before
+ * anything changes; kubeconfigContents is write-only (never in a response or a log line).
+ */
+export function registerDynamicAccountRoutes(app: FastifyInstance, dynamic: DynamicAccounts): void {
+  app.post<{ Body: DynamicAccountInput }>(
+    '/armory/accounts/dynamic',
+    { schema: { body: definitionSchema } },
+    async (request, reply) => {
+      requireObjectBody(request.body);
+      const view = await dynamic.create(request.body, who(request));
+      return reply.code(201).send(view);
+    },
+  );
+  app.put<{ Body: DynamicAccountInput }>(
+    '/armory/accounts/dynamic',
+    { schema: { body: definitionSchema } },
+    async (request, reply) => {
+      requireObjectBody(request.body);
+      return reply.code(202).send(await dynamic.update(request.body, who(request)));
+    },
+  );
+  app.patch<{ Body: { name: string; state: 'ACTIVE' | 'INACTIVE' }[] }>(
+    '/armory/accounts',
+    { schema: { body: stateChangeSchema } },
+    async (request, reply) => {
+      for (const c of request.body) {
+        if (!dynamic.has(c.name)) throw new ScaleAgentError('NOT_FOUND', `dynamic account ${c.name} does not exist`);
+      }
+      const out = [];
+      for (const c of request.body) out.push(await dynamic.setState(c.name, c.state, who(request)));
+      return reply.code(202).send(out);
+    },
+  );
+  app.delete<{ Params: { name: string } }>('/armory/accounts/:name', async (request, reply) => {
+    await dynamic.remove(request.params.name, who(request));
+    return reply.code(202).send([]);
+  });
+  app.delete<{ Body: string[] }>(
+    '/armory/accounts',
+    { schema: { body: { ...names, minItems: 1 } } },
+    async (request, reply) => {
+      for (const n of request.body) {
+        if (!dynamic.has(n)) throw new ScaleAgentError('NOT_FOUND', `dynamic account ${n} does not exist`);
+      }
+      for (const n of request.body) await dynamic.remove(n, who(request));
+      return reply.code(202).send([]);
+    },
+  );
+}
