@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { KubeConfig } from '@kubernetes/client-node';
-import { executeOperation } from '../../../src/agent/ops/index.js';
+import { executeOperation, executeWireOperation } from '../../../src/agent/ops/index.js';
+import { parseOperations } from '../../../src/shared/ops/index.js';
 import { adminKubeConfig, createNamespace, createServiceAccount } from '../../infra/index.js';
 import { deployment, eventually, expectOk, getJson, runOne } from './helpers.js';
 
@@ -131,8 +132,6 @@ describe('workload operations against the real API server', () => {
 
 describe('the stream integration point', () => {
   it('executeWireOperation runs a ServerMessage.operation and answers an OperationResult', async () => {
-    const { executeWireOperation } = await import('../../../src/agent/ops/index.js');
-    const { parseOperations } = await import('../../../src/shared/ops/index.js');
     const ns = await createNamespace('ops-wire');
     const parsed = parseOperations(
       [{ deployManifest: { account: ACCOUNT, moniker: { app: 'wire' }, namespaceOverride: ns, manifests: [deployment('web')] } }],
