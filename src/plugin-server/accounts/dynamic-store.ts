@@ -63,7 +63,7 @@ export class MysqlDynamicAccountStore implements DynamicAccountStore {
       `CREATE TABLE IF NOT EXISTS sa_dynamic_accounts (
         name VARCHAR(253) CHARACTER SET ascii NOT NULL PRIMARY KEY,
         definition JSON NOT NULL,
-        kubeconfig_sealed VARBINARY(1100000) NULL,
+        kubeconfig_sealed MEDIUMBLOB NULL,
         updated_at BIGINT NOT NULL
       ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
     );
