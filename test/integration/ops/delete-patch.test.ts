@@ -7,11 +7,24 @@ const ACCOUNT = 'k8s-local';
 async function deployWeb(ns: string, name = 'web', extraLabels: Record<string, string> = {}): Promise<void> {
   const d = deployment(name, { app: name });
   (d.metadata as Record<string, unknown>).labels = { tier: 'frontend', ...extraLabels };
-  expectOk(await runOne(adminKubeConfig(), 'deployManifest', { account: ACCOUNT, moniker: { app: 'shop' }, namespaceOverride: ns, manifests: [d] }));
+  expectOk(
+    await runOne(adminKubeConfig(), 'deployManifest', {
+      account: ACCOUNT,
+      moniker: { app: 'shop' },
+      namespaceOverride: ns,
+      manifests: [d],
+    }),
+  );
 }
 
 async function replicaSetsOf(ns: string, app: string): Promise<string[]> {
-  const list = await getJson<{ items: { metadata: { name: string } }[] }>(['replicasets', '-n', ns, '-l', `app=${app}`]);
+  const list = await getJson<{ items: { metadata: { name: string } }[] }>([
+    'replicasets',
+    '-n',
+    ns,
+    '-l',
+    `app=${app}`,
+  ]);
   return list.items.map((i) => i.metadata.name);
 }
 
@@ -22,7 +35,10 @@ describe('deleteManifest against the real API server', () => {
     const ns = await createNamespace('ops-del-fg');
     await deployWeb(ns, 'web');
     await deployWeb(ns, 'admin', { tier: 'backend' });
-    await eventually(() => replicaSetsOf(ns, 'web'), (l) => l.length === 1);
+    await eventually(
+      () => replicaSetsOf(ns, 'web'),
+      (l) => l.length === 1,
+    );
     const r = expectOk(
       await runOne(
         kc,
@@ -50,9 +66,17 @@ describe('deleteManifest against the real API server', () => {
   it('deletes by name with cascading false: the ReplicaSet is orphaned and stays', async () => {
     const ns = await createNamespace('ops-del-orphan');
     await deployWeb(ns);
-    const [rs] = await eventually(() => replicaSetsOf(ns, 'web'), (l) => l.length === 1);
+    const [rs] = await eventually(
+      () => replicaSetsOf(ns, 'web'),
+      (l) => l.length === 1,
+    );
     const r = expectOk(
-      await runOne(kc, 'deleteManifest', { account: ACCOUNT, location: ns, manifestName: 'deployment web', options: { cascading: false } }),
+      await runOne(kc, 'deleteManifest', {
+        account: ACCOUNT,
+        location: ns,
+        manifestName: 'deployment web',
+        options: { cascading: false },
+      }),
     );
     expect(r.result).toEqual({ manifestNamesByNamespace: { [ns]: ['deployment web'] } });
     expect(await exists(['deployment', 'web', '-n', ns])).toBe(false);
@@ -62,7 +86,9 @@ describe('deleteManifest against the real API server', () => {
 
   it('answers with a result object even when nothing matched', async () => {
     const ns = await createNamespace('ops-del-none');
-    const r = expectOk(await runOne(kc, 'deleteManifest', { account: ACCOUNT, location: ns, manifestName: 'configMap nothing' }));
+    const r = expectOk(
+      await runOne(kc, 'deleteManifest', { account: ACCOUNT, location: ns, manifestName: 'configMap nothing' }),
+    );
     expect(r.result).toEqual({ manifestNamesByNamespace: { [ns]: [] } });
   });
 });
@@ -84,7 +110,11 @@ describe('patchManifest against the real API server', () => {
           manifestName: 'deployment web',
           options: { mergeStrategy: 'strategic', record: true },
           // Strategic merge: the container list merges by name, so `main` keeps its image and gains an env var.
-          patchBody: [{ spec: { template: { spec: { containers: [{ name: 'main', env: [{ name: 'MODE', value: 'blue' }] }] } } } }],
+          patchBody: [
+            {
+              spec: { template: { spec: { containers: [{ name: 'main', env: [{ name: 'MODE', value: 'blue' }] }] } } },
+            },
+          ],
           manifestArtifactAccount: 'embedded-artifact',
           source: 'text',
         }),
@@ -97,7 +127,11 @@ describe('patchManifest against the real API server', () => {
       createdArtifacts: [],
     });
     let d = await getJson(['deployment', 'web', '-n', ns]);
-    expect(d.spec.template.spec.containers[0]).toMatchObject({ name: 'main', image: 'nginx:1.25', env: [{ name: 'MODE', value: 'blue' }] });
+    expect(d.spec.template.spec.containers[0]).toMatchObject({
+      name: 'main',
+      image: 'nginx:1.25',
+      env: [{ name: 'MODE', value: 'blue' }],
+    });
     expect(d.metadata.annotations['kubernetes.io/change-cause']).toContain('patchManifest');
 
     expectOk(

@@ -20,7 +20,12 @@ describe('deployManifest against the real API server', () => {
           source: 'text',
           manifests: [
             deployment('web', { app: 'web' }),
-            { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } },
+            {
+              apiVersion: 'v1',
+              kind: 'Service',
+              metadata: { name: 'web' },
+              spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
+            },
             { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-cfg' }, data: { a: '1' } },
           ],
         }),
@@ -28,11 +33,19 @@ describe('deployManifest against the real API server', () => {
     );
     const result = r.result as Record<string, any>;
     // Deploy priority: configMap (50) → service (70) → deployment (100); ConfigMaps are versioned.
-    expect(result.manifestNamesByNamespace).toEqual({ [ns]: ['configMap web-cfg-v000', 'service web', 'deployment web'] });
-    expect(result.createdArtifacts.map((a: { reference: string }) => a.reference)).toEqual(['web-cfg-v000', 'web', 'web']);
+    expect(result.manifestNamesByNamespace).toEqual({
+      [ns]: ['configMap web-cfg-v000', 'service web', 'deployment web'],
+    });
+    expect(result.createdArtifacts.map((a: { reference: string }) => a.reference)).toEqual([
+      'web-cfg-v000',
+      'web',
+      'web',
+    ]);
     expect(result.manifests[2].metadata.generation).toBe(1);
     const d = await getJson(['deployment', 'web', '-n', ns, '--show-managed-fields']);
-    const managers = d.metadata.managedFields.map((f: { manager: string; operation: string }) => `${f.manager}/${f.operation}`);
+    const managers = d.metadata.managedFields.map(
+      (f: { manager: string; operation: string }) => `${f.manager}/${f.operation}`,
+    );
     expect(managers).toContain('scale-agent/Apply');
     expect(d.metadata.annotations).toMatchObject({
       'moniker.spinnaker.io/application': 'shop',
@@ -41,11 +54,16 @@ describe('deployManifest against the real API server', () => {
       'artifact.spinnaker.io/name': 'web',
       'artifact.spinnaker.io/location': ns,
     });
-    expect(d.metadata.labels).toMatchObject({ 'app.kubernetes.io/name': 'shop', 'app.kubernetes.io/managed-by': 'spinnaker' });
+    expect(d.metadata.labels).toMatchObject({
+      'app.kubernetes.io/name': 'shop',
+      'app.kubernetes.io/managed-by': 'spinnaker',
+    });
     expect(d.spec.template.metadata.annotations['moniker.spinnaker.io/application']).toBe('shop');
     // The controller writes status right after the apply; the reported version is the one the apply produced.
     expect(r.resourceVersions[`apps/v1/Deployment/${ns}/web`]).toBe(result.manifests[2].metadata.resourceVersion);
-    expect(Number(d.metadata.resourceVersion)).toBeGreaterThanOrEqual(Number(result.manifests[2].metadata.resourceVersion));
+    expect(Number(d.metadata.resourceVersion)).toBeGreaterThanOrEqual(
+      Number(result.manifests[2].metadata.resourceVersion),
+    );
     const cm = await getJson(['configmap', 'web-cfg-v000', '-n', ns]);
     expect(cm.metadata.labels['moniker.spinnaker.io/sequence']).toBe('0');
     expect(r.resourceVersions[`v1/ConfigMap/${ns}/web-cfg-v000`]).toBe(cm.metadata.resourceVersion);
@@ -53,7 +71,12 @@ describe('deployManifest against the real API server', () => {
 
   it('versions ConfigMaps and ReplicaSets (-v000, -v001), reuses an identical version and binds the new name', async () => {
     const ns = await createNamespace('ops-version');
-    const cm = (value: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings' }, data: { value } });
+    const cm = (value: string) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'settings' },
+      data: { value },
+    });
     const rs = (image: string) => ({
       apiVersion: 'apps/v1',
       kind: 'ReplicaSet',
@@ -88,7 +111,10 @@ describe('deployManifest against the real API server', () => {
     expect(again.manifestNamesByNamespace[ns]).toEqual(['configMap settings-v000', 'replicaSet api-v000']);
     const second = expectOk(await deploy('b', 'ghcr.io/acme/api:1.1.0')).result as Record<string, any>;
     expect(second.manifestNamesByNamespace[ns]).toEqual(['configMap settings-v001', 'replicaSet api-v001']);
-    expect(second.boundArtifacts.map((a: { reference: string }) => a.reference).sort()).toEqual(['ghcr.io/acme/api:1.1.0', 'settings-v001']);
+    expect(second.boundArtifacts.map((a: { reference: string }) => a.reference).sort()).toEqual([
+      'ghcr.io/acme/api:1.1.0',
+      'settings-v001',
+    ]);
 
     const live = await getJson(['replicaset', 'api-v001', '-n', ns]);
     expect(live.spec.template.spec.containers[0].image).toBe('ghcr.io/acme/api:1.1.0');
@@ -131,7 +157,12 @@ describe('deployManifest against the real API server', () => {
               apiVersion: 'v1',
               kind: 'List',
               items: [
-                { apiVersion: 'stable.example.com/v1', kind: 'CronTab', metadata: { name: 'nightly', namespace: ns }, spec: { cronSpec: '0 3 * * *' } },
+                {
+                  apiVersion: 'stable.example.com/v1',
+                  kind: 'CronTab',
+                  metadata: { name: 'nightly', namespace: ns },
+                  spec: { cronSpec: '0 3 * * *' },
+                },
               ].map((x) => ({ ...x, apiVersion: `${group}/v1` })),
             },
             {
@@ -177,14 +208,33 @@ describe('deployManifest against the real API server', () => {
     const cm = (data: Record<string, string>) => ({
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: { name: 'plain', annotations: { 'scale-agent.io/apply-mode': 'client-side', 'strategy.spinnaker.io/versioned': 'false' } },
+      metadata: {
+        name: 'plain',
+        annotations: { 'scale-agent.io/apply-mode': 'client-side', 'strategy.spinnaker.io/versioned': 'false' },
+      },
       data,
     });
-    expectOk(await runOne(kc, 'deployManifest', { account: ACCOUNT, moniker: { app: 'csa' }, namespaceOverride: ns, manifests: [cm({ a: '1', b: '2' })] }));
-    expectOk(await runOne(kc, 'deployManifest', { account: ACCOUNT, moniker: { app: 'csa' }, namespaceOverride: ns, manifests: [cm({ a: '3' })] }));
+    expectOk(
+      await runOne(kc, 'deployManifest', {
+        account: ACCOUNT,
+        moniker: { app: 'csa' },
+        namespaceOverride: ns,
+        manifests: [cm({ a: '1', b: '2' })],
+      }),
+    );
+    expectOk(
+      await runOne(kc, 'deployManifest', {
+        account: ACCOUNT,
+        moniker: { app: 'csa' },
+        namespaceOverride: ns,
+        manifests: [cm({ a: '3' })],
+      }),
+    );
     const live = await getJson(['configmap', 'plain', '-n', ns, '--show-managed-fields']);
     expect(live.data).toEqual({ a: '3' });
-    expect(JSON.parse(live.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']).data).toEqual({ a: '3' });
+    expect(JSON.parse(live.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']).data).toEqual({
+      a: '3',
+    });
     expect(live.metadata.managedFields.map((f: { operation: string }) => f.operation)).not.toContain('Apply');
   });
 
@@ -194,7 +244,14 @@ describe('deployManifest against the real API server', () => {
       apiVersion: 'batch/v1',
       kind: 'Job',
       metadata: { generateName: 'pi-' },
-      spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'pi', image: 'perl', command: ['perl', '-e', 'print 1'] }] } } },
+      spec: {
+        template: {
+          spec: {
+            restartPolicy: 'Never',
+            containers: [{ name: 'pi', image: 'perl', command: ['perl', '-e', 'print 1'] }],
+          },
+        },
+      },
     };
     const body = {
       credentials: ACCOUNT,
@@ -212,7 +269,12 @@ describe('deployManifest against the real API server', () => {
     const [name2] = second.deployedNamesByLocation[ns];
     expect(name1).toMatch(/^job pi-/);
     expect(name2).not.toBe(name1);
-    expect(first.jobStatus).toMatchObject({ jobState: 'Running', account: ACCOUNT, location: ns, provider: 'kubernetes' });
+    expect(first.jobStatus).toMatchObject({
+      jobState: 'Running',
+      account: ACCOUNT,
+      location: ns,
+      provider: 'kubernetes',
+    });
     const live = await getJson(['job', name1.slice(4), '-n', ns]);
     expect(live.metadata.annotations['moniker.spinnaker.io/application']).toBe('calc');
     // No kubelet here: the job controller creates a pod that never runs; the Job stays active, never succeeded.

@@ -6,15 +6,24 @@ import { formatIssues, parseOperations } from '../../../src/shared/ops/index.js'
 import { kubectl } from '../../infra/index.js';
 
 /** Parses a Clouddriver body exactly as the REST API will, then runs each operation with the executor. */
-export async function runOps(kc: KubeConfig, body: unknown, opts: { waitTimeoutMs?: number } = {}): Promise<ExecutionResult[]> {
+export async function runOps(
+  kc: KubeConfig,
+  body: unknown,
+  opts: { waitTimeoutMs?: number } = {},
+): Promise<ExecutionResult[]> {
   const parsed = parseOperations(body, { endpoint: 'kubernetes' });
   if (!parsed.ok) throw new Error(`invalid body: ${formatIssues(parsed.errors).join('; ')}`);
   const out: ExecutionResult[] = [];
-  for (const op of parsed.operations) out.push(await executeOperation(kc, op, { waitTimeoutMs: opts.waitTimeoutMs ?? 60_000 }));
+  for (const op of parsed.operations)
+    out.push(await executeOperation(kc, op, { waitTimeoutMs: opts.waitTimeoutMs ?? 60_000 }));
   return out;
 }
 
-export async function runOne(kc: KubeConfig, name: string, description: Record<string, unknown>): Promise<ExecutionResult> {
+export async function runOne(
+  kc: KubeConfig,
+  name: string,
+  description: Record<string, unknown>,
+): Promise<ExecutionResult> {
   const [r] = await runOps(kc, [{ [name]: description }]);
   return r as ExecutionResult;
 }

@@ -9,12 +9,20 @@ const ACCOUNT = 'k8s-local';
 type Obj = Record<string, any>;
 
 async function deploy(kc: KubeConfig, ns: string, manifests: object[], extra: Obj = {}) {
-  return runOne(kc, 'deployManifest', { account: ACCOUNT, moniker: { app: 'shop' }, namespaceOverride: ns, manifests, ...extra });
+  return runOne(kc, 'deployManifest', {
+    account: ACCOUNT,
+    moniker: { app: 'shop' },
+    namespaceOverride: ns,
+    manifests,
+    ...extra,
+  });
 }
 
 async function revisions(ns: string, app: string): Promise<Map<string, Obj>> {
   const list = await getJson<{ items: Obj[] }>(['replicasets', '-n', ns, '-l', `app=${app}`]);
-  return new Map(list.items.map((rs) => [rs.metadata.annotations?.['deployment.kubernetes.io/revision'] as string, rs]));
+  return new Map(
+    list.items.map((rs) => [rs.metadata.annotations?.['deployment.kubernetes.io/revision'] as string, rs]),
+  );
 }
 
 describe('workload operations against the real API server', () => {
@@ -23,12 +31,28 @@ describe('workload operations against the real API server', () => {
   it('scales a Deployment through the scale subresource', async () => {
     const ns = await createNamespace('ops-scale');
     expectOk(await deploy(kc, ns, [deployment('web')]));
-    const r = expectOk(await runOne(kc, 'scaleManifest', { account: ACCOUNT, location: ns, manifestName: 'deployment web', replicas: '4', cloudProvider: 'kubernetes', app: 'shop' }));
+    const r = expectOk(
+      await runOne(kc, 'scaleManifest', {
+        account: ACCOUNT,
+        location: ns,
+        manifestName: 'deployment web',
+        replicas: '4',
+        cloudProvider: 'kubernetes',
+        app: 'shop',
+      }),
+    );
     expect(r.result).toBeNull();
     const d = await getJson(['deployment', 'web', '-n', ns]);
     expect(d.spec.replicas).toBe(4);
-    expect(Number(d.metadata.resourceVersion)).toBeGreaterThanOrEqual(Number(r.resourceVersions[`apps/v1/Deployment/${ns}/web`]));
-    const denied = await runOne(kc, 'scaleManifest', { account: ACCOUNT, location: ns, manifestName: 'service web', replicas: 1 });
+    expect(Number(d.metadata.resourceVersion)).toBeGreaterThanOrEqual(
+      Number(r.resourceVersions[`apps/v1/Deployment/${ns}/web`]),
+    );
+    const denied = await runOne(kc, 'scaleManifest', {
+      account: ACCOUNT,
+      location: ns,
+      manifestName: 'service web',
+      replicas: 1,
+    });
     expect(denied.ok).toBe(false);
     expect(denied.error).toContain('does not support scale');
   });
@@ -36,17 +60,38 @@ describe('workload operations against the real API server', () => {
   it('undoes a rollout to a given revision', async () => {
     const ns = await createNamespace('ops-undo');
     expectOk(await deploy(kc, ns, [deployment('web', { app: 'web' }, 'nginx:1.25')]));
-    await eventually(() => revisions(ns, 'web'), (m) => m.has('1'));
+    await eventually(
+      () => revisions(ns, 'web'),
+      (m) => m.has('1'),
+    );
     expectOk(await deploy(kc, ns, [deployment('web', { app: 'web' }, 'nginx:1.26')]));
-    await eventually(() => revisions(ns, 'web'), (m) => m.has('2'));
-    const r = expectOk(await runOne(kc, 'undoRolloutManifest', { account: ACCOUNT, location: ns, manifestName: 'deployment web', revision: 1 }));
+    await eventually(
+      () => revisions(ns, 'web'),
+      (m) => m.has('2'),
+    );
+    const r = expectOk(
+      await runOne(kc, 'undoRolloutManifest', {
+        account: ACCOUNT,
+        location: ns,
+        manifestName: 'deployment web',
+        revision: 1,
+      }),
+    );
     expect(r.result).toBeNull();
     const d = await getJson(['deployment', 'web', '-n', ns]);
     expect(d.spec.template.spec.containers[0].image).toBe('nginx:1.25');
     // The controller re-adopts the old ReplicaSet as the newest revision.
-    const after = await eventually(() => revisions(ns, 'web'), (m) => m.get('3')?.spec.template.spec.containers[0].image === 'nginx:1.25');
+    const after = await eventually(
+      () => revisions(ns, 'web'),
+      (m) => m.get('3')?.spec.template.spec.containers[0].image === 'nginx:1.25',
+    );
     expect(after.get('3')?.spec.template.spec.containers[0].image).toBe('nginx:1.25');
-    const missing = await runOne(kc, 'undoRolloutManifest', { account: ACCOUNT, location: ns, manifestName: 'deployment web', revision: 42 });
+    const missing = await runOne(kc, 'undoRolloutManifest', {
+      account: ACCOUNT,
+      location: ns,
+      manifestName: 'deployment web',
+      revision: 42,
+    });
     expect(missing.ok).toBe(false);
     expect(missing.error).toContain('revision 42');
   });
@@ -54,26 +99,45 @@ describe('workload operations against the real API server', () => {
   it('pauses and resumes a rollout (spec.paused) and restarts it (restartedAt on the pod template)', async () => {
     const ns = await createNamespace('ops-rollout');
     expectOk(await deploy(kc, ns, [deployment('web')]));
-    expectOk(await runOne(kc, 'pauseRolloutManifest', { account: ACCOUNT, location: ns, manifestName: 'deployment web' }));
+    expectOk(
+      await runOne(kc, 'pauseRolloutManifest', { account: ACCOUNT, location: ns, manifestName: 'deployment web' }),
+    );
     expect((await getJson(['deployment', 'web', '-n', ns])).spec.paused).toBe(true);
     expectOk(await runOne(kc, 'resumeRolloutManifest', { account: ACCOUNT, location: ns, manifestName: 'deploy web' }));
     expect((await getJson(['deployment', 'web', '-n', ns])).spec.paused ?? false).toBe(false);
-    await eventually(() => revisions(ns, 'web'), (m) => m.has('1'));
-    expectOk(await runOne(kc, 'rollingRestartManifest', { account: ACCOUNT, location: ns, manifestName: 'deployment web' }));
+    await eventually(
+      () => revisions(ns, 'web'),
+      (m) => m.has('1'),
+    );
+    expectOk(
+      await runOne(kc, 'rollingRestartManifest', { account: ACCOUNT, location: ns, manifestName: 'deployment web' }),
+    );
     const d = await getJson(['deployment', 'web', '-n', ns]);
     expect(Date.parse(d.spec.template.metadata.annotations['kubectl.kubernetes.io/restartedAt'])).toBeGreaterThan(0);
-    const after = await eventually(() => revisions(ns, 'web'), (m) => m.has('2'));
+    const after = await eventually(
+      () => revisions(ns, 'web'),
+      (m) => m.has('2'),
+    );
     expect(after.size).toBe(2);
   });
 
   it('enables and disables a ReplicaSet behind a Service: template labels and pods follow', async () => {
     const ns = await createNamespace('ops-traffic');
-    const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { frontedBy: 'web' }, ports: [{ port: 80 }] } };
+    const service = {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web' },
+      spec: { selector: { frontedBy: 'web' }, ports: [{ port: 80 }] },
+    };
     const rs = {
       apiVersion: 'apps/v1',
       kind: 'ReplicaSet',
       metadata: { name: 'web' },
-      spec: { replicas: 2, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } } },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: 'web' } },
+        template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } },
+      },
     };
     const r = expectOk(await deploy(kc, ns, [service, rs], { services: ['service web'], enableTraffic: true }));
     expect((r.result as Obj).manifestNamesByNamespace[ns]).toEqual(['service web', 'replicaSet web-v000']);
@@ -83,12 +147,26 @@ describe('workload operations against the real API server', () => {
     const pods = () => getJson<{ items: Obj[] }>(['pods', '-n', ns, '-l', 'app=web']);
     await eventually(pods, (l) => l.items.length === 2);
 
-    expectOk(await runOne(kc, 'disableManifest', { account: ACCOUNT, location: ns, manifestName: 'replicaSet web-v000', cloudProvider: 'kubernetes' }));
+    expectOk(
+      await runOne(kc, 'disableManifest', {
+        account: ACCOUNT,
+        location: ns,
+        manifestName: 'replicaSet web-v000',
+        cloudProvider: 'kubernetes',
+      }),
+    );
     live = await getJson(['replicaset', 'web-v000', '-n', ns]);
     expect(live.spec.template.metadata.labels.frontedBy).toBeUndefined();
     expect((await pods()).items.map((p) => p.metadata.labels.frontedBy)).toEqual([undefined, undefined]);
 
-    expectOk(await runOne(kc, 'enableManifest', { account: ACCOUNT, location: ns, manifestName: 'replicaSet web-v000', loadBalancers: ['service web'] }));
+    expectOk(
+      await runOne(kc, 'enableManifest', {
+        account: ACCOUNT,
+        location: ns,
+        manifestName: 'replicaSet web-v000',
+        loadBalancers: ['service web'],
+      }),
+    );
     live = await getJson(['replicaset', 'web-v000', '-n', ns]);
     expect(live.spec.template.metadata.labels.frontedBy).toBe('web');
     expect((await pods()).items.map((p) => p.metadata.labels.frontedBy)).toEqual(['web', 'web']);
@@ -111,21 +189,36 @@ describe('workload operations against the real API server', () => {
     expect(deployed.error).toContain(`cannot patch deployments.apps "web" in namespace "${ns}"`);
     expect(deployed.result).toMatchObject({ type: 'EXCEPTION', operation: 'KubernetesDeployManifestOperation' });
 
-    const scaled = await runOne(ro, 'scaleManifest', { account: ACCOUNT, location: ns, manifestName: 'deployment web', replicas: 3 });
+    const scaled = await runOne(ro, 'scaleManifest', {
+      account: ACCOUNT,
+      location: ns,
+      manifestName: 'deployment web',
+      replicas: 3,
+    });
     expect(scaled.errorCode).toBe('SA_ERR_FORBIDDEN');
     expect(scaled.error).toContain('cannot patch deployments.apps/scale "web"');
 
-    const deleted = await runOne(ro, 'deleteManifest', { account: ACCOUNT, location: ns, manifestName: 'deployment web' });
+    const deleted = await runOne(ro, 'deleteManifest', {
+      account: ACCOUNT,
+      location: ns,
+      manifestName: 'deployment web',
+    });
     expect(deleted.error).toContain('cannot delete deployments.apps "web"');
     // Nothing changed.
     const d = await getJson(['deployment', 'web', '-n', ns]);
     expect(d.spec.replicas).toBe(1);
     // Live reads are allowed.
     const read = expectOk(
-      await executeOperation(ro, { type: 'liveGet', account: ACCOUNT, payload: { target: { location: ns, kind: 'deployment', name: 'web' } } }),
+      await executeOperation(ro, {
+        type: 'liveGet',
+        account: ACCOUNT,
+        payload: { target: { location: ns, kind: 'deployment', name: 'web' } },
+      }),
     );
     expect((read.result as Obj).manifest.metadata.name).toBe('web');
-    const list = expectOk(await executeOperation(ro, { type: 'liveList', account: ACCOUNT, payload: { location: ns, kind: 'deploy' } }));
+    const list = expectOk(
+      await executeOperation(ro, { type: 'liveList', account: ACCOUNT, payload: { location: ns, kind: 'deploy' } }),
+    );
     expect((list.result as Obj).items.map((i: Obj) => `${i.kind}/${i.metadata.name}`)).toEqual(['Deployment/web']);
   });
 });
@@ -134,7 +227,16 @@ describe('the stream integration point', () => {
   it('executeWireOperation runs a ServerMessage.operation and answers an OperationResult', async () => {
     const ns = await createNamespace('ops-wire');
     const parsed = parseOperations(
-      [{ deployManifest: { account: ACCOUNT, moniker: { app: 'wire' }, namespaceOverride: ns, manifests: [deployment('web')] } }],
+      [
+        {
+          deployManifest: {
+            account: ACCOUNT,
+            moniker: { app: 'wire' },
+            namespaceOverride: ns,
+            manifests: [deployment('web')],
+          },
+        },
+      ],
       { endpoint: 'kubernetes' },
     );
     if (!parsed.ok) throw new Error('parse failed');

@@ -29,7 +29,11 @@ describe('parseOperations: Orca-shaped bodies', () => {
     expect(op?.type).toBe('deployManifest');
     if (op?.type !== 'deployManifest') return;
     expect(op.account).toBe('k8s-prod');
-    expect(op.payload.manifests.map((m) => `${m.kind}/${m.metadata.name}`)).toEqual(['ConfigMap/web-cfg', 'Deployment/web', 'Service/web']);
+    expect(op.payload.manifests.map((m) => `${m.kind}/${m.metadata.name}`)).toEqual([
+      'ConfigMap/web-cfg',
+      'Deployment/web',
+      'Service/web',
+    ]);
     expect(op.payload).toMatchObject({
       moniker: { app: 'shop' },
       namespaceOverride: 'shop',
@@ -88,11 +92,26 @@ describe('parseOperations: Orca-shaped bodies', () => {
     ]);
     expect(ops[0]?.payload).toEqual({ target: { location: 'shop', kind: 'deployment', name: 'web' }, replicas: 5 });
     expect(ops[1]?.payload).toMatchObject({ strategy: 'strategic', record: true, patchBody: { spec: {} } });
-    expect(ops[2]?.payload).toMatchObject({ strategy: 'json', patchBody: [{ op: 'replace', path: '/spec/replicas', value: 3 }] });
-    expect(ops[3]?.payload).toEqual({ target: { location: 'shop', kind: 'deployment', name: 'web' }, numRevisionsBack: 1 });
-    expect(ops[8]?.payload).toEqual({ target: { location: 'shop', kind: 'rs', name: 'web-v003' }, loadBalancers: ['service web'] });
-    expect(ops[9]).toMatchObject({ account: 'k8s-prod', payload: { application: 'calc', namespace: 'jobs', manifest: { kind: 'Job' } } });
-    expect(ops[10]?.payload).toEqual({ target: { location: 'shop', kind: 'replicaSet', name: 'web-v003' }, replicas: 4 });
+    expect(ops[2]?.payload).toMatchObject({
+      strategy: 'json',
+      patchBody: [{ op: 'replace', path: '/spec/replicas', value: 3 }],
+    });
+    expect(ops[3]?.payload).toEqual({
+      target: { location: 'shop', kind: 'deployment', name: 'web' },
+      numRevisionsBack: 1,
+    });
+    expect(ops[8]?.payload).toEqual({
+      target: { location: 'shop', kind: 'rs', name: 'web-v003' },
+      loadBalancers: ['service web'],
+    });
+    expect(ops[9]).toMatchObject({
+      account: 'k8s-prod',
+      payload: { application: 'calc', namespace: 'jobs', manifest: { kind: 'Job' } },
+    });
+    expect(ops[10]?.payload).toEqual({
+      target: { location: 'shop', kind: 'replicaSet', name: 'web-v003' },
+      replicas: 4,
+    });
   });
 
   it('maps the delete options as Clouddriver does: cascading true/false, orphanDependents first, bad grace periods ignored', () => {
@@ -124,7 +143,10 @@ describe('parseOperations: Orca-shaped bodies', () => {
   });
 
   it('parses the single-operation route body', () => {
-    const r = parseOperations({ account: 'a', location: 'ns', manifestName: 'deployment web' }, { endpoint: 'kubernetes', operationName: 'pauseRolloutManifest' });
+    const r = parseOperations(
+      { account: 'a', location: 'ns', manifestName: 'deployment web' },
+      { endpoint: 'kubernetes', operationName: 'pauseRolloutManifest' },
+    );
     expect(r.ok).toBe(true);
   });
 });
@@ -133,7 +155,9 @@ describe('parseOperations: errors name the operation index and field', () => {
   it('rejects a body that is not a list of single-key objects', () => {
     expect(errors({ deployManifest: {} })[0]).toContain('JSON array');
     expect(errors([])[0]).toContain('no operations');
-    expect(errors([{ a: {}, b: {} }])[0]).toBe('operation[0]: invalid (each entry must be an object with exactly one key, the operation name)');
+    expect(errors([{ a: {}, b: {} }])[0]).toBe(
+      'operation[0]: invalid (each entry must be an object with exactly one key, the operation name)',
+    );
   });
 
   it('reports a missing account, an unknown operation and malformed manifests with their paths', () => {
@@ -166,30 +190,74 @@ describe('parseOperations: errors name the operation index and field', () => {
 
   it('requires a moniker, a parseable manifestName, a valid namespaceOverride, replicas and a valid patch', () => {
     const body = [
-      { deployManifest: { account: 'a', manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } }] } },
-      { deployManifest: { account: 'a', moniker: { app: 'x' }, namespaceOverride: 'Not_A_Namespace', manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } }] } },
+      {
+        deployManifest: { account: 'a', manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } }] },
+      },
+      {
+        deployManifest: {
+          account: 'a',
+          moniker: { app: 'x' },
+          namespaceOverride: 'Not_A_Namespace',
+          manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } }],
+        },
+      },
       { scaleManifest: { account: 'a', location: 'ns', manifestName: 'web' } },
-      { patchManifest: { account: 'a', location: 'ns', manifestName: 'deployment web', options: { mergeStrategy: 'json' }, patchBody: [{ op: 'move', path: '/a' }] } },
-      { runJob: { account: 'a', application: 'x', manifest: { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd' } } } },
+      {
+        patchManifest: {
+          account: 'a',
+          location: 'ns',
+          manifestName: 'deployment web',
+          options: { mergeStrategy: 'json' },
+          patchBody: [{ op: 'move', path: '/a' }],
+        },
+      },
+      {
+        runJob: {
+          account: 'a',
+          application: 'x',
+          manifest: { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd' } },
+        },
+      },
     ];
     const out = errors(body);
-    expect(out).toContain('deployManifest[0].moniker: empty (every resource deployed via Spinnaker must be assigned a moniker ({"app": ...}))');
-    expect(out).toContain('deployManifest[1].namespaceOverride: invalid ("Not_A_Namespace" is not a valid namespace name)');
-    expect(out).toContain('scaleManifest[2].manifestName: invalid ("web" is not a full resource name like "deployment web")');
+    expect(out).toContain(
+      'deployManifest[0].moniker: empty (every resource deployed via Spinnaker must be assigned a moniker ({"app": ...}))',
+    );
+    expect(out).toContain(
+      'deployManifest[1].namespaceOverride: invalid ("Not_A_Namespace" is not a valid namespace name)',
+    );
+    expect(out).toContain(
+      'scaleManifest[2].manifestName: invalid ("web" is not a full resource name like "deployment web")',
+    );
     expect(out).toContain('scaleManifest[2].replicas: empty (replicas must be an integer ≥ 0)');
-    expect(out).toContain('patchManifest[3].patchBody[0].op: invalid (json patch operations are add, replace or remove)');
+    expect(out).toContain(
+      'patchManifest[3].patchBody[0].op: invalid (json patch operations are add, replace or remove)',
+    );
     expect(out).toContain('runJob[4].manifest.kind: unsupported (only kind Job can be run, got Deployment)');
   });
 });
 
 describe('validateAccounts', () => {
   const ops = ok([
-    { deployManifest: { account: 'prod', moniker: { app: 'x' }, namespaceOverride: 'payments', manifests: [
-      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' } },
-      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'b' } },
-      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'payments' } },
-    ] } },
-    { deployManifest: { account: 'prod', moniker: { app: 'x' }, manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', namespace: 'kube-system' } }] } },
+    {
+      deployManifest: {
+        account: 'prod',
+        moniker: { app: 'x' },
+        namespaceOverride: 'payments',
+        manifests: [
+          { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' } },
+          { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'b' } },
+          { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'payments' } },
+        ],
+      },
+    },
+    {
+      deployManifest: {
+        account: 'prod',
+        moniker: { app: 'x' },
+        manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', namespace: 'kube-system' } }],
+      },
+    },
     { scaleManifest: { account: 'ghost', location: 'shop', manifestName: 'deployment web', replicas: 1 } },
     { deleteManifest: { account: 'prod', location: 'shop', manifestName: 'deployment web' } },
   ]);
