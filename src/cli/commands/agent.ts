@@ -1,5 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import { Agent } from '../../agent/index.js';
+import type { Agent } from '../../agent/index.js';
 import { exitCodeOf, formatDetail, isScaleAgentError } from '../../shared/errors.js';
 
 export default class AgentCommand extends Command {
@@ -23,9 +23,11 @@ export default class AgentCommand extends Command {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(AgentCommand);
+    // Imported on use: oclif loads every command module to list them, and the agent is not needed for that.
+    const { Agent: AgentRuntime } = await import('../../agent/index.js');
     let agent: Agent;
     try {
-      agent = await Agent.start({ configFile: flags.config });
+      agent = await AgentRuntime.start({ configFile: flags.config });
     } catch (e) {
       if (isScaleAgentError(e)) {
         for (const d of e.details) this.logToStderr(formatDetail(d));
