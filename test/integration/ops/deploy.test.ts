@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { adminKubeConfig, createNamespace, kubectl } from '../../infra/index.js';
-import { deployment, eventually, exists, expectOk, getJson, runOne, stageContext } from './helpers.js';
+import { deployment, eventually, exists, expectOk, getJson, runOne, stageContext, type Obj } from './helpers.js';
 
 const ACCOUNT = 'k8s-local';
 
@@ -31,7 +31,7 @@ describe('deployManifest against the real API server', () => {
         }),
       ),
     );
-    const result = r.result as Record<string, any>;
+    const result = r.result as Obj;
     // Deploy priority: configMap (50) → service (70) → deployment (100); ConfigMaps are versioned.
     expect(result.manifestNamesByNamespace).toEqual({
       [ns]: ['configMap web-cfg-v000', 'service web', 'deployment web'],
@@ -105,11 +105,11 @@ describe('deployManifest against the real API server', () => {
           optionalArtifacts: [],
         }),
       );
-    const first = expectOk(await deploy('a', 'ghcr.io/acme/api:1.0.0')).result as Record<string, any>;
+    const first = expectOk(await deploy('a', 'ghcr.io/acme/api:1.0.0')).result as Obj;
     expect(first.manifestNamesByNamespace[ns]).toEqual(['configMap settings-v000', 'replicaSet api-v000']);
-    const again = expectOk(await deploy('a', 'ghcr.io/acme/api:1.0.0')).result as Record<string, any>;
+    const again = expectOk(await deploy('a', 'ghcr.io/acme/api:1.0.0')).result as Obj;
     expect(again.manifestNamesByNamespace[ns]).toEqual(['configMap settings-v000', 'replicaSet api-v000']);
-    const second = expectOk(await deploy('b', 'ghcr.io/acme/api:1.1.0')).result as Record<string, any>;
+    const second = expectOk(await deploy('b', 'ghcr.io/acme/api:1.1.0')).result as Obj;
     expect(second.manifestNamesByNamespace[ns]).toEqual(['configMap settings-v001', 'replicaSet api-v001']);
     expect(second.boundArtifacts.map((a: { reference: string }) => a.reference).sort()).toEqual([
       'ghcr.io/acme/api:1.1.0',
@@ -192,7 +192,7 @@ describe('deployManifest against the real API server', () => {
         }),
       ),
     );
-    const result = r.result as Record<string, any>;
+    const result = r.result as Obj;
     expect(result.manifestNamesByNamespace).toEqual({
       '': [`customResourceDefinition crontabs.${group}`],
       [ns]: [`CronTab.${group} nightly`],
@@ -263,8 +263,8 @@ describe('deployManifest against the real API server', () => {
       consumeArtifactSource: 'none',
       manifest: job,
     };
-    const first = expectOk(await runOne(kc, 'runJob', body)).result as Record<string, any>;
-    const second = expectOk(await runOne(kc, 'runJob', body)).result as Record<string, any>;
+    const first = expectOk(await runOne(kc, 'runJob', body)).result as Obj;
+    const second = expectOk(await runOne(kc, 'runJob', body)).result as Obj;
     const [name1] = first.deployedNamesByLocation[ns];
     const [name2] = second.deployedNamesByLocation[ns];
     expect(name1).toMatch(/^job pi-/);

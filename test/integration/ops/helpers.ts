@@ -34,7 +34,11 @@ export function expectOk(r: ExecutionResult): ExecutionResult {
   return r;
 }
 
-export async function getJson<T = Record<string, any>>(args: string[]): Promise<T> {
+/** Parsed kubectl JSON: tests walk it freely and let the assertions say what must be there. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Obj = Record<string, any>;
+
+export async function getJson<T = Obj>(args: string[]): Promise<T> {
   const { stdout } = await kubectl(['get', ...args, '-o', 'json']);
   return JSON.parse(stdout) as T;
 }

@@ -3,10 +3,9 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { executeOperation, executeWireOperation } from '../../../src/agent/ops/index.js';
 import { parseOperations } from '../../../src/shared/ops/index.js';
 import { adminKubeConfig, createNamespace, createServiceAccount } from '../../infra/index.js';
-import { deployment, eventually, expectOk, getJson, runOne } from './helpers.js';
+import { deployment, eventually, expectOk, getJson, runOne, type Obj } from './helpers.js';
 
 const ACCOUNT = 'k8s-local';
-type Obj = Record<string, any>;
 
 async function deploy(kc: KubeConfig, ns: string, manifests: object[], extra: Obj = {}) {
   return runOne(kc, 'deployManifest', {

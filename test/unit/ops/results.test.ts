@@ -207,7 +207,7 @@ describe('artifact binding', () => {
     const { manifest, bound } = bindArtifacts(d, artifacts);
     const spec = (manifest.spec as { template: { spec: typeof pod } }).template.spec;
     expect(spec.containers[0]?.image).toBe('ghcr.io/acme/web:1.4.2');
-    expect(spec.containers[0]?.envFrom[0]?.configMapRef.name).toBe('web-cfg-v003');
+    expect(spec.containers[0]?.envFrom?.[0]?.configMapRef.name).toBe('web-cfg-v003');
     expect(spec.containers[1]?.image).toBe('localhost:5000/side:2');
     expect(spec.volumes[0]?.secret.secretName).toBe('creds');
     expect(bound.map((a) => a.reference)).toEqual(['ghcr.io/acme/web:1.4.2', 'localhost:5000/side:2', 'web-cfg-v003']);
