@@ -87,7 +87,7 @@ async function measureLatency(
     const t0 = performance.now();
     if (i < 10) await core.createNamespacedConfigMap({ namespace, body });
     else await core.replaceNamespacedConfigMap({ name, namespace, body });
-    let tCache = 0;
+    let tCache: number;
     for (;;) {
       const res = await fetch(`${server.httpBase}/manifests/${account}/${namespace}/configMap%20${name}`);
       if (res.ok) {
