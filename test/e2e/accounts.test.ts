@@ -43,11 +43,13 @@ describe('accounts end to end', () => {
   const cached = async (account: string): Promise<string[]> => {
     const r = await server.get<CacheEntry[]>(`/admin/cache/${account}`);
     if (r.status !== 200) return [];
-    return r.body
-      // kube-root-ca.crt is the controller-manager's, in every namespace; the rest is ours.
-      .filter((e) => [ns1, ns2, ns3].includes(e.namespace) && e.name !== 'kube-root-ca.crt')
-      .map((e) => `${e.kind} ${e.namespace === ns1 ? 'ns1' : e.namespace === ns2 ? 'ns2' : 'ns3'}/${e.name}`)
-      .sort();
+    return (
+      r.body
+        // kube-root-ca.crt is the controller-manager's, in every namespace; the rest is ours.
+        .filter((e) => [ns1, ns2, ns3].includes(e.namespace) && e.name !== 'kube-root-ca.crt')
+        .map((e) => `${e.kind} ${e.namespace === ns1 ? 'ns1' : e.namespace === ns2 ? 'ns2' : 'ns3'}/${e.name}`)
+        .sort()
+    );
   };
 
   it('kinds, omitKinds, namespaces and omitNamespaces filter exactly; missing RBAC rights skip only that kind', async () => {
