@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { parsePluginServerConfig, resolveMysqlUrl } from '../../../src/plugin-server/config.js';
+import { ScaleAgentError } from '../../../src/shared/errors.js';
+
+function error(yaml: string): ScaleAgentError {
+  try {
+    parsePluginServerConfig(yaml, 'ps.yaml');
+  } catch (e) {
+    return e as ScaleAgentError;
+  }
+  throw new Error('expected a configuration error');
+}
+
+describe('plugin-server config', () => {
+  it('fills documented defaults: memory store, 9091/7002, 600 s grace period', () => {
+    const c = parsePluginServerConfig('{}');
+    expect(c).toMatchObject({
+      grpc: { host: '0.0.0.0', port: 9091 },
+      http: { host: '0.0.0.0', port: 7002 },
+      storage: { type: 'memory' },
+      accounts: { gracePeriodSeconds: 600 },
+      limits: { maxMessageBytes: 16 * 1024 * 1024, maxUnackedBytes: 8 * 1024 * 1024 },
+    });
+    expect(c.grpc.tls).toBeUndefined();
+  });
+
+  it('takes the MySQL URL from exactly one of url, urlFile, env', () => {
+    const c = parsePluginServerConfig('storage: {type: mysql, env: DB_URL}');
+    expect(c.storage).toEqual({ type: 'mysql', env: 'DB_URL', connectionLimit: 8 });
+    process.env.DB_URL = 'mysql://u@h:3306/d';
+    expect(resolveMysqlUrl(c.storage as Extract<typeof c.storage, { type: 'mysql' }>)).toBe('mysql://u@h:3306/d');
+    expect(error('storage: {type: mysql}').details[0]).toMatchObject({ path: '/storage', line: 1 });
+    expect(error('storage: {type: mysql, url: "mysql://a@b/c", env: X}').details[0]!.message).toMatch(/exactly one/);
+  });
+
+  it('names file, line and JSON path of schema errors', () => {
+    const e = error('grpc:\n  port: 70000\nhttp:\n  bogus: 1\n');
+    expect(e.code).toBe('SA_ERR_INVALID_INPUT');
+    expect(e.details).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ file: 'ps.yaml', line: 2, path: '/grpc/port' }),
+        expect.objectContaining({ file: 'ps.yaml', line: 4, path: '/http/bogus', message: "unknown property 'bogus'" }),
+      ]),
+    );
+  });
+
+  it('requires a client CA when client certificates are required', () => {
+    expect(error('grpc: {tls: {certFile: c.pem, keyFile: k.pem}}').details[0]!.message).toMatch(/clientCaFile/);
+    const c = parsePluginServerConfig('grpc: {tls: {certFile: c.pem, keyFile: k.pem, requireClientCert: false}}');
+    expect(c.grpc.tls).toMatchObject({ requireClientCert: false });
+  });
+});
