@@ -3,6 +3,7 @@ import { knownNamespaced, parseFullResourceName } from './kinds.js';
 import type {
   ApplyMode,
   Artifact,
+  CleanupArtifactsPayload,
   DeletePayload,
   DeployPayload,
   EnableDisablePayload,
@@ -59,6 +60,7 @@ const OPERATION_ALIASES: Record<string, OperationType> = {
   enableManifest: 'enableManifest',
   disableManifest: 'disableManifest',
   runJob: 'runJob',
+  cleanupArtifacts: 'cleanupArtifacts',
 };
 
 type Json = Record<string, unknown>;
@@ -173,6 +175,8 @@ function parsePayload(ctx: Ctx, type: OperationType, name: string, d: Json, opti
       return parseEnableDisable(ctx, d);
     case 'runJob':
       return parseRunJob(ctx, d);
+    case 'cleanupArtifacts':
+      return parseCleanup(ctx, d);
     case 'liveGet':
       return parseLiveGet(ctx, d);
     case 'liveList':
@@ -553,6 +557,22 @@ function parseEnableDisable(ctx: Ctx, d: Json): EnableDisablePayload | undefined
   });
   if (!target) return undefined;
   return lbs && lbs.length > 0 ? { target, loadBalancers: lbs } : { target };
+}
+
+// ---- cleanupArtifacts ------------------------------------------------------------------------------------------
+
+function parseCleanup(ctx: Ctx, d: Json): CleanupArtifactsPayload {
+  const out: KubeObject[] = [];
+  const list = d.manifests;
+  if (list !== undefined && list !== null && !Array.isArray(list)) {
+    ctx.add('manifests', 'invalid', 'manifests must be a list of Kubernetes objects');
+    return { manifests: out };
+  }
+  // Orca passes the deploy's outputs; an empty list is a valid no-op.
+  (Array.isArray(list) ? list : []).forEach((m, i) => {
+    if (m !== null) collectManifest(ctx, m, `manifests[${i}]`, out);
+  });
+  return { manifests: out };
 }
 
 // ---- runJob and live reads -------------------------------------------------------------------------------------

@@ -136,6 +136,11 @@ export interface LiveGetPayload {
   target: Target;
 }
 
+/** cleanupArtifacts: the deploy's `outputs.manifests`; versions beyond `max-version-history` are deleted. */
+export interface CleanupArtifactsPayload {
+  manifests: KubeObject[];
+}
+
 export interface LiveListPayload {
   location: string;
   kind: string;
@@ -155,6 +160,7 @@ export interface PayloadByType {
   enableManifest: EnableDisablePayload;
   disableManifest: EnableDisablePayload;
   runJob: RunJobPayload;
+  cleanupArtifacts: CleanupArtifactsPayload;
   liveGet: LiveGetPayload;
   liveList: LiveListPayload;
 }
@@ -174,6 +180,7 @@ export const CLOUDDRIVER_OPERATIONS = [
   'enableManifest',
   'disableManifest',
   'runJob',
+  'cleanupArtifacts',
 ] as const satisfies readonly OperationType[];
 
 export type ClouddriverOperation = (typeof CLOUDDRIVER_OPERATIONS)[number];
@@ -195,6 +202,7 @@ export const OPERATION_PHASES: Record<OperationType, string> = {
   enableManifest: 'ENABLE_MANIFEST',
   disableManifest: 'DISABLE_MANIFEST',
   runJob: 'RUN_KUBERNETES_JOB',
+  cleanupArtifacts: 'CLEANUP_KUBERNETES_ARTIFACTS',
   liveGet: 'READ_KUBERNETES_MANIFEST',
   liveList: 'READ_KUBERNETES_MANIFEST',
 };
@@ -212,6 +220,7 @@ export const OPERATION_CLASSES: Record<OperationType, string> = {
   enableManifest: 'KubernetesEnableManifestOperation',
   disableManifest: 'KubernetesDisableManifestOperation',
   runJob: 'KubernetesRunJobOperation',
+  cleanupArtifacts: 'KubernetesCleanupArtifactsOperation',
   liveGet: 'KubernetesLiveGet',
   liveList: 'KubernetesLiveList',
 };
@@ -225,6 +234,7 @@ export const IDEMPOTENT_OPERATIONS: ReadonlySet<OperationType> = new Set<Operati
   'resumeRolloutManifest',
   'enableManifest',
   'disableManifest',
+  'cleanupArtifacts',
   'liveGet',
   'liveList',
 ]);

@@ -59,6 +59,11 @@ function namespacesOf(op: NormalizedOperation): { field: string; namespace: stri
         namespace: effectiveNamespace(m, override),
       }));
     }
+    case 'cleanupArtifacts':
+      return op.payload.manifests.map((m, i) => ({
+        field: `manifests[${i}].metadata.namespace`,
+        namespace: m.metadata.namespace,
+      }));
     case 'runJob':
       return [{ field: 'namespace', namespace: op.payload.namespace ?? op.payload.manifest.metadata.namespace }];
     case 'deleteManifest':

@@ -284,4 +284,41 @@ describe('deployManifest against the real API server', () => {
     );
     expect(status.status.succeeded ?? 0).toBe(0);
   });
+
+  it('cleanupArtifacts keeps the newest max-version-history versions and deletes the rest', async () => {
+    const ns = await createNamespace('ops-cleanup');
+    const cm = (value: string) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'flags', annotations: { 'strategy.spinnaker.io/max-version-history': '2' } },
+      data: { value },
+    });
+    let last: Obj = {};
+    for (const v of ['a', 'b', 'c']) {
+      last = expectOk(
+        await runOne(kc, 'deployManifest', {
+          account: ACCOUNT,
+          moniker: { app: 'f' },
+          namespaceOverride: ns,
+          manifests: [cm(v)],
+        }),
+      ).result as Obj;
+    }
+    expect(last.manifestNamesByNamespace[ns]).toEqual(['configMap flags-v002']);
+    const r = expectOk(
+      await runOne(kc, 'cleanupArtifacts', {
+        account: ACCOUNT,
+        cloudProvider: 'kubernetes',
+        manifests: last.manifests,
+      }),
+    );
+    expect(r.result).toEqual({
+      manifestNamesByNamespace: { [ns]: ['configMap flags-v000'] },
+      createdArtifacts: [],
+      boundArtifacts: [],
+    });
+    expect(await exists(['configmap', 'flags-v000', '-n', ns])).toBe(false);
+    expect(await exists(['configmap', 'flags-v001', '-n', ns])).toBe(true);
+    expect(await exists(['configmap', 'flags-v002', '-n', ns])).toBe(true);
+  });
 });
