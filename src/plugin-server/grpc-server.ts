@@ -108,7 +108,14 @@ function serverCredentials(config: PluginServerConfig, log: Logger): ServerCrede
     }
   };
   const ca = tls.clientCaFile ? read(tls.clientCaFile, 'clientCaFile') : undefined;
-  const crl = tls.crlFile ? read(tls.crlFile, 'crlFile') : undefined;
+  // OpenSSL wants "X509 CRL" PEM labels; some tools (and RFC 7468's lax form) write "CRL".
+  const crl = tls.crlFile
+    ? Buffer.from(
+        read(tls.crlFile, 'crlFile')
+          .toString('utf8')
+          .replace(/-----(BEGIN|END) CRL-----/g, '-----$1 X509 CRL-----'),
+      )
+    : undefined;
   return new TlsServerCredentials(
     // requestCert + rejectUnauthorized: an agent without a certificate, with one from another CA, expired or
     // listed in the CRL never gets past the TLS handshake.
