@@ -196,6 +196,11 @@ export class AccountRunner {
     return true;
   }
 
+  /** HTTP/2 connections to the API server. */
+  get connections(): number {
+    return this.client?.connections ?? 0;
+  }
+
   get inSession(): boolean {
     return this.session !== undefined;
   }

@@ -330,6 +330,7 @@ export class Agent {
         kinds: a.resources.map((r) => (r.group ? `${r.kind}.${r.group}` : r.kind)).sort(),
         forbiddenKinds: [...a.forbidden].sort(),
         watches: byState,
+        connections: a.connections,
       };
     });
   }

@@ -110,6 +110,11 @@ export class KubeClient {
   close(): void {
     this.pool.close();
   }
+
+  /** Open HTTP/2 connections to the API server (one per ~100 watches). */
+  get connections(): number {
+    return this.pool.sessionCount;
+  }
 }
 
 export function caFingerprint(caPem: Buffer | undefined): string {

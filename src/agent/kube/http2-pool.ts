@@ -25,6 +25,8 @@ interface PooledSession {
 
 /** Streams per session when the server does not say (Go's http2 server default is 250; stay below it). */
 const DEFAULT_STREAM_LIMIT = 100;
+const STREAM_WINDOW = 1024 * 1024;
+const CONNECTION_WINDOW = 4 * 1024 * 1024;
 
 export class Http2Pool {
   private sessions: PooledSession[] = [];
@@ -32,6 +34,8 @@ export class Http2Pool {
   private readonly pingTimeoutMs: number;
   private readonly healthTimer: NodeJS.Timeout;
   private closed = false;
+  /** A connect in progress: concurrent requests at startup share it instead of each opening a connection. */
+  private connecting: Promise<PooledSession> | undefined;
 
   constructor(private readonly options: Http2PoolOptions) {
     this.readIdleMs = options.readIdleMs ?? 30_000;
@@ -100,7 +104,12 @@ export class Http2Pool {
 
   private connect(): Promise<PooledSession> {
     return new Promise((resolve, reject) => {
-      const session = http2.connect(this.options.origin, this.options.tls);
+      // Windows as client-go's transport sizes them, so a list over a slow link is not throttled to 64 KiB per
+      // round trip; still bounded, so a paused watch holds at most STREAM_WINDOW unread bytes.
+      const session = http2.connect(this.options.origin, {
+        ...this.options.tls,
+        settings: { initialWindowSize: STREAM_WINDOW },
+      });
       const pooled: PooledSession = { session, active: 0, lastRead: Date.now(), pinging: false };
       const drop = (): void => {
         this.sessions = this.sessions.filter((s) => s !== pooled);
@@ -113,6 +122,7 @@ export class Http2Pool {
       });
       session.once('connect', () => {
         session.off('error', reject);
+        session.setLocalWindowSize(CONNECTION_WINDOW);
         // An idle pool must not keep the process alive on shutdown.
         session.unref();
         this.sessions.push(pooled);

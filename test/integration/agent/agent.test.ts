@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { Agent } from '../../../src/agent/index.js';
 import type { WatchInfo } from '../../../src/agent/account.js';
@@ -16,8 +16,10 @@ const agents: Agent[] = [];
 beforeAll(async () => {
   server = await PluginServerProcess.start({ dir: mkdtempSync(join(tmpdir(), 'agent-it-ps-')) });
 });
+afterEach(async () => {
+  await Promise.all(agents.splice(0).map((a) => a.stop()));
+});
 afterAll(async () => {
-  await Promise.all(agents.map((a) => a.stop()));
   await server?.stop();
 });
 
@@ -79,7 +81,8 @@ describe('agent with a real plugin-server', () => {
         }[]
       >(`${admin}/accounts`)
     ).body;
-    expect(accounts[0]).toMatchObject({ name: account, forbiddenKinds: ['Secret'] });
+    // Both watches and discovery share one HTTP/2 connection.
+    expect(accounts[0]).toMatchObject({ name: account, forbiddenKinds: ['Secret'], connections: 1 });
     expect(accounts[0]?.cluster.apiServerHost).toBe(new URL(testEnv().server).host);
     expect(accounts[0]?.cluster.caFingerprint).toMatch(/^[0-9a-f]{64}$/);
     expect(accounts[0]?.cluster.kubernetesVersion).toMatch(/^v1\./);
