@@ -6,6 +6,7 @@ import { parseOperations } from '../../shared/ops/parse.js';
 import { formatIssues } from '../../shared/ops/issues.js';
 import type { ApplyMode, NormalizedOperation, OperationType } from '../../shared/ops/types.js';
 import type { OperationResult as WireResult, Operation as WireOperation } from '../../proto/scaleagent/v1/agent.js';
+import { cleanupArtifacts } from './cleanup.js';
 import { clientsFor } from './discovery.js';
 import { deleteManifest } from './delete.js';
 import { deployManifests } from './deploy.js';
@@ -116,6 +117,8 @@ function run(ctx: OpContext, op: NormalizedOperation): Promise<unknown> {
       return enableDisable(ctx, op.payload, false);
     case 'runJob':
       return runJob(ctx, op.payload);
+    case 'cleanupArtifacts':
+      return cleanupArtifacts(ctx, op.payload);
     case 'liveGet':
       return liveGet(ctx, op.payload);
     case 'liveList':
@@ -169,6 +172,7 @@ const KNOWN_TYPES = new Set<OperationType>([
   'enableManifest',
   'disableManifest',
   'runJob',
+  'cleanupArtifacts',
   'liveGet',
   'liveList',
 ]);
@@ -247,6 +251,7 @@ function isNormalized(type: OperationType, p: unknown): boolean {
   if (type === 'deployManifest')
     return Array.isArray(o.manifests) && typeof o.moniker === 'object' && typeof o.enableTraffic === 'boolean';
   if (type === 'deleteManifest') return typeof o.waitTimeoutMs === 'number';
+  if (type === 'cleanupArtifacts') return Array.isArray(o.manifests);
   if (type === 'runJob')
     return typeof o.manifest === 'object' && Array.isArray(o.requiredArtifacts) && typeof o.application === 'string';
   if (type === 'liveList')
