@@ -142,6 +142,11 @@ describe('parseOperations: Orca-shaped bodies', () => {
     expect(ok(k8s, 'ops')).toHaveLength(1);
   });
 
+  it('reads cleanupArtifacts with the deploy outputs (an empty list is a no-op)', () => {
+    const [op] = ok([{ cleanupArtifacts: { account: 'a', cloudProvider: 'kubernetes', manifests: [] } }]);
+    expect(op).toEqual({ type: 'cleanupArtifacts', account: 'a', payload: { manifests: [] } });
+  });
+
   it('parses the single-operation route body', () => {
     const r = parseOperations(
       { account: 'a', location: 'ns', manifestName: 'deployment web' },
