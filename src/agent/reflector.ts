@@ -122,6 +122,7 @@ export class Reflector {
   private readonly metadataOnly: boolean;
   private streamingLists: boolean;
   private forbidden = false;
+  private lastGoneAt = 0;
   private running: Promise<void> | undefined;
 
   constructor(private readonly options: ReflectorOptions) {
@@ -180,9 +181,12 @@ export class Reflector {
           );
           this.resourceVersion = undefined;
           this.options.hooks?.onWatchRestart?.(this.scope, 'gone');
-          continue;
-        }
-        if (isForbidden(e)) {
+          // Relist at once, unless the previous 410 was moments ago (a compaction storm): then back off too.
+          const now = Date.now();
+          const recent = now - this.lastGoneAt < 2000;
+          this.lastGoneAt = now;
+          if (!recent) continue;
+        } else if (isForbidden(e)) {
           await this.onForbidden(e as KubeApiError);
           continue;
         }

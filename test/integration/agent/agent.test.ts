@@ -212,4 +212,60 @@ describe('agent with a real plugin-server', () => {
     expect(metrics).toMatch(/^scale_agent_agent_connected 1$/m);
     expect(metrics).toMatch(new RegExp(`^scale_agent_agent_events_sent_total\\{account="${account}"\\} \\d+$`, 'm'));
   });
+
+  it('picks up a CRD created while it runs, without waiting for the periodic rediscovery', async () => {
+    const ns = await createNamespace('agent-crd');
+    const group = `${ns}.example.com`;
+    const account = `crd-${ns}`;
+    const dir = mkdtempSync(join(tmpdir(), 'agent-it-'));
+    // Only the custom kind: until its CRD exists the account watches nothing (and is ready).
+    writeFileSync(
+      join(dir, 'agent.yaml'),
+      configText([{ name: account, kubeconfigFile: testEnv().kubeconfig, kinds: [`Widget.${group}`] }]),
+    );
+    const { admin } = await startAgent(join(dir, 'agent.yaml'));
+    await waitFor('ready', async () => (await get<Readiness>(`${admin}/readyz`)).status === 200);
+    expect((await get<WatchInfo[]>(`${admin}/watches?account=${account}`)).body).toEqual([]);
+
+    await kubectl(['apply', '-f', '-'], {
+      input: JSON.stringify({
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: `widgets.${group}` },
+        spec: {
+          group,
+          scope: 'Namespaced',
+          names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+          versions: [
+            {
+              name: 'v1',
+              served: true,
+              storage: true,
+              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+            },
+          ],
+        },
+      }),
+    });
+    const watches = await waitFor('a watch on the new kind', async () => {
+      const w = (await get<WatchInfo[]>(`${admin}/watches?account=${account}`)).body;
+      return w.length === 1 && w[0]?.synced ? w : undefined;
+    });
+    expect(watches[0]).toMatchObject({ group, version: 'v1', kind: 'Widget', namespace: '' });
+    await kubectl(['apply', '-n', ns, '-f', '-'], {
+      input: JSON.stringify({ apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 3 } }),
+    });
+    const cached = await waitFor('custom resource cached', async () => {
+      const r = await server.get<{ manifest?: { spec?: unknown } }>(`/manifests/${account}/${ns}/Widget.${group}%20w1`);
+      return r.status === 200 ? r.body : undefined;
+    });
+    expect(cached.manifest?.spec).toEqual({ size: 3 });
+
+    // Deleting the CRD removes the watch again.
+    await kubectl(['delete', 'crd', `widgets.${group}`]);
+    await waitFor(
+      'watch removed',
+      async () => (await get<WatchInfo[]>(`${admin}/watches?account=${account}`)).body.length === 0,
+    );
+  });
 });
