@@ -73,13 +73,15 @@ export class PluginServerProcess {
     mkdirSync(opts.dir, { recursive: true });
     const name = opts.name ?? 'plugin-server';
     const [grpcPort, httpPort] = [await freePort(), await freePort()];
+    // grpc and http from `extra` are merged into the defaults (so tls or auth can be added and the ports stay known).
+    const { grpc, http, ...rest } = (opts.extra ?? {}) as { grpc?: object; http?: object };
     const config = {
-      grpc: { host: '127.0.0.1', port: grpcPort },
-      http: { host: '127.0.0.1', port: httpPort },
+      grpc: { host: '127.0.0.1', port: grpcPort, ...grpc },
+      http: { host: '127.0.0.1', port: httpPort, ...http },
       storage: opts.storage ?? { type: 'memory' },
       accounts: { gracePeriodSeconds: opts.gracePeriodSeconds ?? 600 },
       logLevel: 'debug',
-      ...opts.extra,
+      ...rest,
     };
     const configFile = join(opts.dir, `${name}.yaml`);
     writeFileSync(configFile, stringify(config));
