@@ -1,39 +1,49 @@
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /**
  * Writes the synthesized files and removes files synth wrote earlier that are no longer produced (only inside the
  * directories synth owns: kustomize/, helm/, manifests/), so a renamed agent group leaves no stale overlay.
- * Unchanged files are not rewritten.
+ * Unchanged files are not rewritten. Files are created 0600 by default: overlays and values may hold private keys.
  */
 export async function writeOutput(
   outDir: string,
   files: Map<string, string>,
   options: { owned?: string[]; mode?: number } = {},
 ): Promise<{ written: string[]; removed: string[] }> {
-  const written: string[] = [];
   const removed: string[] = [];
+  const existing = new Set<string>();
   for (const owned of options.owned ?? ['kustomize', 'helm', 'manifests']) {
     for (const f of await listFiles(join(outDir, owned))) {
       const rel = `${owned}/${f}`;
+      existing.add(rel);
       if (!files.has(rel)) {
         await rm(join(outDir, rel));
         removed.push(rel);
       }
     }
   }
+  // Synchronous on purpose: thousands of small files go several times faster than through the thread pool.
+  const dirs = [...new Set([...files.keys()].map((rel) => dirname(join(outDir, rel))))].sort();
+  for (const d of dirs) mkdirSync(d, { recursive: true });
+  const written: string[] = [];
   for (const [rel, content] of files) {
     const path = join(outDir, rel);
-    const old = await readFile(path, 'utf8').catch(() => undefined);
-    if (old === content) continue;
-    await mkdir(dirname(path), { recursive: true });
-    // Overlays and values files may hold private keys.
-    await writeFile(path, content, { mode: options.mode ?? 0o600 });
+    if ((existing.has(rel) || !rel.includes('/')) && readIfExists(path) === content) continue;
+    writeFileSync(path, content, { mode: options.mode ?? 0o600 });
     written.push(rel);
   }
   return { written, removed };
 }
 
+function readIfExists(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
 async function listFiles(dir: string): Promise<string[]> {
   const out: string[] = [];
   const walk = async (d: string, prefix: string): Promise<void> => {

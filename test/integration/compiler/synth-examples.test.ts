@@ -1,0 +1,107 @@
+/**
+ * Every example topology through the real tools: `kustomize build` of every overlay gives exactly the objects of
+ * the matching manifests file; `helm lint --strict` and `helm template` accept every values file; the API server
+ * accepts every manifest (`kubectl apply --dry-run=server`).
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { synthFile } from '../../../src/compiler/index.js';
+import { helm, kubectl, kustomize } from '../../infra/index.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+
+const ROOT = new URL('../../../', import.meta.url).pathname;
+const CHART = join(ROOT, 'charts', 'scale-agent');
+const EXAMPLES = ['service', 'infrastructure', 'agent', 'mixed'];
+
+type Obj = { kind: string; metadata: { name: string; namespace?: string } };
+
+function byId(text: string): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  for (const d of parseAllDocuments(text)) {
+    const o = d.toJS() as Obj | null;
+    if (o) out.set(`${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`, o);
+  }
+  return out;
+}
+
+let work: string;
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'scale-agent-synth-examples-'));
+});
+afterAll(async () => {
+  await rm(work, { recursive: true, force: true });
+});
+
+describe.each(EXAMPLES)('example %s', (example) => {
+  let out: string;
+  let places: string[];
+  beforeAll(async () => {
+    out = join(work, example);
+    const r = await synthFile(join(ROOT, 'examples', `${example}.yaml`), { out });
+    places = r.summary.places.map((p) => p.name);
+    expect(places.length).toBeGreaterThan(1);
+  });
+
+  it('kustomize build of every overlay equals its manifests', async () => {
+    for (const place of places) {
+      const built = await kustomize(['build', join(out, 'kustomize', 'overlays', place)]);
+      const manifests = await readFile(join(out, 'manifests', `${place}.yaml`), 'utf8');
+      const a = byId(built.stdout);
+      const b = byId(manifests);
+      expect([...a.keys()].sort(), place).toEqual([...b.keys()].sort());
+      for (const [id, obj] of a) expect(obj, `${place} ${id}`).toEqual(b.get(id));
+    }
+  });
+
+  it('helm lint --strict and helm template accept every values file', async () => {
+    const files = (await readdir(join(out, 'helm'))).sort();
+    expect(files.length).toBe(places.length);
+    for (const f of files) {
+      const values = join(out, 'helm', f);
+      const lint = await helm(['lint', '--strict', CHART, '-f', values], { allowFail: true });
+      expect(lint.code, `${f}: ${lint.stdout}${lint.stderr}`).toBe(0);
+      const tpl = await helm(['template', 'release', CHART, '--namespace', 'scale-agent', '-f', values]);
+      expect(byId(tpl.stdout).size, f).toBeGreaterThan(0);
+    }
+  });
+
+  it('the API server accepts every manifest (server-side dry run)', async () => {
+    // The namespaces the examples name must exist for a dry run of namespaced objects.
+    const namespaces = new Set<string>();
+    for (const place of places) {
+      for (const [, o] of byId(await readFile(join(out, 'manifests', `${place}.yaml`), 'utf8'))) {
+        const ns = (o as Obj).metadata.namespace;
+        if (ns) namespaces.add(ns);
+      }
+    }
+    await kubectl(['apply', '-f', '-'], {
+      input: JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [...namespaces].map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })),
+      }),
+    });
+    for (const place of places) {
+      const r = await kubectl(['apply', '--dry-run=server', '-f', join(out, 'manifests', `${place}.yaml`)], {
+        allowFail: true,
+      });
+      expect(r.code, `${place}: ${r.stderr}`).toBe(0);
+    }
+  });
+});
+
+describe('chart', () => {
+  it.each(['service', 'infrastructure', 'agent'])('lints with ci/%s-values.yaml', async (mode) => {
+    const r = await helm(['lint', '--strict', CHART, '-f', join(CHART, 'ci', `${mode}-values.yaml`)], { allowFail: true });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+  });
+
+  it('refuses a values file with an unknown key', async () => {
+    const r = await helm(['template', 'x', CHART, '--set', 'pluginServer.enabeld=true'], { allowFail: true });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/enabeld|additional/i);
+  });
+});
