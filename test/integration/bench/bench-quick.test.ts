@@ -1,0 +1,41 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { run } from '../../infra/index.js';
+import { BENCHMARKS, checkResult } from '../../../bench/lib/registry.js';
+
+const root = fileURLToPath(new URL('../../..', import.meta.url));
+
+// CI smoke: every benchmark runs in --quick mode and prints a well-formed result. The numbers are not judged
+// here (timing thresholds do not belong in tests); `npm run bench` is where they are read.
+describe('npm run bench -- --quick', () => {
+  it('runs every benchmark and writes well-formed results', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'bench-')), 'latest.json');
+    const res = await run(process.execPath, ['--import', 'tsx', 'bench/run-all.ts', '--quick', '--out', out], {
+      cwd: root,
+      allowFail: true,
+      timeoutMs: 600_000,
+    });
+    const written = JSON.parse(readFileSync(out, 'utf8')) as {
+      results: { name: string; machine: { cores: number } }[];
+      failures: string[];
+    };
+    expect(written.failures, res.stderr.slice(-4000)).toEqual([]);
+    expect(res.code).toBe(0);
+    for (const r of written.results) {
+      expect(checkResult(r)).toEqual([]);
+      expect(r.machine.cores).toBeGreaterThan(0);
+    }
+    const present = BENCHMARKS.filter((b) => {
+      try {
+        readFileSync(join(root, b));
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    expect(written.results).toHaveLength(present.length);
+  }, 660_000);
+});
