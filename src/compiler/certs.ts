@@ -7,7 +7,11 @@ import type { Topology } from './topology.js';
 export function serverDnsNames(t: Topology): string[] {
   const e = t.pluginServer.exposure;
   const extra =
-    e.type === 'LoadBalancer' && e.address ? [e.address] : e.type === 'External' ? [e.address.slice(0, e.address.lastIndexOf(':'))] : [];
+    e.type === 'LoadBalancer' && e.address
+      ? [e.address]
+      : e.type === 'External'
+        ? [e.address.slice(0, e.address.lastIndexOf(':'))]
+        : [];
   return [...new Set([...grpcServiceDnsNames(t.pluginServer.namespace), ...extra])];
 }
 
@@ -27,7 +31,11 @@ export async function ensureTopologyCerts(
     server: { commonName: NAMES.pluginServerGrpc, dnsNames: serverDnsNames(t) },
     clients:
       mode === 'mtls'
-        ? t.agents.map((a) => ({ name: a.name, commonName: `${t.name}/${a.name}`, uris: [agentIdentityUri(t.name, a.name)] }))
+        ? t.agents.map((a) => ({
+            name: a.name,
+            commonName: `${t.name}/${a.name}`,
+            uris: [agentIdentityUri(t.name, a.name)],
+          }))
         : [],
     validityDays: certificates.validityDays,
     ...(now ? { now } : {}),

@@ -46,7 +46,12 @@ export const POLICY_RULES: readonly PolicyRule[] = [
       'that reaches the gRPC port can register any account name.',
     check: (t) =>
       t.pluginServer.tls.mode === 'tls' && remoteAgents(t).length > 0
-        ? [{ path: '/pluginServer/tls/mode', message: 'remote agents need mtls so their identity limits their accounts' }]
+        ? [
+            {
+              path: '/pluginServer/tls/mode',
+              message: 'remote agents need mtls so their identity limits their accounts',
+            },
+          ]
         : [],
   },
   {
@@ -104,7 +109,12 @@ export const POLICY_RULES: readonly PolicyRule[] = [
     check: (t) => {
       const e = t.pluginServer.exposure;
       return e.type === 'LoadBalancer' && !e.internal && e.loadBalancerSourceRanges.length === 0
-        ? [{ path: '/pluginServer/grpc/exposure/internal', message: 'internet-facing gRPC load balancer open to all sources' }]
+        ? [
+            {
+              path: '/pluginServer/grpc/exposure/internal',
+              message: 'internet-facing gRPC load balancer open to all sources',
+            },
+          ]
         : [];
     },
   },
@@ -167,5 +177,11 @@ export function checkTopology(t: Topology, src: LoadedYaml, options: { failOn?: 
   const errors = violations.filter((v) => v.severity === 'error').length;
   const warnings = violations.length - errors;
   const failOn = options.failOn ?? 'error';
-  return { ok: failOn === 'warning' ? violations.length === 0 : errors === 0, file: src.file, errors, warnings, violations };
+  return {
+    ok: failOn === 'warning' ? violations.length === 0 : errors === 0,
+    file: src.file,
+    errors,
+    warnings,
+    violations,
+  };
 }

@@ -43,7 +43,12 @@ export function helmValues(t: Topology, p: Place, tls: TlsMaterial | undefined):
 
   if (p.kind === 'plugin-server') {
     const e = ps.exposure;
-    const extra = e.type === 'LoadBalancer' && e.address ? [e.address] : e.type === 'External' ? [e.address.slice(0, e.address.lastIndexOf(':'))] : [];
+    const extra =
+      e.type === 'LoadBalancer' && e.address
+        ? [e.address]
+        : e.type === 'External'
+          ? [e.address.slice(0, e.address.lastIndexOf(':'))]
+          : [];
     values.pluginServer = {
       enabled: true,
       instance: t.name,
@@ -64,7 +69,9 @@ export function helmValues(t: Topology, p: Place, tls: TlsMaterial | undefined):
             }
           : {}),
       },
-      ...(ps.storage.type === 'mysql' ? { mysql: { secretName: ps.storage.secretRef.name, secretKey: ps.storage.secretRef.key } } : {}),
+      ...(ps.storage.type === 'mysql'
+        ? { mysql: { secretName: ps.storage.secretRef.name, secretKey: ps.storage.secretRef.key } }
+        : {}),
       tls: tlsValues('server', tls?.server, {
         commonName: NAMES.pluginServerGrpc,
         dnsNames: [...grpcServiceDnsNames(ps.namespace), ...extra],
@@ -89,7 +96,11 @@ export function helmValues(t: Topology, p: Place, tls: TlsMaterial | undefined):
       };
       const acc = agent.accounts[0] as Account;
       if (agent.mode === 'agent' && acc.rbac.create) {
-        values.rbac = { accounts: [rbacEntry(acc, { name: `${NAMES.agent}-${agent.name}`, namespace: agent.namespace, create: false })] };
+        values.rbac = {
+          accounts: [
+            rbacEntry(acc, { name: `${NAMES.agent}-${agent.name}`, namespace: agent.namespace, create: false }),
+          ],
+        };
       }
     }
   }
@@ -98,7 +109,11 @@ export function helmValues(t: Topology, p: Place, tls: TlsMaterial | undefined):
     if (acc) {
       values.rbac = {
         accounts: [
-          rbacEntry(acc, { name: accountServiceAccount(acc.name), namespace: acc.rbac.serviceAccountNamespace, create: true }),
+          rbacEntry(acc, {
+            name: accountServiceAccount(acc.name),
+            namespace: acc.rbac.serviceAccountNamespace,
+            create: true,
+          }),
         ],
       };
     }

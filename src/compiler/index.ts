@@ -13,7 +13,14 @@ export {
 export { loadBase, type BaseBundle, type BaseComponent } from './base.js';
 export { ensureTopologyCerts, serverDnsNames } from './certs.js';
 export { loadTopology, loadTopologySource, validateLoaded, type ValidationResult } from './validate.js';
-export { loadYamlFile, parseYamlSource, MAX_TOPOLOGY_BYTES, MAX_ALIAS_COUNT, type LoadedYaml, type LoadOptions } from './load.js';
+export {
+  loadYamlFile,
+  parseYamlSource,
+  MAX_TOPOLOGY_BYTES,
+  MAX_ALIAS_COUNT,
+  type LoadedYaml,
+  type LoadOptions,
+} from './load.js';
 export { checkTopology, POLICY_RULES, type CheckReport, type Violation, type Severity } from './check.js';
 export { agentConfig, pluginServerConfig, serverAddress } from './runtime-config.js';
 export { accountRules, effectiveKinds, agentKindNames } from './rbac-rules.js';

@@ -72,8 +72,20 @@ export const BUILTIN_KINDS: readonly KindInfo[] = [
   { kind: 'CronJob', group: 'batch', resource: 'cronjobs', namespaced: true, deployable: true },
   { kind: 'Job', group: 'batch', resource: 'jobs', namespaced: true, deployable: true },
   { kind: 'Ingress', group: 'networking.k8s.io', resource: 'ingresses', namespaced: true, deployable: true },
-  { kind: 'NetworkPolicy', group: 'networking.k8s.io', resource: 'networkpolicies', namespaced: true, deployable: true },
-  { kind: 'PodDisruptionBudget', group: 'policy', resource: 'poddisruptionbudgets', namespaced: true, deployable: true },
+  {
+    kind: 'NetworkPolicy',
+    group: 'networking.k8s.io',
+    resource: 'networkpolicies',
+    namespaced: true,
+    deployable: true,
+  },
+  {
+    kind: 'PodDisruptionBudget',
+    group: 'policy',
+    resource: 'poddisruptionbudgets',
+    namespaced: true,
+    deployable: true,
+  },
   {
     kind: 'CustomResourceDefinition',
     group: 'apiextensions.k8s.io',

@@ -50,7 +50,12 @@ export function accountRules(account: Account): AccountRules {
       grants.push({ group: '', resource: 'secrets', verbs: rw ? [...READ, ...WRITE] : ['list', 'watch'], cluster });
       continue;
     }
-    grants.push({ group: k.group, resource: k.resource, verbs: rw && k.deployable ? [...READ, ...WRITE] : READ, cluster });
+    grants.push({
+      group: k.group,
+      resource: k.resource,
+      verbs: rw && k.deployable ? [...READ, ...WRITE] : READ,
+      cluster,
+    });
     for (const sub of k.readSubresources ?? []) {
       grants.push({ group: k.group, resource: `${k.resource}/${sub}`, verbs: ['get'], cluster });
     }
@@ -84,10 +89,7 @@ function group(grants: { group: string; resource: string; verbs: string[] }[]): 
   }
   return [...byKey.values()]
     .map((e) => ({ apiGroups: [e.group], resources: [...e.resources].sort(), verbs: e.verbs }))
-    .sort(
-      (a, b) =>
-        cmp(a.apiGroups[0] ?? '', b.apiGroups[0] ?? '') || cmp(a.verbs.join(','), b.verbs.join(',')) || 0,
-    );
+    .sort((a, b) => cmp(a.apiGroups[0] ?? '', b.apiGroups[0] ?? '') || cmp(a.verbs.join(','), b.verbs.join(',')) || 0);
 }
 
 function cmp(a: string, b: string): number {

@@ -86,8 +86,7 @@ export function pluginServerConfig(t: Topology): Record<string, unknown> {
       ...(mode === 'mtls' ? { clientCaFile: `${PATHS.tlsDir}/ca.crt`, requireClientCert: true } : {}),
     };
   }
-  const storage =
-    t.pluginServer.storage.type === 'mysql' ? { type: 'mysql', env: MYSQL_URL_ENV } : { type: 'memory' };
+  const storage = t.pluginServer.storage.type === 'mysql' ? { type: 'mysql', env: MYSQL_URL_ENV } : { type: 'memory' };
   return {
     grpc,
     http: { host: '0.0.0.0', port: CONTAINER_HTTP_PORT },

@@ -17,7 +17,13 @@ export function schemaValidator(name: string): ValidateFunction {
   let v = validators.get(name);
   if (!v) {
     const schema = JSON.parse(readFileSync(join(packageRoot(), 'schemas', `${name}.schema.json`), 'utf8')) as object;
-    const ajv = new Ajv2020({ allErrors: true, strict: true, verbose: true, discriminator: true, allowUnionTypes: true });
+    const ajv = new Ajv2020({
+      allErrors: true,
+      strict: true,
+      verbose: true,
+      discriminator: true,
+      allowUnionTypes: true,
+    });
     addFormats(ajv);
     v = ajv.compile(schema);
     validators.set(name, v);

@@ -43,7 +43,10 @@ export function semanticErrors(t: TopologyInput, src: LoadedYaml): ErrorDetail[]
       );
     }
     if (agent.mode === 'agent' && agent.accounts.length !== 1) {
-      err(`${ap}/accounts`, `mode 'agent' has exactly one account (the cluster it runs in); found ${agent.accounts.length}`);
+      err(
+        `${ap}/accounts`,
+        `mode 'agent' has exactly one account (the cluster it runs in); found ${agent.accounts.length}`,
+      );
     }
     agent.accounts.forEach((acc, j) => {
       const p = `${ap}/accounts/${j}`;
@@ -55,7 +58,10 @@ export function semanticErrors(t: TopologyInput, src: LoadedYaml): ErrorDetail[]
       }
       if (agent.mode === 'agent') {
         if (acc.serviceAccount !== true) {
-          err(acc.serviceAccount === false ? `${p}/serviceAccount` : p, "mode 'agent' accounts need serviceAccount: true");
+          err(
+            acc.serviceAccount === false ? `${p}/serviceAccount` : p,
+            "mode 'agent' accounts need serviceAccount: true",
+          );
         }
         if (acc.kubeconfigSecret) {
           err(`${p}/kubeconfigSecret`, "mode 'agent' accounts use the pod's ServiceAccount, not a kubeconfig");
@@ -81,7 +87,10 @@ export function semanticErrors(t: TopologyInput, src: LoadedYaml): ErrorDetail[]
       for (const field of ['kinds', 'omitKinds'] as const) {
         (acc[field] ?? []).forEach((k, n) => {
           if (!resolveKind(k)) {
-            err(`${p}/${field}/${n}`, `unknown kind '${k}'; write custom resources as Kind.group (e.g. Rollout.argoproj.io)`);
+            err(
+              `${p}/${field}/${n}`,
+              `unknown kind '${k}'; write custom resources as Kind.group (e.g. Rollout.argoproj.io)`,
+            );
           }
         });
       }

@@ -64,6 +64,8 @@ export function sortForApply(objs: Obj[]): Obj[] {
   return [...objs].sort((a, b) => {
     const ka = key(a);
     const kb = key(b);
-    return ka[0] - kb[0] || (ka[1] < kb[1] ? -1 : ka[1] > kb[1] ? 1 : 0) || (ka[2] < kb[2] ? -1 : ka[2] > kb[2] ? 1 : 0);
+    return (
+      ka[0] - kb[0] || (ka[1] < kb[1] ? -1 : ka[1] > kb[1] ? 1 : 0) || (ka[2] < kb[2] ? -1 : ka[2] > kb[2] ? 1 : 0)
+    );
   });
 }

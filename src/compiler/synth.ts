@@ -106,7 +106,10 @@ export function synthesize(t: Topology, options: SynthOptions): SynthResult {
   const tlsMode = t.pluginServer.tls.mode;
   const generate = t.pluginServer.tls.certificates.source === 'generate' && tlsMode !== 'insecure';
   if (generate && !options.tls) {
-    throw new ScaleAgentError('INTERNAL', 'synthesize: generated TLS material is required for certificates.source generate');
+    throw new ScaleAgentError(
+      'INTERNAL',
+      'synthesize: generated TLS material is required for certificates.source generate',
+    );
   }
   const places = [pluginServerPlace(t, options.tls), ...t.agents.map((a) => agentPlace(t, a, options.tls))];
   for (const agent of t.agents) {
@@ -162,7 +165,8 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
   const mode = ps.tls.mode;
   const certs = ps.tls.certificates;
   const e = ps.exposure;
-  const extraSans = e.type === 'LoadBalancer' && e.address ? [e.address] : e.type === 'External' ? [hostOf(e.address)] : [];
+  const extraSans =
+    e.type === 'LoadBalancer' && e.address ? [e.address] : e.type === 'External' ? [hostOf(e.address)] : [];
   const generated = chartObjects('plugin-server', (c) => {
     new ConfigFile(c, 'config', { name: NAMES.pluginServerConfig, labels, content: toYaml(pluginServerConfig(t)) });
     if (mode !== 'insecure') {
@@ -207,7 +211,10 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
   const container: Obj = { name: 'plugin-server', image: ps.image };
   if (ps.storage.type === 'mysql') {
     container.env = [
-      { name: MYSQL_URL_ENV, valueFrom: { secretKeyRef: { name: ps.storage.secretRef.name, key: ps.storage.secretRef.key } } },
+      {
+        name: MYSQL_URL_ENV,
+        valueFrom: { secretKeyRef: { name: ps.storage.secretRef.name, key: ps.storage.secretRef.key } },
+      },
     ];
   }
   const podSpec: Obj = { containers: [container] };
@@ -229,7 +236,9 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
     },
     requires:
       ps.storage.type === 'mysql'
-        ? [`Secret ${ps.storage.secretRef.name} (key ${ps.storage.secretRef.key}: mysql:// URL) in namespace ${ps.namespace}`]
+        ? [
+            `Secret ${ps.storage.secretRef.name} (key ${ps.storage.secretRef.key}: mysql:// URL) in namespace ${ps.namespace}`,
+          ]
         : [],
   };
 }
@@ -299,7 +308,8 @@ function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Pl
   });
   const secrets = new Map<string, string[]>();
   for (const a of agent.accounts) {
-    if (a.kubeconfigSecret) secrets.set(a.kubeconfigSecret.name, [...(secrets.get(a.kubeconfigSecret.name) ?? []), a.kubeconfigSecret.key]);
+    if (a.kubeconfigSecret)
+      secrets.set(a.kubeconfigSecret.name, [...(secrets.get(a.kubeconfigSecret.name) ?? []), a.kubeconfigSecret.key]);
   }
   return {
     name: placeNames.agent(agent.name),
@@ -324,7 +334,10 @@ function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Pl
     },
     requires: [...secrets.entries()]
       .sort(([a], [b]) => (a < b ? -1 : 1))
-      .map(([name, keys]) => `Secret ${name} (keys ${[...new Set(keys)].sort().join(', ')}: kubeconfigs) in namespace ${agent.namespace}`),
+      .map(
+        ([name, keys]) =>
+          `Secret ${name} (keys ${[...new Set(keys)].sort().join(', ')}: kubeconfigs) in namespace ${agent.namespace}`,
+      ),
   };
 }
 
@@ -358,12 +371,20 @@ function accountPlace(agent: Agent, acc: Account): Place {
 }
 
 function deploymentPatch(name: string, replicas: number, podSpec: Obj): Obj {
-  return { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name }, spec: { replicas, template: { spec: podSpec } } };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name },
+    spec: { replicas, template: { spec: podSpec } },
+  };
 }
 
 function dropTls(podSpec: Obj, container: Obj): void {
   podSpec.volumes = [...((podSpec.volumes as Obj[]) ?? []), { name: 'tls', $patch: 'delete' }];
-  container.volumeMounts = [...((container.volumeMounts as Obj[]) ?? []), { mountPath: PATHS.tlsDir, $patch: 'delete' }];
+  container.volumeMounts = [
+    ...((container.volumeMounts as Obj[]) ?? []),
+    { mountPath: PATHS.tlsDir, $patch: 'delete' },
+  ];
 }
 
 function hostOf(address: string): string {
@@ -387,7 +408,12 @@ function overlayFiles(p: Place, depth: number): [string, string][] {
   const resources: string[] = [];
   const outerByFile = new Map<string, Obj[]>();
   for (const o of p.outer) {
-    const f = o.kind === 'Namespace' ? 'namespace.yaml' : o.kind === 'ServiceAccount' || (o.kind === 'Secret') ? 'serviceaccount.yaml' : 'rbac.yaml';
+    const f =
+      o.kind === 'Namespace'
+        ? 'namespace.yaml'
+        : o.kind === 'ServiceAccount' || o.kind === 'Secret'
+          ? 'serviceaccount.yaml'
+          : 'rbac.yaml';
     outerByFile.set(f, [...(outerByFile.get(f) ?? []), o]);
   }
   for (const f of ['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml']) {
@@ -403,7 +429,13 @@ function overlayFiles(p: Place, depth: number): [string, string][] {
     const byFile = new Map<string, Obj[]>();
     for (const o of w.generated) {
       const f =
-        o.kind === 'ConfigMap' ? 'config.yaml' : o.kind === 'Service' ? 'grpc-service.yaml' : o.kind === 'Certificate' ? 'certificate.yaml' : 'tls-secret.yaml';
+        o.kind === 'ConfigMap'
+          ? 'config.yaml'
+          : o.kind === 'Service'
+            ? 'grpc-service.yaml'
+            : o.kind === 'Certificate'
+              ? 'certificate.yaml'
+              : 'tls-secret.yaml';
       byFile.set(f, [...(byFile.get(f) ?? []), o]);
     }
     for (const f of [...byFile.keys()].sort()) {
@@ -491,7 +523,11 @@ function summarize(t: Topology, places: Place[], rendered: Map<string, Obj[]>, o
           mode: a.mode,
           access: acc.access,
           scope: acc.namespaces.length > 0 ? `namespaces ${acc.namespaces.join(', ')}` : 'cluster',
-          ...(accountPlaces.has(rbacPlace) ? { rbacPlace } : a.mode === 'agent' ? { rbacPlace: placeNames.agent(a.name) } : {}),
+          ...(accountPlaces.has(rbacPlace)
+            ? { rbacPlace }
+            : a.mode === 'agent'
+              ? { rbacPlace: placeNames.agent(a.name) }
+              : {}),
         };
       }),
     ),

@@ -22,16 +22,29 @@ export function validateLoaded(src: LoadedYaml): ValidationResult {
   const input = src.data as TopologyInput;
   const errors = byPosition(semanticErrors(input, src));
   if (errors.length > 0) return { ok: false, file: src.file, errors, source: src };
-  return { ok: true, file: src.file, errors: [], topology: normalizeTopology(input, versionInfo().version), source: src };
+  return {
+    ok: true,
+    file: src.file,
+    errors: [],
+    topology: normalizeTopology(input, versionInfo().version),
+    source: src,
+  };
 }
 
 /** Loads and validates; throws ScaleAgentError (INVALID_INPUT with details) when anything is wrong. */
-export async function loadTopology(file: string, options: LoadOptions = {}): Promise<{ topology: Topology; source: LoadedYaml }> {
+export async function loadTopology(
+  file: string,
+  options: LoadOptions = {},
+): Promise<{ topology: Topology; source: LoadedYaml }> {
   const result = validateLoaded(await loadYamlFile(file, options));
   return assertValid(result);
 }
 
-export function loadTopologySource(text: string, file: string, options: LoadOptions = {}): { topology: Topology; source: LoadedYaml } {
+export function loadTopologySource(
+  text: string,
+  file: string,
+  options: LoadOptions = {},
+): { topology: Topology; source: LoadedYaml } {
   return assertValid(validateLoaded(parseYamlSource(text, file, options)));
 }
 

@@ -39,7 +39,9 @@ export default class Synth extends Command {
         ...(flags['certs-dir'] ? { certsDir: flags['certs-dir'] } : {}),
       });
       if (!this.jsonEnabled()) {
-        this.log(`${args.file} → ${flags.out}: ${r.files.size} files (${r.written.length} written, ${r.removed.length} removed)`);
+        this.log(
+          `${args.file} → ${flags.out}: ${r.files.size} files (${r.written.length} written, ${r.removed.length} removed)`,
+        );
         if (r.certsWritten.length > 0) this.log(`certificates issued: ${r.certsWritten.join(', ')}`);
         this.log('apply in this order:');
         for (const p of r.summary.places) {

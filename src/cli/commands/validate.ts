@@ -33,7 +33,12 @@ export default class Validate extends Command {
       result = { ok: v.ok, file: args.file, errors: v.errors };
     } catch (e) {
       if (!isScaleAgentError(e)) throw e;
-      result = { ok: false, file: args.file, errors: e.details.length > 0 ? e.details : [{ file: args.file, message: e.message }], code: e.code };
+      result = {
+        ok: false,
+        file: args.file,
+        errors: e.details.length > 0 ? e.details : [{ file: args.file, message: e.message }],
+        code: e.code,
+      };
       process.exitCode = exitCodeOf(e);
     }
     if (!result.ok) process.exitCode ??= 1;

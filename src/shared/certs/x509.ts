@@ -133,7 +133,11 @@ export async function keyMatchesCertificate(cert: string, key: string): Promise<
   const priv = await importKey(key);
   const data = new TextEncoder().encode('scale-agent key check');
   const sig = await webcrypto.subtle.sign(SIGN, priv, data);
-  const pub = await c.publicKey.export(ALG, ['verify'], webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+  const pub = await c.publicKey.export(
+    ALG,
+    ['verify'],
+    webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0],
+  );
   return webcrypto.subtle.verify(SIGN, pub, sig, data);
 }
 

@@ -22,7 +22,14 @@ let result: SynthFileResult;
 let ns: { cp: string; a: string; b: string; other: string; sa: string; agent: string };
 
 async function can(as: string, verb: string, resource: string, namespace?: string): Promise<boolean> {
-  const args = ['auth', 'can-i', verb, resource, `--as=${as}`, ...(namespace ? ['-n', namespace] : ['--all-namespaces'])];
+  const args = [
+    'auth',
+    'can-i',
+    verb,
+    resource,
+    `--as=${as}`,
+    ...(namespace ? ['-n', namespace] : ['--all-namespaces']),
+  ];
   const r = await kubectl(args, { allowFail: true });
   return r.stdout.trim() === 'yes';
 }
@@ -78,9 +85,12 @@ agents:
 
 afterAll(async () => {
   for (const p of result?.summary.places ?? []) {
-    await kubectl(['delete', '--ignore-not-found', '--wait=false', '-f', join(work, 'out', 'manifests', `${p.name}.yaml`)], {
-      allowFail: true,
-    });
+    await kubectl(
+      ['delete', '--ignore-not-found', '--wait=false', '-f', join(work, 'out', 'manifests', `${p.name}.yaml`)],
+      {
+        allowFail: true,
+      },
+    );
   }
   await rm(work, { recursive: true, force: true });
 });
@@ -139,7 +149,16 @@ describe('installed topology', () => {
 
   it('the Deployments got ReplicaSets from the controller manager', async () => {
     for (let i = 0; i < 60; i++) {
-      const r = await kubectl(['get', 'replicasets', '-n', ns.cp, '-l', 'app.kubernetes.io/component=plugin-server', '-o', 'name']);
+      const r = await kubectl([
+        'get',
+        'replicasets',
+        '-n',
+        ns.cp,
+        '-l',
+        'app.kubernetes.io/component=plugin-server',
+        '-o',
+        'name',
+      ]);
       if (r.stdout.trim() !== '') return;
       await new Promise((res) => setTimeout(res, 500));
     }
@@ -147,7 +166,9 @@ describe('installed topology', () => {
   });
 
   it('the gRPC Service carries appProtocol grpc and the AWS NLB annotations', async () => {
-    const svc = JSON.parse((await kubectl(['get', 'service', 'scale-agent-plugin-server-grpc', '-n', ns.cp, '-o', 'json'])).stdout);
+    const svc = JSON.parse(
+      (await kubectl(['get', 'service', 'scale-agent-plugin-server-grpc', '-n', ns.cp, '-o', 'json'])).stdout,
+    );
     expect(svc.spec.type).toBe('LoadBalancer');
     expect(svc.spec.ports[0]).toMatchObject({ name: 'grpc', port: 9091, appProtocol: 'grpc' });
     expect(svc.metadata.annotations['service.beta.kubernetes.io/aws-load-balancer-scheme']).toBe('internal');

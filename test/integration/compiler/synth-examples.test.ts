@@ -95,7 +95,9 @@ describe.each(EXAMPLES)('example %s', (example) => {
 
 describe('chart', () => {
   it.each(['service', 'infrastructure', 'agent'])('lints with ci/%s-values.yaml', async (mode) => {
-    const r = await helm(['lint', '--strict', CHART, '-f', join(CHART, 'ci', `${mode}-values.yaml`)], { allowFail: true });
+    const r = await helm(['lint', '--strict', CHART, '-f', join(CHART, 'ci', `${mode}-values.yaml`)], {
+      allowFail: true,
+    });
     expect(r.code, r.stdout + r.stderr).toBe(0);
   });
 

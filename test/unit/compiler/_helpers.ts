@@ -14,7 +14,9 @@ export async function base_(): Promise<BaseBundle> {
   return base;
 }
 
-export async function tempDir(prefix = 'scale-agent-test-'): Promise<{ dir: string; [Symbol.asyncDispose](): Promise<void> }> {
+export async function tempDir(
+  prefix = 'scale-agent-test-',
+): Promise<{ dir: string; [Symbol.asyncDispose](): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   return { dir, [Symbol.asyncDispose]: () => rm(dir, { recursive: true, force: true }) };
 }
@@ -26,7 +28,12 @@ export async function synthText(text: string, certsDir: string): Promise<SynthRe
   return synthesize(topology, { base: await base_(), version: '0.1.0', ...(certs ? { tls: certs.material } : {}) });
 }
 
-export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; [k: string]: unknown };
+export type K8sObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [k: string]: unknown;
+};
 
 export function docs(yamlText: string): K8sObject[] {
   return parseAllDocuments(yamlText)
@@ -35,8 +42,14 @@ export function docs(yamlText: string): K8sObject[] {
 }
 
 export function find(objs: K8sObject[], kind: string, name: string, namespace?: string): K8sObject {
-  const o = objs.find((x) => x.kind === kind && x.metadata.name === name && (namespace === undefined || x.metadata.namespace === namespace));
-  if (!o) throw new Error(`${kind} ${namespace ?? ''}/${name} not found in ${objs.map((x) => `${x.kind}/${x.metadata.name}`).join(', ')}`);
+  const o = objs.find(
+    (x) =>
+      x.kind === kind && x.metadata.name === name && (namespace === undefined || x.metadata.namespace === namespace),
+  );
+  if (!o)
+    throw new Error(
+      `${kind} ${namespace ?? ''}/${name} not found in ${objs.map((x) => `${x.kind}/${x.metadata.name}`).join(', ')}`,
+    );
   return o;
 }
 

@@ -1,4 +1,6 @@
 import { readFile } from 'node:fs/promises';
+import { once } from 'node:events';
+import { connect, createServer, type TLSSocket } from 'node:tls';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadTopologySource, serverDnsNames } from '../../../src/compiler/index.js';
@@ -94,8 +96,53 @@ describe('generated TLS material', () => {
   it('needs no material for insecure or cert-manager topologies', async () => {
     await using tmp = await tempDir();
     for (const tls of ['{ mode: insecure }', '{ certificates: { source: cert-manager, issuerRef: { name: ca } } }']) {
-      const { topology } = loadTopologySource(MINIMAL.replace('  namespace: cp\n', `  namespace: cp\n  tls: ${tls}\n`), 'x.yaml');
+      const { topology } = loadTopologySource(
+        MINIMAL.replace('  namespace: cp\n', `  namespace: cp\n  tls: ${tls}\n`),
+        'x.yaml',
+      );
       expect(await ensureTopologyCerts(topology, tmp.dir)).toBeUndefined();
+    }
+  });
+
+  it('completes a real mutual-TLS handshake: server name verified, client certificate accepted', async () => {
+    await using tmp = await tempDir();
+    const { topology } = loadTopologySource(REMOTE, 'r.yaml');
+    const m = (await ensureTopologyCerts(topology, tmp.dir))?.material;
+    if (!m) throw new Error('expected certificates');
+    const peers: string[] = [];
+    const server = createServer(
+      { cert: m.server.cert, key: m.server.key, ca: m.caCert, requestCert: true, rejectUnauthorized: true },
+      (sock: TLSSocket) => {
+        const uri = sock.getPeerCertificate().subjectaltname ?? '';
+        peers.push(uri);
+        sock.end('ok');
+      },
+    );
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as { port: number }).port;
+    try {
+      const client = connect({
+        host: '127.0.0.1',
+        port,
+        servername: 'grpc.acme.example',
+        ca: m.caCert,
+        cert: m.clients.eu?.cert,
+        key: m.clients.eu?.key,
+      });
+      await once(client, 'secureConnect');
+      expect(client.authorized).toBe(true);
+      const [data] = (await once(client, 'data')) as [Buffer];
+      expect(data.toString()).toBe('ok');
+      client.destroy();
+      expect(peers).toEqual(['URI:spiffe://scale-agent/acme/agent/eu']);
+
+      // A name the certificate does not carry is refused.
+      const wrong = connect({ host: '127.0.0.1', port, servername: 'evil.example', ca: m.caCert });
+      const [err] = (await once(wrong, 'error')) as [Error & { code?: string }];
+      expect(err.code).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
+    } finally {
+      server.close();
     }
   });
 });

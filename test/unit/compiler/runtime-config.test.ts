@@ -16,9 +16,17 @@ async function schema(name: string): Promise<Record<string, unknown>> {
 }
 
 /** Every ConfigMap config.yaml and every Helm values file synth writes for the examples. */
-async function emitted(): Promise<{ agent: [string, unknown][]; pluginServer: [string, unknown][]; values: [string, unknown][] }> {
+async function emitted(): Promise<{
+  agent: [string, unknown][];
+  pluginServer: [string, unknown][];
+  values: [string, unknown][];
+}> {
   const base = await loadBase(join(ROOT, 'kustomize', 'base'));
-  const out = { agent: [] as [string, unknown][], pluginServer: [] as [string, unknown][], values: [] as [string, unknown][] };
+  const out = {
+    agent: [] as [string, unknown][],
+    pluginServer: [] as [string, unknown][],
+    values: [] as [string, unknown][],
+  };
   for (const ex of ['service', 'infrastructure', 'agent', 'mixed']) {
     await using tmp = await tempDir();
     const { topology } = await loadTopology(join(ROOT, 'examples', `${ex}.yaml`));
@@ -30,7 +38,10 @@ async function emitted(): Promise<{ agent: [string, unknown][]; pluginServer: [s
       for (const o of docs(content)) {
         if (o.kind !== 'ConfigMap') continue;
         const cfg = parse((o.data as Record<string, string>)['config.yaml'] as string) as unknown;
-        (o.metadata.labels?.['app.kubernetes.io/component'] === 'agent' ? out.agent : out.pluginServer).push([`${ex}:${path}`, cfg]);
+        (o.metadata.labels?.['app.kubernetes.io/component'] === 'agent' ? out.agent : out.pluginServer).push([
+          `${ex}:${path}`,
+          cfg,
+        ]);
       }
     }
   }
@@ -57,7 +68,10 @@ describe('emitted runtime configs', () => {
       expect(ps(subject) ? [] : ps.errors, where).toEqual([]);
       expect(authorization, where).toMatchObject({
         identities: expect.arrayContaining([
-          { match: { uri: expect.stringMatching(/^spiffe:\/\/scale-agent\/[a-z-]+\/agent\/[a-z-]+$/) }, accounts: expect.any(Array) },
+          {
+            match: { uri: expect.stringMatching(/^spiffe:\/\/scale-agent\/[a-z-]+\/agent\/[a-z-]+$/) },
+            accounts: expect.any(Array),
+          },
         ]),
       });
     }
@@ -78,7 +92,9 @@ describe('emitted runtime configs', () => {
   it('helm values validate against the chart values.schema.json', async () => {
     const e = await emitted();
     const ajv = new Ajv({ allErrors: true, strict: false });
-    const validate = ajv.compile(JSON.parse(await readFile(join(ROOT, 'charts/scale-agent/values.schema.json'), 'utf8')) as object);
+    const validate = ajv.compile(
+      JSON.parse(await readFile(join(ROOT, 'charts/scale-agent/values.schema.json'), 'utf8')) as object,
+    );
     expect(e.values.length).toBeGreaterThanOrEqual(18);
     for (const [where, values] of e.values) expect(validate(values) ? [] : validate.errors, where).toEqual([]);
     expect(validate({ pluginServer: { enabeld: true } })).toBe(false);

@@ -65,7 +65,9 @@ describe('synth', () => {
       expect(verbsFor(rules, '', 'secrets').sort()).toEqual(['list', 'watch']);
       expect(verbsFor(rules, 'apps', 'deployments').sort()).toEqual(['get', 'list', 'watch']);
       const binding = find(objs, 'RoleBinding', 'scale-agent-account-prod', ns);
-      expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'scale-agent-prod', namespace: 'scale-agent' }]);
+      expect(binding.subjects).toEqual([
+        { kind: 'ServiceAccount', name: 'scale-agent-prod', namespace: 'scale-agent' },
+      ]);
     }
     const token = find(objs, 'Secret', 'scale-agent-prod-token', 'scale-agent');
     expect(token.type).toBe('kubernetes.io/service-account-token');
@@ -106,7 +108,12 @@ agents:
     );
     const [only, omit] = topology.agents[0]?.accounts as [Account, Account];
     const r1 = accountRules(only);
-    expect(r1.rules.flatMap((r) => r.resources).sort()).toEqual(['deployments', 'deployments/scale', 'policies', 'rollouts']);
+    expect(r1.rules.flatMap((r) => r.resources).sort()).toEqual([
+      'deployments',
+      'deployments/scale',
+      'policies',
+      'rollouts',
+    ]);
     expect(r1.clusterRules).toEqual([]);
     const r2 = accountRules(omit);
     const resources = [...r2.rules, ...r2.clusterRules].flatMap((r) => r.resources);
@@ -141,7 +148,11 @@ agents:
     ];
     for (const [provider, internal, annotations] of cases) {
       const r = await synthText(LB(provider, internal), certs.dir);
-      const svc = find(docs(r.files.get('manifests/plugin-server.yaml') as string), 'Service', 'scale-agent-plugin-server-grpc');
+      const svc = find(
+        docs(r.files.get('manifests/plugin-server.yaml') as string),
+        'Service',
+        'scale-agent-plugin-server-grpc',
+      );
       expect(svc.metadata.annotations, provider).toEqual(annotations);
       expect((svc.spec as { type: string }).type).toBe('LoadBalancer');
       expect((svc.spec as { ports: unknown[] }).ports).toEqual([
@@ -155,7 +166,13 @@ agents:
     const r = await synthText(MINIMAL, certs.dir);
     const objs = docs(r.files.get('manifests/agent-core.yaml') as string);
     const dep = find(objs, 'Deployment', 'scale-agent-agent-core', 'cp');
-    const pod = (dep.spec as { template: { spec: { volumes: { name: string; secret?: { secretName: string } }[]; automountServiceAccountToken: boolean } } }).template.spec;
+    const pod = (
+      dep.spec as {
+        template: {
+          spec: { volumes: { name: string; secret?: { secretName: string } }[]; automountServiceAccountToken: boolean };
+        };
+      }
+    ).template.spec;
     expect(pod.automountServiceAccountToken).toBe(false);
     expect(pod.volumes.map((v) => [v.name, v.secret?.secretName])).toEqual([
       ['kubeconfig-0', 'kc'],
@@ -173,7 +190,10 @@ agents:
 
   it('emits cert-manager Certificates instead of key material when asked', async () => {
     await using certs = await tempDir();
-    const text = LB('gcp', true).replace('pluginServer:\n', 'pluginServer:\n  tls: { certificates: { source: cert-manager, issuerRef: { name: ca } } }\n');
+    const text = LB('gcp', true).replace(
+      'pluginServer:\n',
+      'pluginServer:\n  tls: { certificates: { source: cert-manager, issuerRef: { name: ca } } }\n',
+    );
     const r = await synthText(text, certs.dir);
     const ps = docs(r.files.get('manifests/plugin-server.yaml') as string);
     const cert = find(ps, 'Certificate', 'scale-agent-plugin-server');
@@ -198,9 +218,14 @@ agents:
     const objs: K8sObject[] = docs(r.files.get('manifests/agent-edge.yaml') as string);
     expect(find(objs, 'Namespace', 'scale-agent')).toBeDefined();
     const binding = find(objs, 'RoleBinding', 'scale-agent-account-edge', 'apps');
-    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'scale-agent-agent-edge', namespace: 'scale-agent' }]);
+    expect(binding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'scale-agent-agent-edge', namespace: 'scale-agent' },
+    ]);
     const dep = find(objs, 'Deployment', 'scale-agent-agent-edge');
-    expect((dep.spec as { template: { spec: { automountServiceAccountToken: boolean } } }).template.spec.automountServiceAccountToken).toBe(true);
+    expect(
+      (dep.spec as { template: { spec: { automountServiceAccountToken: boolean } } }).template.spec
+        .automountServiceAccountToken,
+    ).toBe(true);
     expect(r.summary.places.map((p) => p.name)).toEqual(['plugin-server', 'agent-edge']);
   });
 });
@@ -210,7 +235,10 @@ describe('strategic merge (Kustomize semantics)', () => {
     const base = { spec: { volumes: [{ name: 'config' }, { name: 'tls', secret: { secretName: 'a' } }], replicas: 1 } };
     const patch = { spec: { volumes: [{ name: 'new' }, { name: 'tls', secret: { secretName: 'b' } }], replicas: 3 } };
     expect(strategicMerge(base, patch)).toEqual({
-      spec: { volumes: [{ name: 'new' }, { name: 'tls', secret: { secretName: 'b' } }, { name: 'config' }], replicas: 3 },
+      spec: {
+        volumes: [{ name: 'new' }, { name: 'tls', secret: { secretName: 'b' } }, { name: 'config' }],
+        replicas: 3,
+      },
     });
     expect(strategicMerge(base, { spec: { volumes: [{ name: 'tls', $patch: 'delete' }] } })).toEqual({
       spec: { volumes: [{ name: 'config' }], replicas: 1 },

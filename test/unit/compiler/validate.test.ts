@@ -21,7 +21,7 @@ describe('topology validation', () => {
   });
 
   it('reports every schema error at once, located by line and JSON path', async () => {
-    const errors = await errorsOf(fixture('schema-errors.yaml'));
+    const errors = await errorsOf(fixture('schema-errors.txt'));
     expect(errors.map((e) => [e.line, e.path])).toEqual([
       [4, '/metadata/name'],
       [6, '/pluginServer/storage/type'],
@@ -33,11 +33,11 @@ describe('topology validation', () => {
     expect(errors[1]?.message).toBe('must be one of: "memory", "mysql"');
     expect(errors[3]?.message).toBe("unknown property 'bogus'");
     expect(errors[5]?.message).toBe("missing required property 'key'");
-    for (const e of errors) expect((e as { file?: string }).file).toBe(fixture('schema-errors.yaml'));
+    for (const e of errors) expect((e as { file?: string }).file).toBe(fixture('schema-errors.txt'));
   });
 
   it('reports every semantic error at once, naming both places of a duplicate', async () => {
-    const errors = await errorsOf(fixture('semantic-errors.yaml'));
+    const errors = await errorsOf(fixture('semantic-errors.txt'));
     const byPath = new Map(errors.map((e) => [e.path, e]));
     expect(errors.map((e) => e.path)).toEqual([
       '/pluginServer/replicas',
@@ -65,14 +65,14 @@ describe('topology validation', () => {
   });
 
   it('refuses duplicate keys with their position', async () => {
-    await expect(loadYamlFile(fixture('duplicate-keys.yaml'))).rejects.toMatchObject({
+    await expect(loadYamlFile(fixture('duplicate-keys.txt'))).rejects.toMatchObject({
       code: 'SA_ERR_INVALID_INPUT',
       details: [{ line: 5, column: 3, message: "duplicate key 'name'" }],
     });
   });
 
   it('refuses an alias bomb quickly', async () => {
-    const err = await loadYamlFile(fixture('alias-bomb.yaml')).catch((e: unknown) => e);
+    const err = await loadYamlFile(fixture('alias-bomb.txt')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ScaleAgentError);
     expect((err as ScaleAgentError).code).toBe('SA_ERR_INPUT_TOO_LARGE');
     expect((err as ScaleAgentError).message).toMatch(/alias/);
@@ -100,7 +100,7 @@ describe('topology validation', () => {
   });
 
   it('reports YAML syntax errors with positions', async () => {
-    await expect(loadYamlFile(fixture('not-yaml.yaml'))).rejects.toMatchObject({
+    await expect(loadYamlFile(fixture('not-yaml.txt'))).rejects.toMatchObject({
       code: 'SA_ERR_INVALID_INPUT',
       details: [{ line: 4 }, { line: 5 }],
     });

@@ -3,12 +3,63 @@ import { parse } from 'yaml';
 import { emitYaml } from '../../../src/compiler/yaml-emit.js';
 
 const TRICKY = [
-  'y', 'Y', 'n', 'yes', 'No', 'on', 'OFF', 'true', 'False', 'null', '~', '', ' ', 'nan', '.inf', '-.inf',
-  '0755', '0x1f', '1e3', '1_000', '1:20', '12:30:45', '2024-01-01', '0.1.0', '-', '- a', ': x', 'a: b', 'a #b',
-  '#c', '@x', '`x', '!tag', '&anchor', '*alias', '%dir', '{a}', '[a]', '"q"', "'q'", 'a\\b', 'tab\tin', 'tail ',
-  'ünïcødé', 'spiffe://scale-agent/t/agent/g', 'app.kubernetes.io/name', '*', '', '<<',
-  'line1\nline2\n', 'no trailing\nnewline', 'two trailing\n\n', '\nleading newline', '  indented\nblock\n',
-  'cr\r\nlf', '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n', 'a\n\n\nb\n',
+  'y',
+  'Y',
+  'n',
+  'yes',
+  'No',
+  'on',
+  'OFF',
+  'true',
+  'False',
+  'null',
+  '~',
+  '',
+  ' ',
+  'nan',
+  '.inf',
+  '-.inf',
+  '0755',
+  '0x1f',
+  '1e3',
+  '1_000',
+  '1:20',
+  '12:30:45',
+  '2024-01-01',
+  '0.1.0',
+  '-',
+  '- a',
+  ': x',
+  'a: b',
+  'a #b',
+  '#c',
+  '@x',
+  '`x',
+  '!tag',
+  '&anchor',
+  '*alias',
+  '%dir',
+  '{a}',
+  '[a]',
+  '"q"',
+  "'q'",
+  'a\\b',
+  'tab\tin',
+  'tail ',
+  'ünïcødé',
+  'spiffe://scale-agent/t/agent/g',
+  'app.kubernetes.io/name',
+  '*',
+  '',
+  '<<',
+  'line1\nline2\n',
+  'no trailing\nnewline',
+  'two trailing\n\n',
+  '\nleading newline',
+  '  indented\nblock\n',
+  'cr\r\nlf',
+  '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n',
+  'a\n\n\nb\n',
 ];
 
 describe('emitYaml', () => {
@@ -28,7 +79,14 @@ describe('emitYaml', () => {
   });
 
   it('writes readable Kubernetes-style YAML', () => {
-    expect(emitYaml({ apiVersion: 'v1', kind: 'ConfigMap', data: { 'config.yaml': 'a: 1\nb: 2\n' }, list: [{ name: 'x', v: 'y' }] })).toBe(
+    expect(
+      emitYaml({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        data: { 'config.yaml': 'a: 1\nb: 2\n' },
+        list: [{ name: 'x', v: 'y' }],
+      }),
+    ).toBe(
       'apiVersion: v1\nkind: ConfigMap\ndata:\n  config.yaml: |\n    a: 1\n    b: 2\nlist:\n  - name: x\n    v: "y"\n',
     );
   });
