@@ -2,7 +2,14 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { formatDetail, isScaleAgentError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logging.js';
-import { AccountState, PROTOCOL_VERSION, type AccountsChanged, type Hello, type Welcome } from '../shared/proto.js';
+import {
+  AccountState,
+  PROTOCOL_VERSION,
+  type AccountsChanged,
+  type AccountStatus,
+  type Hello,
+  type Welcome,
+} from '../shared/proto.js';
 import { versionInfo } from '../shared/version.js';
 import { AccountRunner, type KubernetesSettings, type WatchInfo } from './account.js';
 import { AdminServer } from './admin.js';
@@ -13,6 +20,7 @@ import { definitionFingerprint, DynamicAccountFiles, dynamicAccountConfig } from
 import { AgentMetrics } from './metrics.js';
 import { SendQueue } from './send-queue.js';
 import { StreamClient } from './stream.js';
+import { SyncBudget } from './sync-budget.js';
 
 export interface AgentOptions {
   configFile: string;
@@ -39,6 +47,7 @@ export class Agent {
   readonly admin: AdminServer;
   readonly log: Logger;
   private readonly accounts = new Map<string, AccountRunner>();
+  private readonly syncBudget: SyncBudget;
   private readonly firstAttempts = new Map<string, Promise<void>>();
   private helloAccounts = new Set<string>();
   /** Dynamic accounts (assigned by the plugin-server): name -> definition fingerprint. */
@@ -53,6 +62,7 @@ export class Agent {
     text: string,
   ) {
     this.config = parseAgentConfig(options.configFile, text, options.env);
+    this.syncBudget = new SyncBudget(this.config.kubernetes.maxConcurrentSyncs);
     this.log = options.logger ?? createLogger({ name: 'agent', base: { agentId: this.config.agentId } });
     this.queue = new SendQueue(this.config.queue, {
       onSent: (changes, bytes) => {
@@ -148,6 +158,7 @@ export class Agent {
     const diff = diffAccounts(prev.kubernetes.accounts, next.kubernetes.accounts);
     this.config = next;
     this.queue.updateOptions(next.queue);
+    this.syncBudget.setLimit(next.kubernetes.maxConcurrentSyncs);
     for (const a of [...diff.removed, ...diff.changed]) await this.removeAccount(a.name);
     for (const a of [...diff.changed, ...diff.added]) this.addAccount(a);
     if (stableJson(prev.admin) !== stableJson(next.admin)) {
@@ -218,6 +229,7 @@ export class Agent {
       forbiddenRetrySeconds: k.forbiddenRetrySeconds,
       listPageSize: k.listPageSize,
       streamingLists: k.streamingLists,
+      syncBudget: this.syncBudget,
     };
   }
 
@@ -241,9 +253,19 @@ export class Agent {
     await runner.stop();
   }
 
+  /** A runner that cannot reach its cluster reports FAILED with the reason, whatever its watches say. */
+  private withFailure(runner: AccountRunner, status: AccountStatus): AccountStatus {
+    if (runner.state !== 'failed' || !runner.error) return status;
+    return { ...status, state: AccountState.ACCOUNT_STATE_FAILED, error: runner.error };
+  }
+
   /** An account that could not be announced before (credentials unreadable) now can: announce it. */
   private onAccountChange(runner: AccountRunner): void {
     if (this.accounts.get(runner.name) !== runner) return;
+    if (runner.inSession && runner.state === 'failed' && runner.error) {
+      const status = { account: runner.name, state: 0, error: '', forbiddenKinds: [], kinds: [] };
+      this.stream.sendControl({ accountStatus: this.withFailure(runner, status) });
+    }
     if (this.stream.connected && runner.helloAccount() && !this.helloAccounts.has(runner.name)) {
       this.stream.restart(`account ${runner.name} is now available`);
     }
@@ -276,7 +298,7 @@ export class Agent {
         runner.startSession({
           sink: this.queue,
           resumePoints: welcome.resumePoints,
-          sendStatus: (status) => this.stream.sendControl({ accountStatus: status }),
+          sendStatus: (status) => this.stream.sendControl({ accountStatus: this.withFailure(runner, status) }),
         });
       } else if (rejected.has(runner.name)) {
         runner.reject(rejected.get(runner.name) ?? '');
