@@ -15,12 +15,15 @@ import { CRD_RESOURCE, resourceId, type ApiResource } from './kube/resources.js'
 import type { AgentMetrics } from './metrics.js';
 import { Reflector, scopeId, type ReflectorSink, type WatchScope } from './reflector.js';
 import { kindKeyOf } from './send-queue.js';
+import type { SyncBudget } from './sync-budget.js';
 
 export interface KubernetesSettings {
   rediscoverySeconds: number;
   forbiddenRetrySeconds: number;
   listPageSize: number;
   streamingLists: 'auto' | 'never';
+  /** Shared by every account of the agent. */
+  syncBudget?: SyncBudget;
 }
 
 /** What a stream session gives an account: where changes go, where each scope resumes, how to report status. */
@@ -335,6 +338,7 @@ export class AccountRunner {
         streamingLists: this.deps.settings.streamingLists === 'auto',
         forbiddenRetryMs: this.deps.settings.forbiddenRetrySeconds * 1000,
         fieldSelector: omitNamespacesSelector(this.config, scope.resource),
+        syncBudget: this.deps.settings.syncBudget,
         hooks: {
           onForbidden: (s) => this.setForbidden(s, true),
           onAllowed: (s) => this.setForbidden(s, false),

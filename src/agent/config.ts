@@ -41,6 +41,7 @@ export interface AgentConfig {
     rediscoverySeconds: number;
     forbiddenRetrySeconds: number;
     listPageSize: number;
+    maxConcurrentSyncs: number;
     streamingLists: 'auto' | 'never';
     accounts: AccountConfig[];
   };

@@ -13,3 +13,4 @@ export * from './kube/client.js';
 export * from './kube/discovery.js';
 export * from './kube/json-lines.js';
 export * from './kube/resources.js';
+export * from './sync-budget.js';

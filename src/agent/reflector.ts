@@ -1,6 +1,7 @@
 import type { Logger } from '../shared/logging.js';
 import { ChangeType, type Change } from '../shared/proto.js';
 import { Backoff, sleep, WATCH_BACKOFF, type BackoffOptions } from './backoff.js';
+import type { SyncBudget } from './sync-budget.js';
 import { isForbidden, isGone, isNotFound, KubeApiError, watchStatusError, type KubeClient } from './kube/client.js';
 import { JsonLineSplitter } from './kube/json-lines.js';
 import {
@@ -63,6 +64,8 @@ export interface ReflectorOptions {
   metadataOnly?: boolean;
   /** Log a 403 at debug level only (internal watches whose absence is not the operator's business). */
   quietForbidden?: boolean;
+  /** Agent-wide limit of concurrent initial lists; none = unlimited. */
+  syncBudget?: SyncBudget;
   /** Bounds of the random server-side watch timeout (client-go picks 5–10 minutes). */
   watchTimeoutSeconds?: [number, number];
 }
@@ -240,6 +243,16 @@ export class Reflector {
 
   /** Paginated LIST, sent between SyncStart and SyncEnd. An expired continue token (410) restarts it. */
   private async list(): Promise<void> {
+    this.state = 'pending';
+    const release = await this.options.syncBudget?.acquire(this.signal);
+    try {
+      if (!this.signal.aborted) await this.listPages();
+    } finally {
+      release?.();
+    }
+  }
+
+  private async listPages(): Promise<void> {
     const { sink } = this.options;
     this.state = 'listing';
     this.relists += 1;
@@ -294,12 +307,27 @@ export class Reflector {
           resourceVersion: this.resourceVersion,
           timeoutSeconds: timeout,
         });
+    let release: (() => void) | undefined;
+    if (initial) {
+      this.state = 'pending';
+      release = await this.options.syncBudget?.acquire(this.signal);
+      if (this.signal.aborted) {
+        release?.();
+        return 0;
+      }
+    }
     this.state = initial ? 'listing' : 'watching';
     const started = Date.now();
-    const { stream } = await client.get(path, {
-      accept: this.metadataOnly ? PARTIAL_OBJECT_METADATA : 'application/json',
-      signal: this.signal,
-    });
+    let stream: Awaited<ReturnType<KubeClient['get']>>['stream'];
+    try {
+      ({ stream } = await client.get(path, {
+        accept: this.metadataOnly ? PARTIAL_OBJECT_METADATA : 'application/json',
+        signal: this.signal,
+      }));
+    } catch (e) {
+      release?.();
+      throw e;
+    }
     if (initial) {
       this.relists += 1;
       sink.syncStart(this.scope);
@@ -338,6 +366,8 @@ export class Reflector {
                 this.lastSyncMs = Date.now() - started;
                 this.options.hooks?.onSynced?.(this.scope, this.lastSyncMs, listed);
                 this.state = 'watching';
+                release?.();
+                release = undefined;
               } else {
                 this.resourceVersion = rv;
                 sink.bookmark(this.scope, rv);
@@ -354,6 +384,7 @@ export class Reflector {
         if (this.signal.aborted) break;
       }
     } finally {
+      release?.();
       if (!stream.closed) stream.close();
     }
     if (inInitial && !this.signal.aborted) {

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { SyncBudget } from '../../../src/agent/sync-budget.js';
+
+describe('SyncBudget', () => {
+  it('grants up to the limit, queues the rest in order, and hands a released slot on', async () => {
+    const budget = new SyncBudget(2);
+    const signal = new AbortController().signal;
+    const a = await budget.acquire(signal);
+    const b = await budget.acquire(signal);
+    const order: string[] = [];
+    const c = budget.acquire(signal).then((r) => (order.push('c'), r));
+    const d = budget.acquire(signal).then((r) => (order.push('d'), r));
+    await Promise.resolve();
+    expect([budget.inUse, budget.queued, order]).toEqual([2, 2, []]);
+    a();
+    a(); // releasing twice frees one slot only
+    (await c)();
+    b();
+    await d;
+    expect(order).toEqual(['c', 'd']);
+    expect(budget.inUse).toBe(1);
+  });
+
+  it('an aborted wait leaves the queue and holds no slot; a higher limit admits waiters', async () => {
+    const budget = new SyncBudget(1);
+    await budget.acquire(new AbortController().signal);
+    const ac = new AbortController();
+    const aborted = budget.acquire(ac.signal);
+    const waiting = budget.acquire(new AbortController().signal);
+    ac.abort();
+    (await aborted)();
+    expect([budget.inUse, budget.queued]).toEqual([1, 1]);
+    budget.setLimit(2);
+    await waiting;
+    expect(budget.inUse).toBe(2);
+  });
+});
