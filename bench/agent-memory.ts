@@ -25,7 +25,9 @@ const f = flags({
   objects: { type: 'string', default: '10000,100000' },
   'object-bytes': { type: 'string', default: '1024' },
   kubeconfig: { type: 'string' },
+  'settle-seconds': { type: 'string', default: '20' },
 });
+const settleMs = Number(f['settle-seconds']) * 1000;
 const accountLevels = (f.quick ? '1,10' : String(f.accounts)).split(',').map(Number);
 const objectLevels = (f.quick ? '1000,5000' : String(f.objects))
   .split(',')
@@ -96,6 +98,7 @@ interface Run {
   syncSeconds: number;
   eventsSent: number;
   rssPeakMB: number;
+  rssAfter5sMB: number;
   rssSteadyMB: number;
   heapUsedMB: number;
 }
@@ -140,8 +143,10 @@ async function runAgent(kubeconfig: string, grpcAddress: string, accounts: numbe
       await sleep(100);
     }
     const syncSeconds = (Date.now() - t0) / 1000;
-    // Steady state: a few seconds after the sync, when the list garbage has been collected.
+    // Steady state: after the sync, once V8's idle-time GC has collected the list garbage.
     await sleep(5000);
+    const after5s = await procStats(child.pid!);
+    await sleep(Math.max(0, settleMs - 5000));
     const steady = await procStats(child.pid!);
     return {
       accounts,
@@ -150,6 +155,7 @@ async function runAgent(kubeconfig: string, grpcAddress: string, accounts: numbe
       syncSeconds: Math.round(syncSeconds * 100) / 100,
       eventsSent: await metric(admin, 'scale_agent_agent_events_sent_total'),
       rssPeakMB: mb(Math.max(peak, steady.rssBytes)),
+      rssAfter5sMB: mb(after5s.rssBytes),
       rssSteadyMB: mb(steady.rssBytes),
       heapUsedMB: mb(await metric(admin, 'scale_agent_agent_nodejs_heap_size_used_bytes')),
     };
@@ -195,7 +201,7 @@ try {
   const goalAccounts = most?.accounts === 100 ? most.rssSteadyMB <= 150 : true;
   emit({
     name: 'agent-memory',
-    params: { accountLevels, objectLevels, objectBytes, kinds: ['ConfigMap'], quick: Boolean(f.quick) },
+    params: { accountLevels, objectLevels, objectBytes, settleMs, kinds: ['ConfigMap'], quick: Boolean(f.quick) },
     machine: machineInfo(),
     versions: versions(),
     figures: { runs },
