@@ -18,6 +18,7 @@ import { diffAccounts, parseAgentConfig, stableJson, type AccountConfig, type Ag
 import { ConfigWatcher } from './config-watcher.js';
 import { definitionFingerprint, DynamicAccountFiles, dynamicAccountConfig } from './dynamic-accounts.js';
 import { AgentMetrics } from './metrics.js';
+import { OperationRunner } from './operations.js';
 import { SendQueue } from './send-queue.js';
 import { StreamClient } from './stream.js';
 import { SyncBudget } from './sync-budget.js';
@@ -44,6 +45,7 @@ export class Agent {
   readonly metrics = new AgentMetrics();
   readonly queue: SendQueue;
   readonly stream: StreamClient;
+  readonly operations: OperationRunner;
   readonly admin: AdminServer;
   readonly log: Logger;
   private readonly accounts = new Map<string, AccountRunner>();
@@ -89,6 +91,12 @@ export class Agent {
       onWelcome: (w) => this.onWelcome(w),
       onClosed: () => this.onClosed(),
       onAccountsChanged: (m) => void this.accountsChanged(m),
+      onOperation: (op) => this.operations.run(op),
+    });
+    this.operations = new OperationRunner({
+      logger: this.log.child({ component: 'operations' }),
+      account: (name) => this.accounts.get(name)?.config,
+      send: (result) => this.stream.sendControl({ operationResult: result }),
     });
     this.admin = new AdminServer({
       registry: this.metrics.registry,
@@ -131,6 +139,7 @@ export class Agent {
     this.stopped = true;
     this.watcher?.stop();
     await this.reloading;
+    await this.operations.stop();
     await this.stream.stop();
     await Promise.all([...this.accounts.values()].map((a) => a.stop()));
     this.dynamicFiles.cleanup();

@@ -12,6 +12,7 @@ import {
   type AccountsChanged,
   type AgentMessage,
   type Hello,
+  type Operation,
   type ServerMessage,
   type Welcome,
 } from '../shared/proto.js';
@@ -35,6 +36,8 @@ export interface StreamClientDeps {
   onClosed(): Promise<void>;
   /** The server assigned or withdrew dynamic accounts. */
   onAccountsChanged?(message: AccountsChanged): void;
+  /** An operation to run (operations.ts); its OperationResult goes back through sendControl. */
+  onOperation?(operation: Operation): void;
 }
 
 /** How long the server may take to answer Hello before the attempt counts as failed. */
@@ -165,8 +168,10 @@ export class StreamClient {
             return;
           }
           if (msg.ack) this.deps.queue.ack(msg.ack.seq);
-          else if (msg.operation) this.refuseOperation(msg.operation.operationId);
-          else if (msg.accountsChanged) this.deps.onAccountsChanged?.(msg.accountsChanged);
+          else if (msg.operation) {
+            if (this.deps.onOperation) this.deps.onOperation(msg.operation);
+            else this.refuseOperation(msg.operation.operationId);
+          } else if (msg.accountsChanged) this.deps.onAccountsChanged?.(msg.accountsChanged);
         });
         call.on('error', (err: Error) => {
           clearTimeout(welcomeTimer);
@@ -237,7 +242,7 @@ export class StreamClient {
     return timer;
   }
 
-  // Operations arrive with the operations issue; until then each gets an explicit failure, never silence.
+  // Without an operation runner each operation gets an explicit failure, never silence.
   private refuseOperation(operationId: string): void {
     this.sendControl({
       operationResult: {

@@ -34,6 +34,12 @@ export interface PluginServerConfig {
   http: { host: string; port: number; auth?: { tokensFile: string; trustedNetworks: string[] } };
   storage: StorageConfig;
   accounts: { gracePeriodSeconds: number };
+  operations: {
+    agentWaitSeconds: number;
+    cacheWaitSeconds: number;
+    timeoutSeconds: number;
+    liveReadTimeoutSeconds: number;
+  };
   authorization?: AuthorizationConfig;
   dynamicAccounts: { encryptionKeyFile?: string; encryptionKeyEnv?: string };
   limits: {

@@ -24,7 +24,10 @@ import type { CacheStore } from './cache/store.js';
 import { resolveMysqlUrl, type PluginServerConfig } from './config.js';
 import { startGrpcServer, type GrpcEndpoint } from './grpc-server.js';
 import { PluginServerMetrics } from './metrics.js';
+import { registerOpsRoutes } from './api/ops-routes.js';
+import { CacheBarrier, LiveReader, OperationDispatcher, TaskRunner, WatchedStore } from './ops/index.js';
 import { AgentSession } from './sessions.js';
+import { MemoryTaskRepository, MysqlTaskRepository, type TaskRepository } from './tasks/index.js';
 
 export function createStore(config: PluginServerConfig): CacheStore {
   const storage = config.storage;
@@ -44,6 +47,10 @@ export class PluginServer {
   readonly audit: AuditLog;
   readonly policy: AuthorizationPolicy;
   readonly dynamic: DynamicAccounts;
+  readonly tasks: TaskRepository;
+  readonly dispatcher: OperationDispatcher;
+  readonly runner: TaskRunner;
+  private readonly liveReader: LiveReader;
   private readonly dynamicStore: DynamicAccountStore;
   private readonly sessions = new Set<AgentSession>();
   private grpc: GrpcEndpoint | undefined;
@@ -58,7 +65,9 @@ export class PluginServer {
     options: { log?: Logger; store?: CacheStore } = {},
   ) {
     this.log = options.log ?? createLogger({ name: 'plugin-server', level: config.logLevel });
-    this.store = options.store ?? createStore(config);
+    // Every write is observed: tasks wait on it for the cache to catch up with what their operation wrote.
+    const watched = new WatchedStore(options.store ?? createStore(config));
+    this.store = watched;
     this.accounts = new AccountRegistry(this.store, this.log, config.accounts.gracePeriodSeconds * 1000);
     this.metrics = new PluginServerMetrics({ store: this.store, accounts: this.accounts });
     this.audit = new AuditLog(this.log);
@@ -77,6 +86,29 @@ export class PluginServer {
       sessions: () => this.sessions,
       audit: this.audit,
       log: this.log,
+    });
+    const ops = config.operations;
+    this.tasks =
+      config.storage.type === 'mysql'
+        ? new MysqlTaskRepository(resolveMysqlUrl(config.storage))
+        : new MemoryTaskRepository();
+    this.dispatcher = new OperationDispatcher({
+      accounts: this.accounts,
+      session: (id) => [...this.sessions].find((s) => s.id === id),
+      log: this.log,
+      options: { agentWaitMs: ops.agentWaitSeconds * 1000, operationTimeoutMs: ops.timeoutSeconds * 1000 },
+    });
+    this.runner = new TaskRunner({
+      repo: this.tasks,
+      dispatcher: this.dispatcher,
+      barrier: new CacheBarrier(watched, this.accounts),
+      log: this.log,
+      options: { cacheWaitMs: ops.cacheWaitSeconds * 1000 },
+    });
+    this.liveReader = new LiveReader({
+      accounts: this.accounts,
+      dispatcher: this.dispatcher,
+      timeoutMs: ops.liveReadTimeoutSeconds * 1000,
     });
     this.accounts.onChange((name, state) => {
       const holder = [...this.sessions].find((s) => this.accounts.holds(s.id, name));
@@ -104,6 +136,9 @@ export class PluginServer {
             },
           );
     }
+    await this.tasks.init();
+    const abandoned = await this.runner.recover();
+    if (abandoned > 0) this.log.warn({ tasks: abandoned }, 'failed tasks left running by the previous run');
     await this.accounts.load();
     await this.dynamic.load();
     if (this.policy.mode === 'open') {
@@ -123,9 +158,12 @@ export class PluginServer {
       ready: () => this.ready(),
       log: this.log,
       dynamic: this.dynamic,
+      liveManifest: (account, location, kindSpec, resolved, name) =>
+        this.liveReader.get(account, location, kindSpec, resolved, name),
     });
     installAdminAuth(this.http, this.config.http, this.audit);
     registerDynamicAccountRoutes(this.http, this.dynamic);
+    registerOpsRoutes(this.http, { accounts: this.accounts, runner: this.runner, dynamic: this.dynamic });
     await this.http.listen({ host: this.config.http.host, port: this.config.http.port });
     const address = this.http.server.address();
     this.httpPort = typeof address === 'object' && address ? address.port : this.config.http.port;
@@ -155,8 +193,12 @@ export class PluginServer {
         limits: this.config.limits,
         serverVersion: versionInfo().version,
         gate: this.dynamic,
+        onOperationResult: (sessionId, result) => this.dispatcher.onResult(sessionId, result),
       },
-      (s) => this.sessions.delete(s),
+      (s) => {
+        this.sessions.delete(s);
+        this.dispatcher.onSessionClosed(s.id);
+      },
     );
     this.sessions.add(session);
   }
@@ -186,7 +228,9 @@ export class PluginServer {
     }
     await this.grpc?.stop(2000);
     await this.http?.close();
+    await this.runner.flush();
     await this.store.close();
+    await this.tasks.close();
     await this.dynamicStore.close();
     this.log.info('plugin-server stopped');
   }

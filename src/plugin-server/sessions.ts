@@ -13,6 +13,8 @@ import {
   type Change,
   type Hello,
   type KindKey,
+  type Operation,
+  type OperationResult,
   type ResumePoint,
   type ServerMessage,
 } from '../shared/proto.js';
@@ -32,6 +34,8 @@ export interface SessionDeps {
   serverVersion: string;
   /** Authorization and dynamic accounts; without one every registration is decided by the registry alone. */
   gate?: SessionGate | undefined;
+  /** Results of operations sent with sendOperation() (ops/dispatcher.ts). */
+  onOperationResult?: ((sessionId: string, result: OperationResult) => void) | undefined;
 }
 
 /** What /armory/agents shows about one stream. */
@@ -163,6 +167,15 @@ export class AgentSession implements GatedSession {
     return !this.closed;
   }
 
+  private welcomed = false;
+  private readonly beforeWelcome: Operation[] = [];
+
+  /** An operation for the agent (ops/dispatcher.ts); held back until Welcome, which must be the first message. */
+  sendOperation(op: Operation): void {
+    if (this.welcomed) this.send({ operation: op });
+    else this.beforeWelcome.push(op);
+  }
+
   /** Dynamic accounts for the agent to add or drop (accounts/dynamic.ts). */
   sendAccountsChanged(message: AccountsChanged): void {
     this.send({ accountsChanged: message });
@@ -225,8 +238,7 @@ export class AgentSession implements GatedSession {
         kinds: s.kinds.slice(0, 10_000),
       });
     } else if (m.operationResult) {
-      // Operations arrive with the operations issue; results are only logged until then.
-      this.log.debug({ operationId: m.operationResult.operationId }, 'operation result received');
+      this.deps.onOperationResult?.(this.id, m.operationResult);
     } else if (m.accountsUpdate) {
       validateAccounts(m.accountsUpdate.added, this.deps.limits.maxAccountsPerAgent);
       this.enqueue({ kind: 'accounts', update: m.accountsUpdate });
@@ -423,6 +435,8 @@ export class AgentSession implements GatedSession {
         heartbeatIntervalSeconds: this.deps.limits.heartbeatIntervalSeconds,
       },
     });
+    this.welcomed = true;
+    for (const op of this.beforeWelcome.splice(0)) this.send({ operation: op });
     this.deps.gate?.welcomed(this);
   }
 

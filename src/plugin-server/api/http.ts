@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { httpStatusOf, isScaleAgentError, ScaleAgentError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logging.js';
 import type { AccountRegistry, RegisteredAccount } from '../accounts.js';
-import type { CacheStore } from '../cache/store.js';
+import type { CachedObject, CacheStore } from '../cache/store.js';
 import type { PluginServerMetrics } from '../metrics.js';
 import type { SessionInfo } from '../sessions.js';
 import { resolveKind, SPINNAKER_KIND_MAP, splitFullName } from './kinds.js';
@@ -18,6 +18,14 @@ export interface ApiDeps {
   log: Logger;
   /** Dynamic accounts (accounts/dynamic.ts): listed with the agents' accounts, shown in their own shape. */
   dynamic?: { has(name: string): boolean; views(): { name: string }[]; view(name: string): object | undefined };
+  /** Live read through the account's agent for kinds the cache does not hold (ops/live-read.ts). */
+  liveManifest?: (
+    account: string,
+    location: string,
+    kindSpec: string,
+    resolved: { kind: string; group: string | undefined },
+    name: string,
+  ) => Promise<CachedObject | undefined>;
 }
 
 const REASON: Record<number, string> = {
@@ -164,7 +172,9 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     const parts = splitFullName(fullName);
     if (!parts) throw notFound();
     const { kind, group } = resolveKind(parts[0]);
-    const o = await deps.store.get({ account, group, kind, namespace: location, name: parts[1] });
+    const o =
+      (await deps.store.get({ account, group, kind, namespace: location, name: parts[1] })) ??
+      (await deps.liveManifest?.(account, location, parts[0], { kind, group }, parts[1]));
     if (!o) throw notFound();
     return manifestContainer(o);
   };

@@ -1,0 +1,189 @@
+import type { Logger } from '../../shared/logging.js';
+import { IDEMPOTENT_OPERATIONS, type OperationType } from '../../shared/ops/types.js';
+import type { Operation, OperationResult } from '../../shared/proto.js';
+import type { AccountRegistry } from '../accounts.js';
+
+/** What the dispatcher needs of an agent stream (sessions.ts AgentSession). */
+export interface OperationSession {
+  readonly id: string;
+  readonly agentId: string;
+  readonly open: boolean;
+  sendOperation(op: Operation): void;
+}
+
+export interface DispatchRequest {
+  operationId: string;
+  account: string;
+  type: OperationType;
+  payload: unknown;
+  /** Overrides of the dispatcher's bounds for this request (live reads use short ones). */
+  agentWaitMs?: number;
+  timeoutMs?: number;
+}
+
+export type DispatchOutcome =
+  | { kind: 'result'; result: OperationResult; agentId: string }
+  | { kind: 'failed'; message: string; retryable: boolean };
+
+export interface DispatchEvents {
+  waitingForAgent?(): void;
+  sent?(session: OperationSession, attempt: number): void;
+}
+
+export interface DispatcherOptions {
+  /** How long an operation waits for an agent to hold its account (one may be reconnecting). */
+  agentWaitMs: number;
+  /** Deadline the agent gets for running one operation; the server gives up a little after it. */
+  operationTimeoutMs: number;
+}
+
+/** Slack after the agent's own deadline before the server stops waiting for its answer. */
+const ANSWER_SLACK_MS = 10_000;
+
+interface InFlight {
+  sessionId: string;
+  resolve(outcome: { kind: 'result'; result: OperationResult } | { kind: 'dropped' }): void;
+}
+
+/**
+ * Routes operations to the agent stream holding their account. Waits (bounded, event-driven through the account
+ * registry) when no stream holds it; when the stream drops before the result is back, an idempotent operation is
+ * sent again to whoever holds the account next, any other fails as retryable — never silently lost.
+ */
+export class OperationDispatcher {
+  private readonly inFlight = new Map<string, InFlight>();
+  private readonly accountWaiters = new Map<string, Set<() => void>>();
+
+  constructor(
+    private readonly deps: {
+      accounts: AccountRegistry;
+      session(id: string): OperationSession | undefined;
+      log: Logger;
+      options: DispatcherOptions;
+    },
+  ) {
+    deps.accounts.onChange((name, state) => {
+      if (state !== 'ACTIVE') return;
+      const waiters = this.accountWaiters.get(name);
+      if (!waiters) return;
+      this.accountWaiters.delete(name);
+      for (const w of waiters) w();
+    });
+  }
+
+  async execute(req: DispatchRequest, events: DispatchEvents = {}): Promise<DispatchOutcome> {
+    const agentWaitMs = req.agentWaitMs ?? this.deps.options.agentWaitMs;
+    const operationTimeoutMs = req.timeoutMs ?? this.deps.options.operationTimeoutMs;
+    const answerWithinMs = operationTimeoutMs + Math.min(ANSWER_SLACK_MS, operationTimeoutMs);
+    for (let attempt = 1; ; attempt++) {
+      const session = await this.holder(req.account, agentWaitMs, events);
+      if (!session) {
+        return {
+          kind: 'failed',
+          retryable: true,
+          message:
+            `no agent holds account ${req.account}` +
+            (attempt > 1 ? ' after its agent disconnected mid-operation' : '') +
+            ` (waited ${Math.round(agentWaitMs / 1000)} s for one to connect)`,
+        };
+      }
+      const outcome = await new Promise<
+        { kind: 'result'; result: OperationResult } | { kind: 'dropped' } | { kind: 'timeout' }
+      >((resolve) => {
+        const timer = setTimeout(() => {
+          this.inFlight.delete(req.operationId);
+          resolve({ kind: 'timeout' });
+        }, answerWithinMs);
+        timer.unref();
+        this.inFlight.set(req.operationId, {
+          sessionId: session.id,
+          resolve: (o) => {
+            clearTimeout(timer);
+            this.inFlight.delete(req.operationId);
+            resolve(o);
+          },
+        });
+        session.sendOperation({
+          operationId: req.operationId,
+          account: req.account,
+          type: req.type,
+          payloadJson: Buffer.from(JSON.stringify(req.payload)),
+          deadlineMs: Date.now() + operationTimeoutMs,
+        });
+        events.sent?.(session, attempt);
+      });
+      if (outcome.kind === 'result') return { kind: 'result', result: outcome.result, agentId: session.agentId };
+      if (outcome.kind === 'timeout') {
+        return {
+          kind: 'failed',
+          retryable: true,
+          message: `agent ${session.agentId} did not answer ${req.type} within ${Math.round(answerWithinMs / 1000)} s`,
+        };
+      }
+      if (!IDEMPOTENT_OPERATIONS.has(req.type)) {
+        return {
+          kind: 'failed',
+          retryable: true,
+          message:
+            `agent ${session.agentId} disconnected while running ${req.type} on account ${req.account}; ` +
+            `${req.type} is not idempotent, so it was not sent again: check the cluster before retrying`,
+        };
+      }
+      this.deps.log.warn(
+        { operationId: req.operationId, type: req.type, account: req.account, agentId: session.agentId, attempt },
+        'agent disconnected mid-operation; sending the idempotent operation again',
+      );
+    }
+  }
+
+  /** An OperationResult from a stream; results from a stream the operation was not sent on are ignored. */
+  onResult(sessionId: string, result: OperationResult): void {
+    const f = this.inFlight.get(result.operationId);
+    if (!f || f.sessionId !== sessionId) {
+      this.deps.log.warn({ operationId: result.operationId, sessionId }, 'result for an unknown operation ignored');
+      return;
+    }
+    f.resolve({ kind: 'result', result });
+  }
+
+  /** A stream ended: everything in flight on it is dropped (retried or failed by execute()). */
+  onSessionClosed(sessionId: string): void {
+    for (const f of [...this.inFlight.values()]) if (f.sessionId === sessionId) f.resolve({ kind: 'dropped' });
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  private holdingSession(account: string): OperationSession | undefined {
+    const a = this.deps.accounts.get(account);
+    if (!a?.sessionId) return undefined;
+    const s = this.deps.session(a.sessionId);
+    return s?.open ? s : undefined;
+  }
+
+  private async holder(account: string, waitMs: number, events: DispatchEvents): Promise<OperationSession | undefined> {
+    const now = this.holdingSession(account);
+    if (now) return now;
+    events.waitingForAgent?.();
+    const until = Date.now() + waitMs;
+    for (;;) {
+      const left = until - Date.now();
+      if (left <= 0) return undefined;
+      await new Promise<void>((resolve) => {
+        const waiters = this.accountWaiters.get(account) ?? new Set<() => void>();
+        this.accountWaiters.set(account, waiters);
+        const wake = (): void => {
+          clearTimeout(timer);
+          waiters.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, left);
+        timer.unref();
+        waiters.add(wake);
+      });
+      const s = this.holdingSession(account);
+      if (s) return s;
+    }
+  }
+}

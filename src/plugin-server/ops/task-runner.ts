@@ -1,0 +1,271 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Logger } from '../../shared/logging.js';
+import {
+  exceptionResult,
+  OPERATION_CLASSES,
+  OPERATION_PHASES,
+  type NormalizedOperation,
+  type OperationType,
+} from '../../shared/ops/index.js';
+import {
+  addHistory,
+  completeTask,
+  failTask,
+  newTask,
+  ORCHESTRATION,
+  type OperationRecord,
+  type Task,
+  type TaskRepository,
+} from '../tasks/index.js';
+import type { CacheBarrier } from './barrier.js';
+import type { OperationDispatcher } from './dispatcher.js';
+
+export interface TaskRunnerOptions {
+  /** How long a finished operation waits for the cache to catch up with what it wrote. */
+  cacheWaitMs: number;
+}
+
+/** What the agent puts in OperationResult.result_json (agent/ops/execute.ts executeWireOperation). */
+interface AgentResultJson {
+  result?: unknown;
+  messages?: string[];
+  errorCode?: string;
+  retryable?: boolean;
+}
+
+/** Operations whose task Orca waits on for a result object (reference/clouddriver-api.md §4.2). */
+const RESULT_EXPECTED = new Set<OperationType>(['deployManifest', 'deleteManifest', 'patchManifest']);
+
+/**
+ * Runs tasks: each operation in order goes to its account's agent, then waits for the cache to hold what it wrote,
+ * then the next one; the first failure ends the task. Every step is written to the task repository, so a poller on
+ * any replica (and after a restart, with MySQL) sees it.
+ */
+export class TaskRunner {
+  readonly ownerId = `${randomUUID()}@${hostname()}`;
+  private readonly running = new Map<string, Task>();
+  private readonly saving = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly deps: {
+      repo: TaskRepository;
+      dispatcher: OperationDispatcher;
+      barrier: CacheBarrier;
+      log: Logger;
+      options: TaskRunnerOptions;
+    },
+  ) {}
+
+  /**
+   * Tasks this host was running when it stopped cannot finish: fail them (retryable) so pollers stop waiting. The
+   * owner id ends with the host name, which stays the same across restarts of one replica (a pod name).
+   */
+  async recover(): Promise<number> {
+    const mine = `@${hostname()}`;
+    let n = 0;
+    for (const t of await this.deps.repo.list({ limit: 10_000, incompleteOnly: true })) {
+      if (!t.ownerId.endsWith(mine) || t.ownerId === this.ownerId) continue;
+      failTask(t, 'Orchestration failed: plugin-server restarted while the task was running', true);
+      await this.deps.repo.save(t);
+      n += 1;
+    }
+    return n;
+  }
+
+  /**
+   * Creates the task and starts it, unless `requestId` names an existing task that is not a failed, retryable one:
+   * then that task is returned and nothing runs.
+   */
+  async submit(operations: NormalizedOperation[], requestId?: string): Promise<{ task: Task; created: boolean }> {
+    let replaces: string | undefined;
+    if (requestId) {
+      const existing = await this.deps.repo.getByRequestId(requestId);
+      if (existing && !(existing.status.failed && existing.status.retryable)) return { task: existing, created: false };
+      replaces = existing?.id;
+    }
+    const task = newTask(randomUUID(), this.ownerId, requestId);
+    task.operations = operations.map((op, index) => ({
+      operationId: `${task.id}.${index}`,
+      taskId: task.id,
+      index,
+      type: op.type,
+      account: op.account,
+      state: 'queued',
+      attempts: 0,
+      queuedAt: task.startTimeMs,
+    }));
+    const r = await this.deps.repo.create(task, replaces ? { replaces } : {});
+    if (!r.created) return r;
+    this.running.set(task.id, task);
+    void this.run(task, operations).finally(() => this.running.delete(task.id));
+    return r;
+  }
+
+  /** The live copy for a running task (no store round trip), else the stored one. */
+  async get(id: string): Promise<Task | undefined> {
+    const live = this.running.get(id);
+    return live ? structuredClone(live) : this.deps.repo.get(id);
+  }
+
+  /** Operations of running tasks that have not finished. */
+  pending(): OperationRecord[] {
+    const out: OperationRecord[] = [];
+    for (const t of this.running.values()) {
+      for (const o of t.operations) if (o.state !== 'succeeded' && o.state !== 'failed') out.push({ ...o });
+    }
+    return out.sort((a, b) => a.queuedAt - b.queuedAt);
+  }
+
+  async operation(operationId: string): Promise<OperationRecord | undefined> {
+    const taskId = operationId.slice(0, operationId.lastIndexOf('.'));
+    const task = await this.get(taskId);
+    return task?.operations.find((o) => o.operationId === operationId);
+  }
+
+  /** Waits for the writes queued so far (tests and shutdown). */
+  async flush(): Promise<void> {
+    await Promise.all(this.saving.values());
+  }
+
+  private save(task: Task): Promise<void> {
+    const snapshot = structuredClone(task);
+    const prev = this.saving.get(task.id) ?? Promise.resolve();
+    // Writes of one task are chained, so a slow earlier write never lands after a later one.
+    const next = prev
+      .then(() => this.deps.repo.save(snapshot))
+      .catch((e: unknown) => this.deps.log.error({ taskId: task.id, err: e }, 'cannot save task'));
+    this.saving.set(task.id, next);
+    void next.finally(() => {
+      if (this.saving.get(task.id) === next) this.saving.delete(task.id);
+    });
+    return next;
+  }
+
+  private async run(task: Task, operations: NormalizedOperation[]): Promise<void> {
+    try {
+      for (const [index, op] of operations.entries()) {
+        const ok = await this.runOne(task, op, task.operations[index]!);
+        if (!ok) return;
+      }
+      completeTask(task);
+      await this.save(task);
+    } catch (e) {
+      const message = (e as Error).message;
+      this.deps.log.error({ taskId: task.id, err: e }, 'task failed unexpectedly');
+      failTask(task, `Orchestration failed: ${message}`, false);
+      await this.save(task);
+    }
+  }
+
+  private async runOne(task: Task, op: NormalizedOperation, rec: OperationRecord): Promise<boolean> {
+    const phase = OPERATION_PHASES[op.type];
+    const opClass = OPERATION_CLASSES[op.type];
+    const log = this.deps.log.child({
+      taskId: task.id,
+      operationId: rec.operationId,
+      type: op.type,
+      account: op.account,
+    });
+    addHistory(task, ORCHESTRATION, `Processing op: ${opClass}`);
+    void this.save(task);
+    const started = Date.now();
+    const outcome = await this.deps.dispatcher.execute(
+      { operationId: rec.operationId, account: op.account, type: op.type, payload: op.payload },
+      {
+        waitingForAgent: () => {
+          rec.state = 'waiting-for-agent';
+          addHistory(task, phase, `Waiting for an agent to hold account ${op.account}`);
+          void this.save(task);
+        },
+        sent: (session, attempt) => {
+          rec.state = 'sent';
+          rec.attempts = attempt;
+          rec.agentId = session.agentId;
+          rec.sessionId = session.id;
+          rec.sentAt = Date.now();
+          addHistory(
+            task,
+            phase,
+            attempt > 1
+              ? `Sent ${op.type} again to agent ${session.agentId} (attempt ${attempt}) after its agent disconnected`
+              : `Sent ${op.type} to agent ${session.agentId} for account ${op.account}`,
+          );
+          void this.save(task);
+        },
+      },
+    );
+    const finish = (ok: boolean): void => {
+      rec.finishedAt = Date.now();
+      rec.durationMs = rec.finishedAt - started;
+      rec.state = ok ? 'succeeded' : 'failed';
+      rec.ok = ok;
+    };
+    if (outcome.kind === 'failed') {
+      finish(false);
+      rec.error = outcome.message;
+      rec.retryable = outcome.retryable;
+      log.warn({ error: outcome.message }, 'operation failed before a result came back');
+      this.fail(task, op.type, outcome.message, outcome.retryable, undefined);
+      await this.save(task);
+      return false;
+    }
+    const r = outcome.result;
+    rec.resultAt = Date.now();
+    rec.resourceVersions = { ...r.resourceVersions };
+    const body = parseResultJson(r.resultJson);
+    for (const m of body.messages ?? []) addHistory(task, phase, m);
+    if (!r.ok) {
+      finish(false);
+      rec.error = r.error;
+      rec.errorCode = body.errorCode;
+      rec.retryable = body.retryable ?? false;
+      this.fail(task, op.type, r.error || 'the agent reported a failure', body.retryable ?? false, body.result);
+      await this.save(task);
+      return false;
+    }
+    rec.state = 'waiting-for-cache';
+    const barrier = await this.deps.barrier.waitFor(op.account, r.resourceVersions, this.deps.options.cacheWaitMs);
+    if (!barrier.ok) {
+      finish(false);
+      const message =
+        `${op.type} succeeded on the cluster, but the cache did not catch up within ` +
+        `${Math.round(this.deps.options.cacheWaitMs / 1000)} s (still waiting for ${barrier.pending.join(', ')}); ` +
+        `reads may be stale until the agent's stream delivers them`;
+      rec.error = message;
+      rec.retryable = true;
+      this.fail(task, op.type, message, true, undefined);
+      await this.save(task);
+      return false;
+    }
+    if (barrier.waitedFor.length > 0) {
+      addHistory(task, phase, `Cache holds ${barrier.waitedFor.length} written object(s) at their new versions`);
+    }
+    finish(true);
+    if (body.result !== undefined && body.result !== null) task.resultObjects.push(body.result);
+    else if (RESULT_EXPECTED.has(op.type)) task.resultObjects.push({ manifestNamesByNamespace: {} });
+    return true;
+  }
+
+  private fail(task: Task, type: OperationType, message: string, retryable: boolean, result: unknown): void {
+    const exception = isException(result)
+      ? { ...result, ...(retryable ? { retryable } : {}) }
+      : exceptionResult(type, message, { retryable });
+    task.resultObjects.push(exception);
+    failTask(task, `Orchestration failed: ${OPERATION_CLASSES[type]} | ScaleAgentError: [${message}]`, retryable);
+  }
+}
+
+function isException(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'EXCEPTION';
+}
+
+function parseResultJson(bytes: Uint8Array): AgentResultJson {
+  if (bytes.length === 0) return {};
+  try {
+    const v = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) as unknown;
+    return typeof v === 'object' && v !== null ? (v as AgentResultJson) : {};
+  } catch {
+    return {};
+  }
+}

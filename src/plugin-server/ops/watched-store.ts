@@ -1,0 +1,78 @@
+import type {
+  AccountRecord,
+  ApplyStats,
+  CachedObject,
+  CacheStore,
+  KindCount,
+  ListFilter,
+  ObjectKey,
+  ResumePointRecord,
+  StoreOp,
+} from '../cache/store.js';
+
+export type StoreListener = (ops: readonly StoreOp[]) => void;
+
+/**
+ * The cache store with a hook after every successful write: what the consistency barrier waits on. Listeners run
+ * after apply() has resolved, so anything they read from the store already includes the write.
+ */
+export class WatchedStore implements CacheStore {
+  private readonly listeners = new Set<StoreListener>();
+
+  constructor(readonly inner: CacheStore) {}
+
+  get type(): CacheStore['type'] {
+    return this.inner.type;
+  }
+
+  onApplied(listener: StoreListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  init(): Promise<void> {
+    return this.inner.init();
+  }
+
+  async apply(ops: readonly StoreOp[]): Promise<ApplyStats> {
+    const stats = await this.inner.apply(ops);
+    for (const l of this.listeners) l(ops);
+    return stats;
+  }
+
+  get(key: ObjectKey): Promise<CachedObject | undefined> {
+    return this.inner.get(key);
+  }
+
+  list(filter: ListFilter): Promise<CachedObject[]> {
+    return this.inner.list(filter);
+  }
+
+  resumePoints(account: string): Promise<ResumePointRecord[]> {
+    return this.inner.resumePoints(account);
+  }
+
+  counts(): Promise<KindCount[]> {
+    return this.inner.counts();
+  }
+
+  saveAccount(record: AccountRecord): Promise<void> {
+    return this.inner.saveAccount(record);
+  }
+
+  listAccounts(): Promise<AccountRecord[]> {
+    return this.inner.listAccounts();
+  }
+
+  dropAccount(name: string): Promise<void> {
+    return this.inner.dropAccount(name);
+  }
+
+  ping(): Promise<void> {
+    return this.inner.ping();
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}

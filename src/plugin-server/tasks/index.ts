@@ -1,0 +1,4 @@
+export * from './model.js';
+export type { TaskRepository } from './repository.js';
+export { MemoryTaskRepository } from './memory.js';
+export { MysqlTaskRepository } from './mysql.js';

@@ -1,0 +1,61 @@
+import type { Task } from './model.js';
+import type { TaskRepository } from './repository.js';
+
+/** Tasks in this process; the newest `maxTasks` are kept. */
+export class MemoryTaskRepository implements TaskRepository {
+  readonly type = 'memory' as const;
+  private readonly tasks = new Map<string, Task>();
+  private readonly byRequest = new Map<string, string>();
+
+  constructor(private readonly maxTasks = 10_000) {}
+
+  async init(): Promise<void> {}
+
+  async create(task: Task, options: { replaces?: string } = {}): Promise<{ task: Task; created: boolean }> {
+    // Synchronous from check to insert: two concurrent POSTs with one clientRequestId cannot both create.
+    if (task.requestId) {
+      const existingId = this.byRequest.get(task.requestId);
+      const existing = existingId === undefined ? undefined : this.tasks.get(existingId);
+      if (existing && existing.id !== options.replaces) return { task: structuredClone(existing), created: false };
+      this.byRequest.set(task.requestId, task.id);
+    }
+    this.tasks.set(task.id, structuredClone(task));
+    this.evict();
+    return { task, created: true };
+  }
+
+  async save(task: Task): Promise<void> {
+    this.tasks.set(task.id, structuredClone(task));
+  }
+
+  async get(id: string): Promise<Task | undefined> {
+    const t = this.tasks.get(id);
+    return t && structuredClone(t);
+  }
+
+  async getByRequestId(requestId: string): Promise<Task | undefined> {
+    const id = this.byRequest.get(requestId);
+    return id === undefined ? undefined : this.get(id);
+  }
+
+  async list(options: { limit: number; incompleteOnly?: boolean }): Promise<Task[]> {
+    const out: Task[] = [];
+    for (const t of [...this.tasks.values()].reverse()) {
+      if (options.incompleteOnly && t.status.completed) continue;
+      out.push(structuredClone(t));
+      if (out.length >= options.limit) break;
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {}
+
+  private evict(): void {
+    while (this.tasks.size > this.maxTasks) {
+      const oldest = this.tasks.keys().next().value as string;
+      const t = this.tasks.get(oldest);
+      this.tasks.delete(oldest);
+      if (t?.requestId && this.byRequest.get(t.requestId) === oldest) this.byRequest.delete(t.requestId);
+    }
+  }
+}

@@ -1,0 +1,108 @@
+import mysql, { type Pool, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+import type { Task } from './model.js';
+import type { TaskRepository } from './repository.js';
+
+/**
+ * Tasks in MySQL next to the cache, so finished tasks (and their results) survive a plugin-server restart. The
+ * request id is a UNIQUE column: the database, not this process, decides which of two concurrent POSTs with one
+ * clientRequestId creates the task.
+ */
+export class MysqlTaskRepository implements TaskRepository {
+  readonly type = 'mysql' as const;
+  private readonly pool: Pool;
+
+  constructor(url: string) {
+    this.pool = mysql.createPool({ uri: url, connectionLimit: 4, charset: 'utf8mb4' });
+  }
+
+  async init(): Promise<void> {
+    await this.pool.query(
+      `CREATE TABLE IF NOT EXISTS sa_tasks (
+        id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+        request_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+        owner_id VARCHAR(300) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+        completed TINYINT NOT NULL,
+        started_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        body LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+        UNIQUE KEY sa_tasks_request (request_id),
+        KEY sa_tasks_started (started_at),
+        KEY sa_tasks_incomplete (completed, started_at)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+    );
+  }
+
+  async create(task: Task, options: { replaces?: string } = {}): Promise<{ task: Task; created: boolean }> {
+    const conn = await this.pool.getConnection();
+    try {
+      await conn.beginTransaction();
+      if (task.requestId && options.replaces) {
+        await conn.query('UPDATE sa_tasks SET request_id = NULL WHERE id = ? AND request_id = ?', [
+          options.replaces,
+          task.requestId,
+        ]);
+      }
+      const [r] = await conn.query<ResultSetHeader>(
+        `INSERT IGNORE INTO sa_tasks (id, request_id, owner_id, completed, started_at, updated_at, body)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        [
+          task.id,
+          task.requestId ?? null,
+          task.ownerId,
+          task.status.completed ? 1 : 0,
+          task.startTimeMs,
+          task.updatedAtMs,
+          JSON.stringify(task),
+        ],
+      );
+      await conn.commit();
+      if (r.affectedRows === 1) return { task, created: true };
+    } catch (e) {
+      await conn.rollback().catch(() => undefined);
+      throw e;
+    } finally {
+      conn.release();
+    }
+    const existing = task.requestId ? await this.getByRequestId(task.requestId) : undefined;
+    if (!existing) throw new Error(`task ${task.id} was not stored and no task holds its request id`);
+    return { task: existing, created: false };
+  }
+
+  async save(task: Task): Promise<void> {
+    await this.pool.query('UPDATE sa_tasks SET completed = ?, updated_at = ?, body = ? WHERE id = ?', [
+      task.status.completed ? 1 : 0,
+      task.updatedAtMs,
+      JSON.stringify(task),
+      task.id,
+    ]);
+  }
+
+  async get(id: string): Promise<Task | undefined> {
+    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT body FROM sa_tasks WHERE id = ?', [id]);
+    return rows[0] ? parse(rows[0]) : undefined;
+  }
+
+  async getByRequestId(requestId: string): Promise<Task | undefined> {
+    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT body FROM sa_tasks WHERE request_id = ?', [
+      requestId,
+    ]);
+    return rows[0] ? parse(rows[0]) : undefined;
+  }
+
+  async list(options: { limit: number; incompleteOnly?: boolean }): Promise<Task[]> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      `SELECT body FROM sa_tasks ${options.incompleteOnly ? 'WHERE completed = 0' : ''}
+       ORDER BY started_at DESC, id DESC LIMIT ?`,
+      [options.limit],
+    );
+    return rows.map(parse);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+function parse(row: RowDataPacket): Task {
+  return JSON.parse(row.body as string) as Task;
+}
