@@ -1,0 +1,83 @@
+/**
+ * The TaskRepository contract: the memory repository here, the MySQL one against a real MariaDB in
+ * test/integration/plugin-server/mysql-task-repository.test.ts — exactly these tests for both.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  addHistory,
+  completeTask,
+  failTask,
+  newTask,
+  type TaskRepository,
+} from '../../../src/plugin-server/tasks/index.js';
+
+export interface TaskRepositoryFactory {
+  create(): Promise<TaskRepository>;
+  destroy(repo: TaskRepository): Promise<void>;
+}
+
+export function taskRepositoryContract(name: string, factory: TaskRepositoryFactory): void {
+  describe(`TaskRepository contract (${name})`, () => {
+    let repo: TaskRepository;
+    beforeEach(async () => {
+      repo = await factory.create();
+      await repo.init();
+    });
+    afterEach(async () => {
+      await factory.destroy(repo);
+    });
+
+    it('stores, updates and reads a task back unchanged', async () => {
+      const t = newTask('t-1', 'owner@host', undefined, 1000);
+      expect(await repo.create(t)).toEqual({ task: t, created: true });
+      addHistory(t, 'DEPLOY_KUBERNETES_MANIFEST', 'Sent deployManifest');
+      t.resultObjects.push({ manifestNamesByNamespace: { shop: ['deployment web'] } });
+      completeTask(t);
+      await repo.save(t);
+      expect(await repo.get('t-1')).toEqual(t);
+      expect(await repo.get('missing')).toBeUndefined();
+    });
+
+    it('one task per request id: a second create returns the first task and stores nothing', async () => {
+      const first = newTask('a', 'o@h', 'req-1', 1000);
+      const second = newTask('b', 'o@h', 'req-1', 2000);
+      expect((await repo.create(first)).created).toBe(true);
+      const r = await repo.create(second);
+      expect(r.created).toBe(false);
+      expect(r.task.id).toBe('a');
+      expect(await repo.get('b')).toBeUndefined();
+      expect((await repo.getByRequestId('req-1'))?.id).toBe('a');
+    });
+
+    it('concurrent creates with one request id create exactly one task', async () => {
+      const results = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => repo.create(newTask(`c-${i}`, 'o@h', 'req-race', 1000 + i))),
+      );
+      expect(results.filter((r) => r.created)).toHaveLength(1);
+      expect(new Set(results.map((r) => r.task.id)).size).toBe(1);
+    });
+
+    it('a failed retryable task can be replaced: the request id moves to the new task', async () => {
+      const failed = newTask('old', 'o@h', 'req-2', 1000);
+      await repo.create(failed);
+      failTask(failed, 'Orchestration failed: agent gone', true);
+      await repo.save(failed);
+      const retry = newTask('new', 'o@h', 'req-2', 2000);
+      expect((await repo.create(retry, { replaces: 'old' })).created).toBe(true);
+      expect((await repo.getByRequestId('req-2'))?.id).toBe('new');
+      expect((await repo.get('old'))?.status.failed).toBe(true);
+    });
+
+    it('lists newest first, optionally only incomplete tasks', async () => {
+      const a = newTask('l-a', 'o@h', undefined, 1000);
+      const b = newTask('l-b', 'o@h', undefined, 2000);
+      const c = newTask('l-c', 'o@h', undefined, 3000);
+      for (const t of [a, b, c]) await repo.create(t);
+      completeTask(b);
+      await repo.save(b);
+      expect((await repo.list({ limit: 10 })).map((t) => t.id)).toEqual(['l-c', 'l-b', 'l-a']);
+      expect((await repo.list({ limit: 10, incompleteOnly: true })).map((t) => t.id)).toEqual(['l-c', 'l-a']);
+      expect((await repo.list({ limit: 1 })).map((t) => t.id)).toEqual(['l-c']);
+    });
+  });
+}
