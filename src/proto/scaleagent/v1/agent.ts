@@ -269,14 +269,29 @@ export interface AccountStatus {
   kinds: KindKey[];
 }
 
-/** Result of an Operation (schema stub until the operations issue). */
+/**
+ * Result of an Operation, sent once per operation_id on the same stream the operation came on. A result that
+ * cannot be sent (the stream dropped) is never resent: the server retries the operation if it is idempotent and
+ * fails its task as retryable otherwise.
+ */
 export interface OperationResult {
   operationId: string;
   ok: boolean;
+  /** Why it failed, naming what was refused (e.g. the verb and resource of a Forbidden); empty when ok. */
   error: string;
-  /** Operation-specific result as JSON (applied objects, logs, ...). */
+  /**
+   * JSON object {result, messages, errorCode, retryable}: `result` is the Clouddriver result object (deploy/delete/
+   * patch: OperationResult shape; runJob: plus deployedNamesByLocation; liveGet: {manifest}) or null (scale, undo,
+   * pause, resume, restart, enable, disable), or the EXCEPTION object when not ok; `messages` are task history
+   * lines; `errorCode` is an SA_ERR_* code; `retryable` says whether running it again may succeed.
+   */
   resultJson: Buffer;
-  /** account -> resourceVersion the cache must reach before the task completes. */
+  /**
+   * Every object the operation wrote: key `<apiVersion>/<kind>/<namespace>/<name>` (namespace empty for
+   * cluster-scoped objects, e.g. `apps/v1/Deployment/shop/web`, `v1/Namespace//shop`), value the resourceVersion
+   * the API server returned, or '' when the object was deleted. The task completes only once the cache holds each
+   * at or beyond that version (or no longer holds the deleted ones): the consistency barrier.
+   */
   resourceVersions: { [key: string]: string };
 }
 
@@ -354,13 +369,29 @@ export interface Ack {
   seq: number;
 }
 
-/** An operation for the agent to execute (schema stub until the operations issue). */
+/**
+ * An operation for the agent to execute against one of its accounts' API servers; answered by exactly one
+ * OperationResult with the same operation_id.
+ */
 export interface Operation {
+  /** Unique per attempt on this stream (`<task id>.<index>` for task operations). */
   operationId: string;
   account: string;
-  /** "deployManifest", "deleteManifest", "scaleManifest", "liveGet", ... */
+  /**
+   * "deployManifest", "deleteManifest", "patchManifest", "scaleManifest", "undoRolloutManifest",
+   * "pauseRolloutManifest", "resumeRolloutManifest", "rollingRestartManifest", "enableManifest",
+   * "disableManifest", "runJob", "cleanupArtifacts", "liveGet", "liveList".
+   */
   type: string;
+  /**
+   * JSON of the normalized payload for `type` (src/shared/ops/types.ts PayloadByType); a raw Clouddriver
+   * description is accepted too and parsed the way the REST API parses it.
+   */
   payloadJson: Buffer;
+  /**
+   * When the agent must give up: milliseconds since the epoch when larger than 10^12, otherwise a duration in
+   * milliseconds from receipt; 0 = no deadline. The server sends an absolute time.
+   */
   deadlineMs: number;
 }
 
