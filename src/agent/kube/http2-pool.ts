@@ -26,6 +26,7 @@ interface PooledSession {
 /** Streams per session when the server does not say (Go's http2 server default is 250; stay below it). */
 const DEFAULT_STREAM_LIMIT = 100;
 const STREAM_WINDOW = 1024 * 1024;
+const CONNECT_TIMEOUT_MS = 10_000;
 const CONNECTION_WINDOW = 4 * 1024 * 1024;
 
 export class Http2Pool {
@@ -120,7 +121,15 @@ export class Http2Pool {
         drop();
         session.destroy();
       });
+      // A black-holed API server would otherwise take the kernel's SYN retries (about two minutes) to fail.
+      const timer = setTimeout(
+        () => session.destroy(new Error(`connect to ${this.options.origin} timed out`)),
+        CONNECT_TIMEOUT_MS,
+      );
+      timer.unref();
+      session.once('close', () => clearTimeout(timer));
       session.once('connect', () => {
+        clearTimeout(timer);
         session.off('error', reject);
         session.setLocalWindowSize(CONNECTION_WINDOW);
         // An idle pool must not keep the process alive on shutdown.
