@@ -163,7 +163,13 @@ export class PluginServer {
     });
     installAdminAuth(this.http, this.config.http, this.audit);
     registerDynamicAccountRoutes(this.http, this.dynamic);
-    registerOpsRoutes(this.http, { accounts: this.accounts, runner: this.runner, dynamic: this.dynamic });
+    registerOpsRoutes(this.http, {
+      accounts: this.accounts,
+      runner: this.runner,
+      store: this.store,
+      live: this.liveReader,
+      dynamic: this.dynamic,
+    });
     await this.http.listen({ host: this.config.http.host, port: this.config.http.port });
     const address = this.http.server.address();
     this.httpPort = typeof address === 'object' && address ? address.port : this.config.http.port;

@@ -317,6 +317,20 @@ describe('operations: every Clouddriver operation (memory store)', () => {
     const jobName = names[0]!.slice('job '.length);
     expect(await exists(['job', jobName, '-n', ns])).toBe(true);
     expect((await ops.manifest(account, ns, `job ${jobName}`)).status).toBe(200);
+    // Orca's WaitOnJobCompletion: no kubelet runs here, so the Job stays Running.
+    const status = await server.get<Obj>(
+      `/applications/calc/jobs/${account}/${ns}/${encodeURIComponent(`job ${jobName}`)}`,
+    );
+    expect(status.status).toBe(200);
+    expect(status.body).toMatchObject({
+      name: jobName,
+      account,
+      location: ns,
+      provider: 'kubernetes',
+      jobState: 'Running',
+    });
+    const listed = await server.get<Obj[]>('/task?limit=5');
+    expect(listed.body.map((x) => x.id)).toContain(t.id);
   });
 
   it('deploys a CRD and its custom resource (kind: List); the new kind is read live', async () => {

@@ -1,13 +1,24 @@
 import type { FastifyInstance } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
-import { formatIssues, parseOperations, validateAccounts, type Endpoint } from '../../shared/ops/index.js';
+import {
+  formatIssues,
+  jobStatusOf,
+  parseOperations,
+  validateAccounts,
+  type Endpoint,
+  type KubeObject,
+} from '../../shared/ops/index.js';
 import type { AccountRegistry } from '../accounts.js';
+import type { CachedObject, CacheStore } from '../cache/store.js';
+import type { LiveReader } from '../ops/live-read.js';
 import type { TaskRunner } from '../ops/task-runner.js';
 import { taskView } from '../tasks/model.js';
 
 export interface OpsRouteDeps {
   accounts: AccountRegistry;
   runner: TaskRunner;
+  store: CacheStore;
+  live?: LiveReader;
   /** Dynamic accounts the registry may not hold yet (defined, no agent connected). */
   dynamic?: { has(name: string): boolean };
 }
@@ -62,6 +73,10 @@ export function registerOpsRoutes(app: FastifyInstance, deps: OpsRouteDeps): voi
     if (!task) throw new ScaleAgentError('NOT_FOUND', `Task not found (id: ${request.params.id})`);
     return taskView(task);
   });
+  app.get<{ Querystring: { limit?: string } }>('/task', async (request) => {
+    const limit = Math.min(Math.max(Number(request.query.limit ?? 100) || 100, 1), 1000);
+    return (await deps.runner.list(limit)).map(taskView);
+  });
   app.get<{ Params: { id: string } }>('/kubernetes/task/:id/owner', async (request) => {
     const task = await deps.runner.get(request.params.id);
     if (!task) throw new ScaleAgentError('NOT_FOUND', `Task not found (id: ${request.params.id})`);
@@ -72,10 +87,42 @@ export function registerOpsRoutes(app: FastifyInstance, deps: OpsRouteDeps): voi
   app.post<{ Params: { type: string } }>('/cache/kubernetes/:type', async () => ({ cachedIdentifiersByType: {} }));
   app.get<{ Params: { type: string } }>('/cache/kubernetes/:type', async () => []);
 
+  // runJob's status as Orca polls it (WaitOnJobCompletion): from the cache, live when the cache lacks the Job.
+  app.get<{ Params: { app: string; account: string; location: string; id: string } }>(
+    '/applications/:app/jobs/:account/:location/:id',
+    async (request) => {
+      const { account, id } = request.params;
+      const location = request.params.location === '_' ? '' : request.params.location;
+      const name = id.startsWith('job ') ? id.slice(4) : id;
+      const job =
+        (await deps.store.get({ account, group: 'batch', kind: 'Job', namespace: location, name })) ??
+        (await deps.live?.get(account, location, 'job', { kind: 'Job', group: 'batch' }, name));
+      if (!job)
+        throw new ScaleAgentError(
+          'NOT_FOUND',
+          `Job (account: ${account}, location: ${location}, name: ${id}) not found`,
+        );
+      const obj = parse(job);
+      const uid = obj.metadata.uid;
+      const pods = (await deps.store.list({ account, group: '', kind: 'Pod', namespace: location }))
+        .map(parse)
+        .filter(
+          (p) =>
+            Array.isArray(p.metadata.ownerReferences) &&
+            p.metadata.ownerReferences.some((o: { uid?: string }) => o.uid === uid),
+        );
+      return jobStatusOf(obj, account, pods);
+    },
+  );
+
   app.get('/armory/agent/operations', async () => deps.runner.pending());
   app.get<{ Params: { id: string } }>('/armory/agent/operations/:id', async (request) => {
     const op = await deps.runner.operation(request.params.id);
     if (!op) throw new ScaleAgentError('NOT_FOUND', `Operation not found (id: ${request.params.id})`);
     return op;
   });
+}
+
+function parse(o: CachedObject): KubeObject {
+  return JSON.parse(o.json) as KubeObject;
 }

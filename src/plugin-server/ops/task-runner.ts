@@ -108,6 +108,13 @@ export class TaskRunner {
     return live ? structuredClone(live) : this.deps.repo.get(id);
   }
 
+  /** Newest first; running tasks as they are now. */
+  async list(limit: number): Promise<Task[]> {
+    return (await this.deps.repo.list({ limit })).map((t) =>
+      this.running.has(t.id) ? structuredClone(this.running.get(t.id)!) : t,
+    );
+  }
+
   /** Operations of running tasks that have not finished. */
   pending(): OperationRecord[] {
     const out: OperationRecord[] = [];
