@@ -374,7 +374,10 @@ export interface Ack {
  * OperationResult with the same operation_id.
  */
 export interface Operation {
-  /** Unique per attempt on this stream (`<task id>.<index>` for task operations). */
+  /**
+   * `<task id>.<index>` for task operations. An idempotent operation sent again after its stream dropped keeps its
+   * id, so a late result of the first attempt may answer it; any further result for the id is ignored.
+   */
   operationId: string;
   account: string;
   /**
