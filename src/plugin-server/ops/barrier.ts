@@ -57,17 +57,36 @@ export function isCached(a: RegisteredAccount | undefined, group: string, kind: 
   return reported.kinds.some((k) => k.group === group && k.kind.toLowerCase() === kind.toLowerCase());
 }
 
+interface Waiter {
+  account: string;
+  remaining: Map<string, Target>;
+  /** Re-reads one object from the store (after a sweep, and once at the start). */
+  check(id: string, t: Target): void;
+  settle(ok: boolean): void;
+}
+
 /**
  * The consistency barrier: resolves once the cache holds every object an operation wrote at or beyond the
  * resourceVersion the API server gave the agent (or no longer holds the ones it deleted). It listens to store
  * writes — no polling: one read per object when it starts (the stream may already have delivered the change),
- * then only the writes that touch a waited-for object (and sweeps of its kind) are looked at.
+ * then one listener for all waiters looks each written object up in an index of waited-for objects (and re-reads
+ * waited-for objects of a kind whose relist just swept).
  */
 export class CacheBarrier {
+  private readonly byObject = new Map<string, Set<Waiter>>();
+  private readonly byAccount = new Map<string, Set<Waiter>>();
+
   constructor(
     private readonly store: WatchedStore,
     private readonly accounts: AccountRegistry,
-  ) {}
+  ) {
+    store.onApplied((ops) => this.onApplied(ops));
+  }
+
+  /** Objects some task is waiting for right now. */
+  get waiting(): number {
+    return this.byObject.size;
+  }
 
   waitFor(account: string, resourceVersions: Record<string, string>, timeoutMs: number): Promise<BarrierOutcome> {
     const notCached: string[] = [];
@@ -88,48 +107,86 @@ export class CacheBarrier {
 
     return new Promise<BarrierOutcome>((resolve) => {
       let settled = false;
-      const settle = (ok: boolean): void => {
-        if (settled) return;
-        settled = true;
-        unsubscribe();
-        clearTimeout(timer);
-        resolve(
-          ok ? { ok, waitedFor, notCached } : { ok, pending: [...remaining.values()].map((t) => t.key), notCached },
-        );
+      const waiter: Waiter = {
+        account,
+        remaining,
+        check: (id, t) => {
+          void this.store
+            .get({ account, group: t.group, kind: t.kind, namespace: t.namespace, name: t.name })
+            .then((o) => {
+              if (remaining.get(id) === t && satisfiedByObject(t, o)) {
+                remaining.delete(id);
+                if (remaining.size === 0) waiter.settle(true);
+              }
+            })
+            .catch(() => undefined);
+        },
+        settle: (ok) => {
+          if (settled) return;
+          settled = true;
+          this.remove(waiter, waitedFor);
+          clearTimeout(timer);
+          resolve(
+            ok ? { ok, waitedFor, notCached } : { ok, pending: [...remaining.values()].map((t) => t.key), notCached },
+          );
+        },
       };
-      const check = (id: string, t: Target): void => {
-        void this.store
-          .get({ account, group: t.group, kind: t.kind, namespace: t.namespace, name: t.name })
-          .then((o) => {
-            if (remaining.get(id) === t && satisfiedByObject(t, o)) {
-              remaining.delete(id);
-              if (remaining.size === 0) settle(true);
-            }
-          })
-          .catch(() => undefined);
-      };
-      const onApplied = (ops: readonly StoreOp[]): void => {
-        for (const op of ops) {
-          if (op.op === 'change') {
-            const c = op.change;
-            if (c.account !== account) continue;
-            const id = idOf(account, parseApiVersion(c.apiVersion).group, c.kind, c.namespace, c.name);
-            const t = remaining.get(id);
-            if (t && satisfiedByChange(t, c)) remaining.delete(id);
-          } else if (op.op === 'syncEnd' && op.scope.account === account) {
-            // A relist's sweep removes objects without a DELETED change.
-            for (const [id, t] of remaining) {
-              if (t.group === op.scope.group && t.kind.toLowerCase() === op.scope.kind.toLowerCase()) check(id, t);
-            }
-          }
-        }
-        if (remaining.size === 0) settle(true);
-      };
-      // Subscribe before the first reads: a write landing in between is seen by one or the other.
-      const unsubscribe = this.store.onApplied(onApplied);
-      const timer = setTimeout(() => settle(false), timeoutMs);
+      // Index before the first reads: a write landing in between is seen by one or the other.
+      for (const id of remaining.keys()) add(this.byObject, id, waiter);
+      add(this.byAccount, account, waiter);
+      const timer = setTimeout(() => waiter.settle(false), timeoutMs);
       timer.unref();
-      for (const [id, t] of remaining) check(id, t);
+      for (const [id, t] of remaining) waiter.check(id, t);
     });
   }
+
+  private remove(waiter: Waiter, ids: Iterable<string>): void {
+    for (const t of ids) {
+      const p = parseResourceKey(t);
+      const id = idOf(waiter.account, parseApiVersion(p.apiVersion).group, p.kind, p.namespace, p.name);
+      drop(this.byObject, id, waiter);
+    }
+    drop(this.byAccount, waiter.account, waiter);
+  }
+
+  private onApplied(ops: readonly StoreOp[]): void {
+    if (this.byObject.size === 0) return;
+    const progressed = new Set<Waiter>();
+    for (const op of ops) {
+      if (op.op === 'change') {
+        const c = op.change;
+        const id = idOf(c.account, parseApiVersion(c.apiVersion).group, c.kind, c.namespace, c.name);
+        const waiters = this.byObject.get(id);
+        if (!waiters) continue;
+        for (const w of waiters) {
+          const t = w.remaining.get(id);
+          if (t && satisfiedByChange(t, c)) {
+            w.remaining.delete(id);
+            progressed.add(w);
+          }
+        }
+      } else if (op.op === 'syncEnd') {
+        // A relist's sweep removes objects without a DELETED change.
+        for (const w of this.byAccount.get(op.scope.account) ?? []) {
+          for (const [id, t] of w.remaining) {
+            if (t.group === op.scope.group && t.kind.toLowerCase() === op.scope.kind.toLowerCase()) w.check(id, t);
+          }
+        }
+      }
+    }
+    for (const w of progressed) if (w.remaining.size === 0) w.settle(true);
+  }
+}
+
+function add<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
+  const set = map.get(key);
+  if (set) set.add(value);
+  else map.set(key, new Set([value]));
+}
+
+function drop<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
+  const set = map.get(key);
+  if (!set) return;
+  set.delete(value);
+  if (set.size === 0) map.delete(key);
 }

@@ -79,6 +79,16 @@ describe('CacheBarrier', () => {
     expect(r).toEqual({ ok: false, pending: ['apps/v1/Deployment/shop/api'], notCached: [] });
   });
 
+  it('serves concurrent waiters on one object and leaves nothing indexed behind', async () => {
+    const { store, barrier } = await setup();
+    const a = barrier.waitFor('dev', { 'apps/v1/Deployment/shop/web': '30' }, 5000);
+    const b = barrier.waitFor('dev', { 'apps/v1/Deployment/shop/web': '31', 'apps/v1/Deployment/shop/api': '' }, 5000);
+    expect(barrier.waiting).toBe(2);
+    await store.apply([write('ADDED', 'web', '31')]);
+    expect([(await a).ok, (await b).ok]).toEqual([true, true]);
+    expect(barrier.waiting).toBe(0);
+  });
+
   it('does not wait for kinds the account does not cache', async () => {
     const { barrier } = await setup(['ConfigMap']);
     const r = await barrier.waitFor('dev', { 'apps/v1/Deployment/shop/web': '5' }, 5000);
