@@ -25,7 +25,14 @@ import { resolveMysqlUrl, type PluginServerConfig } from './config.js';
 import { startGrpcServer, type GrpcEndpoint } from './grpc-server.js';
 import { PluginServerMetrics } from './metrics.js';
 import { registerOpsRoutes } from './api/ops-routes.js';
-import { CacheBarrier, LiveReader, OperationDispatcher, TaskRunner, WatchedStore } from './ops/index.js';
+import {
+  CacheBarrier,
+  LiveReader,
+  OperationDispatcher,
+  OperationMetrics,
+  TaskRunner,
+  WatchedStore,
+} from './ops/index.js';
 import { AgentSession } from './sessions.js';
 import { MemoryTaskRepository, MysqlTaskRepository, type TaskRepository } from './tasks/index.js';
 
@@ -104,6 +111,7 @@ export class PluginServer {
       barrier: new CacheBarrier(watched, this.accounts),
       log: this.log,
       options: { cacheWaitMs: ops.cacheWaitSeconds * 1000 },
+      metrics: new OperationMetrics(this.metrics.registry),
     });
     this.liveReader = new LiveReader({
       accounts: this.accounts,

@@ -175,6 +175,10 @@ describe('operations: every Clouddriver operation (memory store)', () => {
     const post = await ops.post('/cache/kubernetes/manifest', { account, location: ns, name: 'deployment web' });
     expect(post).toEqual({ status: 200, body: { cachedIdentifiersByType: {} } });
     expect(await server.get('/cache/kubernetes/manifest')).toEqual({ status: 200, body: [] });
+    // Tasks so far show up in the operation metrics.
+    expect(
+      await server.metric('scale_agent_plugin_server_operations_total{type="deployManifest",result="succeeded"}'),
+    ).toBeGreaterThan(0);
   });
 
   it('deletes by label selector with cascading foreground (Orca payload)', async () => {

@@ -20,6 +20,7 @@ import {
 } from '../tasks/index.js';
 import type { CacheBarrier } from './barrier.js';
 import type { OperationDispatcher } from './dispatcher.js';
+import type { OperationMetrics } from './metrics.js';
 
 export interface TaskRunnerOptions {
   /** How long a finished operation waits for the cache to catch up with what it wrote. */
@@ -54,6 +55,7 @@ export class TaskRunner {
       barrier: CacheBarrier;
       log: Logger;
       options: TaskRunnerOptions;
+      metrics?: OperationMetrics;
     },
   ) {}
 
@@ -202,14 +204,16 @@ export class TaskRunner {
         },
       },
     );
-    const finish = (ok: boolean): void => {
+    const finish = (ok: boolean, result = ok ? 'succeeded' : 'failed'): void => {
       rec.finishedAt = Date.now();
       rec.durationMs = rec.finishedAt - started;
       rec.state = ok ? 'succeeded' : 'failed';
       rec.ok = ok;
+      this.deps.metrics?.operations.inc({ type: op.type, result });
+      this.deps.metrics?.duration.observe({ type: op.type }, rec.durationMs / 1000);
     };
     if (outcome.kind === 'failed') {
-      finish(false);
+      finish(false, 'agent_unavailable');
       rec.error = outcome.message;
       rec.retryable = outcome.retryable;
       log.warn({ error: outcome.message }, 'operation failed before a result came back');
@@ -233,8 +237,9 @@ export class TaskRunner {
     }
     rec.state = 'waiting-for-cache';
     const barrier = await this.deps.barrier.waitFor(op.account, r.resourceVersions, this.deps.options.cacheWaitMs);
+    this.deps.metrics?.barrierWait.observe((Date.now() - rec.resultAt) / 1000);
     if (!barrier.ok) {
-      finish(false);
+      finish(false, 'cache_behind');
       const message =
         `${op.type} succeeded on the cluster, but the cache did not catch up within ` +
         `${Math.round(this.deps.options.cacheWaitMs / 1000)} s (still waiting for ${barrier.pending.join(', ')}); ` +
