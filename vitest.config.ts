@@ -18,6 +18,9 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
+          // Real processes on 2 shared cores: starting an agent and waiting for its sync can take tens of seconds
+          // when other test files run next to it.
+          testTimeout: 120_000,
           include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
           globalSetup: ['test/infra/global-setup.ts'],
         },

@@ -23,7 +23,7 @@ import { distribution, emit, flags, machineInfo, progress, versions } from './li
 
 const f = flags({ accounts: { type: 'string', default: '1000' }, runs: { type: 'string', default: '5' } });
 const accounts = Number(f.accounts);
-const runs = f.quick ? 2 : Number(f.runs);
+const runs = f.quick ? 1 : Number(f.runs);
 const GOAL_MS = 5000;
 
 function topology(n: number): unknown {

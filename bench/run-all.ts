@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { repoRoot } from './lib/child.js';
 import { BENCHMARKS, checkResult } from './lib/registry.js';
 import { flags, machineInfo, versions, type BenchResult } from './lib/report.js';
@@ -48,7 +48,7 @@ for (const script of selected) {
   else results.push(parsed as BenchResult);
   process.stderr.write(`[bench] ${script} done in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
 }
-const out = join(repoRoot, String(f.out));
+const out = resolve(repoRoot, String(f.out));
 mkdirSync(join(out, '..'), { recursive: true });
 writeFileSync(
   out,
