@@ -16,6 +16,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /src/dist ./dist
+COPY --from=build /src/oclif.manifest.json ./
 COPY bin ./bin
 COPY schemas ./schemas
 COPY proto ./proto

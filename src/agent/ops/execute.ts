@@ -4,7 +4,12 @@ import type { Logger } from '../../shared/logging.js';
 import { exceptionResult } from '../../shared/ops/results.js';
 import { parseOperations } from '../../shared/ops/parse.js';
 import { formatIssues } from '../../shared/ops/issues.js';
-import type { ApplyMode, NormalizedOperation, OperationType } from '../../shared/ops/types.js';
+import {
+  CLOUDDRIVER_OPERATIONS,
+  type ApplyMode,
+  type NormalizedOperation,
+  type OperationType,
+} from '../../shared/ops/types.js';
 import type { OperationResult as WireResult, Operation as WireOperation } from '../../proto/scaleagent/v1/agent.js';
 import { cleanupArtifacts } from './cleanup.js';
 import { clientsFor } from './discovery.js';
@@ -160,22 +165,7 @@ function classify(e: unknown, signal: AbortSignal): { code: ErrorCode; message: 
 
 // ---- the stream's integration point ----------------------------------------------------------------------------
 
-const KNOWN_TYPES = new Set<OperationType>([
-  'deployManifest',
-  'deleteManifest',
-  'patchManifest',
-  'scaleManifest',
-  'undoRolloutManifest',
-  'pauseRolloutManifest',
-  'resumeRolloutManifest',
-  'rollingRestartManifest',
-  'enableManifest',
-  'disableManifest',
-  'runJob',
-  'cleanupArtifacts',
-  'liveGet',
-  'liveList',
-]);
+const KNOWN_TYPES = new Set<OperationType>([...CLOUDDRIVER_OPERATIONS, 'liveGet', 'liveList']);
 
 /**
  * ServerMessage.operation → OperationResult, for the agent's stream. `payloadJson` is either a normalized payload

@@ -1,6 +1,6 @@
 import { Command, Flags } from '@oclif/core';
 import { exitCodeOf, formatDetail, isScaleAgentError } from '../../shared/errors.js';
-import { loadPluginServerConfig, PluginServer } from '../../plugin-server/index.js';
+import type { PluginServer } from '../../plugin-server/index.js';
 
 export default class PluginServerCommand extends Command {
   static override summary = 'Run the plugin-server: terminate agent streams, cache every cluster, serve the REST API.';
@@ -23,9 +23,12 @@ export default class PluginServerCommand extends Command {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(PluginServerCommand);
+    // Imported on use: oclif loads every command module to list them, and an agent process should not carry
+    // the server (fastify, mysql2, ...) in its memory.
+    const { loadPluginServerConfig, PluginServer: Server } = await import('../../plugin-server/index.js');
     let server: PluginServer;
     try {
-      server = new PluginServer(loadPluginServerConfig(flags.config));
+      server = new Server(loadPluginServerConfig(flags.config));
       await server.start();
     } catch (e) {
       if (isScaleAgentError(e)) {
