@@ -17,6 +17,8 @@ cache_root="${SCALE_AGENT_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/scale-agent
 mkdir -p "$cache_root/groups"
 
 say() { printf '[k8s:tools] %s\n' "$*" >&2; }
+# Go's official tarball installs to /usr/local/go without touching PATH; look there too.
+command -v go >/dev/null || { [ -x /usr/local/go/bin/go ] && PATH="/usr/local/go/bin:$PATH"; }
 command -v go >/dev/null || { say "error: 'go' is not on PATH; install Go >= 1.26 (the binaries are built from Go modules)"; exit 1; }
 gover="$(go env GOVERSION GOOS GOARCH | tr '\n' ' ')"
 
