@@ -151,6 +151,25 @@ describe('plugin-server sessions over a real gRPC stream', () => {
     ]);
   });
 
+  it('validates every change of a batch, not only the first of a run of the same account and kind', async () => {
+    const cases: [string, Record<string, unknown>][] = [
+      ['kind', { kind: 'Bad Kind' }],
+      ['apiVersion', { apiVersion: 'Not/A/Version' }],
+      ['namespace', { namespace: 'bad namespace' }],
+      ['name', { name: 'bad name' }],
+      ['objectJson', { objectJson: Buffer.from('["an array"]') }],
+    ];
+    for (const [i, [field, bad]] of cases.entries()) {
+      const a = agent();
+      const acct = `v${i}`;
+      await a.hello([account(acct)]);
+      const ok = change(acct, 'ADDED', configMap('first', '1'));
+      a.send({ changeBatch: { seq: 1, observedAtMs: 0, changes: [ok, { ...ok, name: 'second', ...bad }] } });
+      expect((await a.ended).code, field).toBe(GrpcStatus.INVALID_ARGUMENT);
+      expect((await manifest(acct, 'default', 'configMap first')).status, field).toBe(404);
+    }
+  });
+
   it('never stores Secret data, even when an agent sends it', async () => {
     const a = agent();
     await a.hello([account('dev')]);
