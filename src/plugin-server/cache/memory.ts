@@ -38,6 +38,13 @@ interface ScopeState {
   resourceVersion: string;
 }
 
+/** Where changes of one (account, apiVersion, kind, namespace) go. */
+interface Target {
+  group: string;
+  names: Map<NameId, Entry>;
+  scope: ScopeState | undefined;
+}
+
 /** group\0kind(lower-case) */
 type KindId = string;
 /** namespace\0name */
@@ -66,6 +73,12 @@ export class MemoryCacheStore implements CacheStore {
   private readonly objects = new Map<string, Map<KindId, Map<NameId, Entry>>>();
   private readonly scopes = new Map<string, ScopeState>();
   private readonly accounts = new Map<string, AccountRecord>();
+  /**
+   * Where the previous change went: consecutive changes almost always share account, kind and namespace (a list
+   * or a watch), so the group parse, scope lookup and map walk are done once per run instead of once per change.
+   * Cleared whenever scopes or per-account maps are added or removed.
+   */
+  private last: { account: string; apiVersion: string; kind: string; namespace: string; target: Target } | undefined;
 
   async init(): Promise<void> {}
 
@@ -74,6 +87,7 @@ export class MemoryCacheStore implements CacheStore {
     for (const op of ops) {
       switch (op.op) {
         case 'syncStart': {
+          this.last = undefined;
           const s = this.scope(op.scope, op.version);
           s.gen += 1;
           s.syncing = true;
@@ -81,6 +95,7 @@ export class MemoryCacheStore implements CacheStore {
           break;
         }
         case 'syncEnd': {
+          this.last = undefined;
           const s = this.scopes.get(scopeId(op.scope));
           if (!s) {
             // A SyncEnd without SyncStart (e.g. replayed after a server restart): nothing to sweep safely.
@@ -128,16 +143,32 @@ export class MemoryCacheStore implements CacheStore {
     );
   }
 
-  private applyChange(c: StoreChange): boolean {
+  private target(c: StoreChange): Target {
+    const l = this.last;
+    if (
+      l &&
+      l.account === c.account &&
+      l.apiVersion === c.apiVersion &&
+      l.kind === c.kind &&
+      l.namespace === c.namespace
+    ) {
+      return l.target;
+    }
     const { group } = parseApiVersion(c.apiVersion);
-    const s = this.scopeOf(c.account, group, c.kind, c.namespace);
-    const gen = s?.gen ?? 0;
-    if (s && s.synced && !s.syncing) s.resourceVersion = maxResourceVersion(s.resourceVersion, c.resourceVersion);
     let kinds = this.objects.get(c.account);
     if (!kinds) this.objects.set(c.account, (kinds = new Map()));
     const kid = kindId(group, c.kind);
     let names = kinds.get(kid);
     if (!names) kinds.set(kid, (names = new Map()));
+    const target = { group, names, scope: this.scopeOf(c.account, group, c.kind, c.namespace) };
+    this.last = { account: c.account, apiVersion: c.apiVersion, kind: c.kind, namespace: c.namespace, target };
+    return target;
+  }
+
+  private applyChange(c: StoreChange): boolean {
+    const { group, names, scope: s } = this.target(c);
+    const gen = s?.gen ?? 0;
+    if (s && s.synced && !s.syncing) s.resourceVersion = maxResourceVersion(s.resourceVersion, c.resourceVersion);
     const nid = nameId(c.namespace, c.name);
     const existing = names.get(nid);
     if (existing && !isNewerResourceVersion(c.resourceVersion, existing.resourceVersion)) {
@@ -242,6 +273,7 @@ export class MemoryCacheStore implements CacheStore {
   }
 
   async dropAccount(name: string): Promise<void> {
+    this.last = undefined;
     this.accounts.delete(name);
     this.objects.delete(name);
     for (const [id, s] of this.scopes) if (s.key.account === name) this.scopes.delete(id);

@@ -243,6 +243,25 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       expect(await names()).toEqual(['a']);
     });
 
+    it('a SyncStart or a dropped account inside a run of changes of one kind re-resolves where they go', async () => {
+      // 'a' is written before its scope exists (generation 0); 'b' after SyncStart must carry the new generation,
+      // so the sweep removes only 'a'.
+      await store.apply([
+        change('ADDED', 'a', '1'),
+        syncStart(),
+        change('ADDED', 'b', '2'),
+        syncEnd('2'),
+        change('MODIFIED', 'b', '3'),
+      ]);
+      expect(await names()).toEqual(['b']);
+      await store.dropAccount('dev');
+      await store.apply([change('ADDED', 'c', '3'), change('ADDED', 'd', '4')]);
+      expect(await names()).toEqual(['c', 'd']);
+      await store.apply([syncStart(), change('ADDED', 'd', '5'), syncEnd('5')]);
+      expect(await names()).toEqual(['d']);
+      expect(await rvOf('d')).toBe('5');
+    });
+
     it('handles a large batch in one call', async () => {
       const ops: StoreOp[] = [syncStart()];
       for (let i = 0; i < 2000; i++) ops.push(change('ADDED', `cm-${String(i).padStart(4, '0')}`, String(i + 1)));
