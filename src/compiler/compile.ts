@@ -5,7 +5,7 @@ import { ensureTopologyCerts } from './certs.js';
 import { synthesize, type SynthResult } from './synth.js';
 import type { Topology } from './topology.js';
 import { loadTopology } from './validate.js';
-import { writeOutput } from './write.js';
+import { assertOutputDirectory, writeOutput } from './write.js';
 
 export interface SynthFileOptions {
   out: string;
@@ -28,6 +28,8 @@ export async function synthFile(file: string, options: SynthFileOptions): Promis
   const { topology } = await loadTopology(file);
   const base = options.base ?? (await loadBase());
   const certsDir = options.certsDir ?? join(options.out, 'certs');
+  await assertOutputDirectory(options.out, '--out');
+  if (options.certsDir !== undefined) await assertOutputDirectory(options.certsDir, '--certs-dir');
   const certs = await ensureTopologyCerts(topology, certsDir);
   const result = synthesize(topology, {
     base,

@@ -1,3 +1,4 @@
+import type { Stats } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import { ScaleAgentError, type ErrorDetail } from '../shared/errors.js';
@@ -22,19 +23,47 @@ export interface LoadOptions {
 
 export async function loadYamlFile(file: string, options: LoadOptions = {}): Promise<LoadedYaml> {
   const maxBytes = options.maxBytes ?? MAX_TOPOLOGY_BYTES;
-  let size: number;
+  let info: Stats;
   try {
-    size = (await stat(file)).size;
+    info = await stat(file);
   } catch (cause) {
-    throw new ScaleAgentError('FILE_UNREADABLE', `cannot read ${file}: ${(cause as Error).message}`, {
-      cause,
-      details: [{ file, message: (cause as Error).message }],
-    });
+    throw unreadable(file, describeFsError(cause), cause);
   }
+  if (info.isDirectory()) throw unreadable(file, 'is a directory, not a file');
+  if (!info.isFile()) throw unreadable(file, 'is not a regular file');
   // Checked before reading, so a huge file costs neither memory nor parse time.
-  if (size > maxBytes) throw tooLarge(file, size, maxBytes);
-  const source = await readFile(file, 'utf8');
+  if (info.size > maxBytes) throw tooLarge(file, info.size, maxBytes);
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file);
+  } catch (cause) {
+    throw unreadable(file, describeFsError(cause), cause);
+  }
+  // YAML is text: a NUL byte or invalid UTF-8 means a binary file was passed by mistake.
+  let source: string;
+  try {
+    if (bytes.includes(0)) throw new Error('NUL byte');
+    source = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw unreadable(file, 'is not a UTF-8 text file (binary content?)');
+  }
   return parseYamlSource(source, file, options);
+}
+
+function unreadable(file: string, problem: string, cause?: unknown): ScaleAgentError {
+  return new ScaleAgentError('FILE_UNREADABLE', `cannot read ${file}: ${problem}`, {
+    ...(cause !== undefined ? { cause } : {}),
+    details: [{ file, message: problem }],
+  });
+}
+
+function describeFsError(cause: unknown): string {
+  const code = (cause as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'ENOTDIR') return 'a parent of this path is not a directory';
+  if (code === 'EISDIR') return 'is a directory, not a file';
+  return (cause as Error).message;
 }
 
 export function parseYamlSource(source: string, file: string, options: LoadOptions = {}): LoadedYaml {
@@ -94,7 +123,7 @@ export function parseYamlSource(source: string, file: string, options: LoadOptio
 
 function tooLarge(file: string, size: number, max: number): ScaleAgentError {
   return new ScaleAgentError('INPUT_TOO_LARGE', `${file} is ${size} bytes; the limit is ${max} bytes`, {
-    details: [{ file, message: `file larger than ${max} bytes` }],
+    details: [{ file, message: `is ${size} bytes; the limit is ${max} bytes` }],
   });
 }
 

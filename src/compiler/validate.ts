@@ -16,6 +16,15 @@ export interface ValidationResult {
 /** Schema, then semantic rules (only on schema-valid input, so they can trust shapes); every error at once. */
 export function validateLoaded(src: LoadedYaml): ValidationResult {
   const validate = schemaValidator('topology');
+  if (src.data === null || src.data === undefined) {
+    const message = 'the file is empty: a topology starts with apiVersion: scale-agent.io/v1alpha1 and kind: Topology';
+    return { ok: false, file: src.file, errors: [{ file: src.file, path: '/', message }], source: src };
+  }
+  if (typeof src.data !== 'object' || Array.isArray(src.data)) {
+    const what = Array.isArray(src.data) ? 'a list' : `a single ${typeof src.data} value`;
+    const message = `the file holds ${what}, not a YAML mapping: a topology starts with apiVersion: scale-agent.io/v1alpha1 and kind: Topology`;
+    return { ok: false, file: src.file, errors: [src.detail('', message)], source: src };
+  }
   if (!validate(src.data)) {
     return { ok: false, file: src.file, errors: byPosition(schemaErrors(validate.errors ?? [], src)), source: src };
   }

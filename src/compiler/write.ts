@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { readdir, rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { readdir, rm, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { ScaleAgentError } from '../shared/errors.js';
 
 /**
  * Writes the synthesized files and removes files synth wrote earlier that are no longer produced (only inside the
@@ -35,6 +36,35 @@ export async function writeOutput(
     written.push(rel);
   }
   return { written, removed };
+}
+
+/**
+ * Refuses an output directory that cannot be one (the path or one of its parents is a regular file) before anything
+ * is written, so a mistyped --out fails with a message naming the path instead of a half-written tree.
+ */
+export async function assertOutputDirectory(dir: string, flag: string): Promise<void> {
+  let p = resolve(dir);
+  for (;;) {
+    let isDir: boolean;
+    try {
+      isDir = (await stat(p)).isDirectory();
+    } catch (cause) {
+      const code = (cause as NodeJS.ErrnoException).code;
+      if ((code === 'ENOENT' || code === 'ENOTDIR') && dirname(p) !== p) {
+        p = dirname(p);
+        continue;
+      }
+      throw new ScaleAgentError('INVALID_INPUT', `${flag} ${dir}: cannot use ${p}: ${(cause as Error).message}`, {
+        cause,
+        details: [{ file: dir, message: `cannot use ${p} as an output directory` }],
+      });
+    }
+    if (isDir) return;
+    const problem = p === resolve(dir) ? 'is a file, not a directory' : `cannot be created: ${p} is a file`;
+    throw new ScaleAgentError('INVALID_INPUT', `${flag} ${dir} ${problem}; nothing was written`, {
+      details: [{ file: dir, message: `${flag} must name a directory (existing or to be created); it ${problem}` }],
+    });
+  }
 }
 
 function readIfExists(path: string): string | undefined {

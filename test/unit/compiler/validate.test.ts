@@ -86,6 +86,44 @@ describe('topology validation', () => {
     await expect(loadYamlFile(join(tmp.dir, 'missing.yaml'))).rejects.toMatchObject({ code: 'SA_ERR_FILE_UNREADABLE' });
   });
 
+  it('names what is wrong with a path that is not a topology file: missing, directory, binary, empty, scalar', async () => {
+    await using tmp = await tempDir();
+    const unreadable = (file: string, message: string) => ({
+      code: 'SA_ERR_FILE_UNREADABLE',
+      message: `cannot read ${file}: ${message}`,
+      details: [{ file, message }],
+    });
+    const missing = join(tmp.dir, 'missing.yaml');
+    await expect(loadYamlFile(missing)).rejects.toMatchObject(unreadable(missing, 'no such file'));
+    await expect(loadYamlFile(tmp.dir)).rejects.toMatchObject(unreadable(tmp.dir, 'is a directory, not a file'));
+    const binary = join(tmp.dir, 'binary.yaml');
+    await writeFile(binary, Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00]));
+    await expect(loadYamlFile(binary)).rejects.toMatchObject(
+      unreadable(binary, 'is not a UTF-8 text file (binary content?)'),
+    );
+    const latin1 = join(tmp.dir, 'latin1.yaml');
+    await writeFile(latin1, Buffer.from('name: caf\xe9\n', 'latin1'));
+    await expect(loadYamlFile(latin1)).rejects.toMatchObject({ code: 'SA_ERR_FILE_UNREADABLE' });
+
+    const empty = join(tmp.dir, 'empty.yaml');
+    await writeFile(empty, '# only a comment\n');
+    expect(await errorsOf(empty)).toEqual([
+      {
+        file: empty,
+        path: '/',
+        line: undefined,
+        message: 'the file is empty: a topology starts with apiVersion: scale-agent.io/v1alpha1 and kind: Topology',
+      },
+    ]);
+    const list = join(tmp.dir, 'list.yaml');
+    await writeFile(list, '- a\n- b\n');
+    expect((await errorsOf(list))[0]).toMatchObject({
+      line: 1,
+      path: '/',
+      message: expect.stringMatching(/^the file holds a list, not a YAML mapping/),
+    });
+  });
+
   it('refuses pathologically deep nesting without crashing', () => {
     const deep = '['.repeat(200_000) + ']'.repeat(200_000);
     const err = (() => {
