@@ -109,6 +109,12 @@ const UPSERT_HEAD =
   'INSERT INTO sa_objects (account, grp, kind_lc, namespace, name, upd, sync_gen, kind, api_version, uid, deleted, ' +
   'object_json, updated_at, resource_version, rv_num) VALUES ';
 
+function upsertSql(rows: number): string {
+  return UPSERT_HEAD + ',(?,?,?,?,?,1,?,?,?,?,?,?,?,?,?)'.repeat(rows).slice(1) + ' ' + UPSERT_TAIL;
+}
+
+const FULL_UPSERT = upsertSql(MAX_ROWS_PER_STATEMENT);
+
 /** MySQL (or MariaDB, or any MySQL-compatible engine) store, shared by plugin-server replicas. */
 export class MysqlCacheStore implements CacheStore {
   readonly type = 'mysql' as const;
@@ -208,23 +214,36 @@ export class MysqlCacheStore implements CacheStore {
     try {
       for (const a of accounts) await this.loadScopes(conn, a);
       await conn.beginTransaction();
-      let rows: unknown[][] = [];
+      let values: unknown[] = [];
+      let rowCount = 0;
       let bytes = 0;
-      const flush = async (): Promise<void> => {
-        if (rows.length === 0) return;
-        const placeholders = rows.map(() => '(?,?,?,?,?,1,?,?,?,?,?,?,?,?,?)').join(',');
-        await conn.query(UPSERT_HEAD + placeholders + ' ' + UPSERT_TAIL, rows.flat());
-        stats.applied += rows.length;
-        rows = [];
+      // Statements of a run of changes are queued on the connection without waiting for each other: mysql2 formats
+      // (escapes) the next one while the server executes the previous, and sends it as soon as that one answers.
+      // Order on the connection is kept, so per-object order is too; everything is awaited before anything else.
+      let inFlight: Promise<unknown>[] = [];
+      const queue = (): void => {
+        if (rowCount === 0) return;
+        const sql = rowCount === MAX_ROWS_PER_STATEMENT ? FULL_UPSERT : upsertSql(rowCount);
+        inFlight.push(conn.query(sql, values));
+        stats.applied += rowCount;
+        values = [];
+        rowCount = 0;
         bytes = 0;
+      };
+      const flush = async (): Promise<void> => {
+        queue();
+        if (inFlight.length === 0) return;
+        const pending = inFlight;
+        inFlight = [];
+        await Promise.all(pending);
       };
       const now = Date.now();
       for (const op of ops) {
         if (op.op === 'change') {
-          const row = this.changeRow(op.change, now, dirty);
-          rows.push(row);
+          this.pushChangeRow(values, op.change, now, dirty);
+          rowCount += 1;
           bytes += op.change.json.length + 200;
-          if (rows.length >= MAX_ROWS_PER_STATEMENT || bytes >= MAX_BYTES_PER_STATEMENT) await flush();
+          if (rowCount >= MAX_ROWS_PER_STATEMENT || bytes >= MAX_BYTES_PER_STATEMENT) queue();
           continue;
         }
         await flush();
@@ -295,7 +314,8 @@ export class MysqlCacheStore implements CacheStore {
     }
   }
 
-  private changeRow(c: StoreChange, now: number, dirty: Map<string, ScopeState>): unknown[] {
+  /** Appends the row's 14 bound values (upd is the literal 1 in the statement). */
+  private pushChangeRow(values: unknown[], c: StoreChange, now: number, dirty: Map<string, ScopeState>): void {
     const { group } = parseApiVersion(c.apiVersion);
     const s = this.scopeOf(c.account, group, c.kind, c.namespace);
     if (s && s.synced && !s.syncing) {
@@ -303,7 +323,7 @@ export class MysqlCacheStore implements CacheStore {
       dirty.set(scopeId(s.key), s);
     }
     const deleted = c.type === 'DELETED';
-    return [
+    values.push(
       c.account,
       group,
       c.kind.toLowerCase(),
@@ -318,7 +338,7 @@ export class MysqlCacheStore implements CacheStore {
       now,
       c.resourceVersion,
       rvNumber(c.resourceVersion),
-    ];
+    );
   }
 
   async get(key: ObjectKey): Promise<CachedObject | undefined> {

@@ -262,6 +262,34 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       expect(await rvOf('d')).toBe('5');
     });
 
+    it('applies a batch spanning many statements in order, per object and around scope ops', async () => {
+      const filler = (from: number, n: number) =>
+        Array.from({ length: n }, (_, i) => change('ADDED', `f-${from + i}`, String(from + i + 1)));
+      // Versions that are not integers fall back to last-writer-wins, so only order decides what 'x' ends as.
+      await store.apply([
+        change('ADDED', 'x', 'rv-a'),
+        ...filler(0, 1200),
+        change('MODIFIED', 'x', 'rv-c'),
+        ...filler(1200, 700),
+        change('MODIFIED', 'x', 'rv-b', { data: { last: 'yes' } }),
+        syncStart(),
+        ...filler(1900, 600),
+        change('DELETED', 'y', 'rv-z'),
+        change('ADDED', 'y', 'rv-y'),
+        syncEnd('2500'),
+      ]);
+      const x = await store.get({ account: 'dev', kind: 'ConfigMap', namespace: 'ns1', name: 'x' });
+      expect(x).toBe(undefined);
+      expect(await rvOf('y')).toBe('rv-y');
+      const live = await names();
+      expect(live).toHaveLength(601);
+      expect(live).toContain('f-1900');
+      expect(live).not.toContain('f-1899');
+      // 'x' was swept: its last write came before the SyncStart. Written again, the last of a run wins.
+      await store.apply([change('ADDED', 'x', 'rv-1'), ...filler(3000, 999), change('MODIFIED', 'x', 'rv-0')]);
+      expect(await rvOf('x')).toBe('rv-0');
+    });
+
     it('handles a large batch in one call', async () => {
       const ops: StoreOp[] = [syncStart()];
       for (let i = 0; i < 2000; i++) ops.push(change('ADDED', `cm-${String(i).padStart(4, '0')}`, String(i + 1)));
