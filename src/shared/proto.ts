@@ -28,6 +28,10 @@ const INTEGER = /^\d+$/;
 export function compareResourceVersions(a: string, b: string): number | undefined {
   if (a === b) return 0;
   if (INTEGER.test(a) && INTEGER.test(b)) {
+    // Digit strings of one length order like their numbers, and without leading zeros the longer is the larger;
+    // BigInt (allocating two of them per change on the ingest path) is left for leading zeros.
+    if (a.length === b.length) return a < b ? -1 : a > b ? 1 : 0;
+    if (a.charCodeAt(0) !== 0x30 && b.charCodeAt(0) !== 0x30) return a.length < b.length ? -1 : 1;
     const x = BigInt(a);
     const y = BigInt(b);
     return x < y ? -1 : x > y ? 1 : 0;

@@ -52,6 +52,11 @@ describe('wire protocol', () => {
     expect(compareResourceVersions('100', '99')).toBe(1);
     expect(compareResourceVersions('18446744073709551616', '18446744073709551615')).toBe(1);
     expect(compareResourceVersions('5', '5')).toBe(0);
+    expect(compareResourceVersions('123456789012345678901', '123456789012345678902')).toBe(-1);
+    expect(compareResourceVersions('0010', '9')).toBe(1);
+    expect(compareResourceVersions('9', '0010')).toBe(-1);
+    expect(compareResourceVersions('007', '7')).toBe(0);
+    expect(compareResourceVersions('0', '00')).toBe(0);
     expect(compareResourceVersions('abc', '10')).toBeUndefined();
     expect(isNewerResourceVersion('10', '9')).toBe(true);
     expect(isNewerResourceVersion('9', '10')).toBe(false);
