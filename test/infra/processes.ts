@@ -21,7 +21,13 @@ function cliCommand(args: string[]): { cmd: string; args: string[] } {
   return { cmd: process.execPath, args: ['--import', 'tsx', join(ROOT, 'test/infra/cli-entry.ts'), ...args] };
 }
 
-async function waitReady(proc: ServerProcess, url: string, timeoutMs: number, what: string): Promise<void> {
+async function waitReady(
+  proc: ServerProcess,
+  url: string,
+  timeoutMs: number,
+  what: string,
+  diagnostics: string[] = [],
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
@@ -35,7 +41,17 @@ async function waitReady(proc: ServerProcess, url: string, timeoutMs: number, wh
     }
     await sleep(50);
   }
-  throw new Error(`${what} not ready within ${timeoutMs} ms (${url}: ${last}); log tail:\n${proc.logTail()}`);
+  // What the process says about itself (an agent's /watches and /accounts) makes a hang diagnosable.
+  let extra = '';
+  for (const d of diagnostics) {
+    try {
+      const res = await fetch(d);
+      extra += `\n${d}: ${res.status} ${await res.text()}`;
+    } catch (e) {
+      extra += `\n${d}: ${(e as Error).message}`;
+    }
+  }
+  throw new Error(`${what} not ready within ${timeoutMs} ms (${url}: ${last});${extra}\nlog tail:\n${proc.logTail()}`);
 }
 
 export type StorageSpec = { type: 'memory' } | { type: 'mysql'; url: string };
@@ -195,7 +211,10 @@ export class AgentProcess {
   }
 
   waitReady(timeoutMs = 90_000): Promise<void> {
-    return waitReady(this.proc, `${this.adminBase}/readyz`, timeoutMs, this.name);
+    return waitReady(this.proc, `${this.adminBase}/readyz`, timeoutMs, this.name, [
+      `${this.adminBase}/watches`,
+      `${this.adminBase}/accounts`,
+    ]);
   }
 
   async restart(wait = true): Promise<void> {

@@ -70,11 +70,20 @@ export class Http2Pool {
     return new Promise((resolve, reject) => {
       const onError = (err: Error): void => {
         release();
+        stream.off('close', onClose);
         reject(err);
       };
+      // A stream can close without an 'error' and without ever answering: RST_STREAM(NO_ERROR), or its session
+      // destroyed without an error (GOAWAY, connection closed). Waiting for 'response' would then hang forever.
+      const onClose = (): void => {
+        stream.off('error', onError);
+        reject(new Error(`HTTP/2 stream closed before a response (rstCode ${stream.rstCode ?? 'none'})`));
+      };
       stream.once('error', onError);
+      stream.once('close', onClose);
       stream.once('response', (responseHeaders) => {
         stream.off('error', onError);
+        stream.off('close', onClose);
         pooled.lastRead = Date.now();
         resolve({ stream, headers: responseHeaders });
       });
