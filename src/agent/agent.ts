@@ -184,14 +184,19 @@ export class Agent {
       },
       'config reloaded',
     );
-    // Accounts are announced in Hello, so a new account list means a new stream; the unchanged accounts resume
-    // their watches from the server's resume points (no relist).
-    if (accountsChanged || stableJson(prev.server) !== stableJson(next.server) || prev.agentId !== next.agentId) {
+    // Another server or identity needs a new stream (a new Hello). A new account list does not: AccountsUpdate
+    // announces the added and changed accounts and withdraws the removed ones; the others keep their watches.
+    if (stableJson(prev.server) !== stableJson(next.server) || prev.agentId !== next.agentId) {
       this.stream.restart('config changed');
+    } else if (accountsChanged) {
+      await this.updateAccounts(
+        [...diff.changed, ...diff.added].map((a) => a.name),
+        diff.removed.map((a) => a.name),
+      );
     }
   }
 
-  /** Applies dynamic accounts from the server, in order with config reloads; a change re-dials (new Hello). */
+  /** Applies dynamic accounts from the server, in order with config reloads (announced with AccountsUpdate). */
   accountsChanged(message: AccountsChanged): Promise<void> {
     this.reloading = this.reloading.then(() => this.applyAccountsChanged(message));
     return this.reloading;
@@ -228,7 +233,43 @@ export class Agent {
     }
     if (added.length + removed.length === 0) return;
     this.log.info({ added, removed }, 'dynamic accounts changed by the plugin-server');
-    this.stream.restart('dynamic accounts changed');
+    await this.updateAccounts(added, removed);
+  }
+
+  /**
+   * Announces added or changed accounts and withdraws removed ones on the running stream (AccountsUpdate), then
+   * starts the accepted accounts' watches from the returned resume points. Without a stream there is nothing to
+   * do: the next Hello announces every account.
+   */
+  private async updateAccounts(added: string[], removed: string[]): Promise<void> {
+    if (this.stopped || !this.stream.connected) return;
+    const runners = added.map((n) => this.accounts.get(n)).filter((r): r is AccountRunner => r !== undefined);
+    await Promise.race([Promise.all(runners.map((r) => r.firstAttempt)), sleep(HELLO_WAIT_MS)]);
+    const announce = runners.filter((r) => this.accounts.get(r.name) === r && !this.helloAccounts.has(r.name));
+    const accounts = announce.map((r) => r.helloAccount()).filter((a) => a !== undefined);
+    if (accounts.length + removed.length === 0) return;
+    for (const a of accounts) this.helloAccounts.add(a.name);
+    const result = await this.stream.updateAccounts({ added: accounts, removed });
+    // The stream ended meanwhile: the next Hello announces the accounts (and no longer the removed ones).
+    if (!result) return;
+    const rejected = new Map(result.rejectedAccounts.map((r) => [r.name, r.reason]));
+    for (const name of result.acceptedAccounts) {
+      const runner = this.accounts.get(name);
+      if (runner && !runner.inSession) this.startSession(runner, result.resumePoints);
+    }
+    for (const [name, reason] of rejected) this.accounts.get(name)?.reject(reason);
+    this.log.info(
+      { accepted: result.acceptedAccounts, rejected: [...rejected.keys()], removed: result.removedAccounts },
+      'accounts updated on the running stream',
+    );
+  }
+
+  private startSession(runner: AccountRunner, resumePoints: Welcome['resumePoints']): void {
+    runner.startSession({
+      sink: this.queue,
+      resumePoints,
+      sendStatus: (status) => this.stream.sendControl({ accountStatus: this.withFailure(runner, status) }),
+    });
   }
 
   private settings(): KubernetesSettings {
@@ -259,6 +300,7 @@ export class Agent {
     if (!runner) return;
     this.accounts.delete(name);
     this.firstAttempts.delete(name);
+    this.helloAccounts.delete(name);
     await runner.stop();
   }
 
@@ -276,7 +318,7 @@ export class Agent {
       this.stream.sendControl({ accountStatus: this.withFailure(runner, status) });
     }
     if (this.stream.connected && runner.helloAccount() && !this.helloAccounts.has(runner.name)) {
-      this.stream.restart(`account ${runner.name} is now available`);
+      this.reloading = this.reloading.then(() => this.updateAccounts([runner.name], []));
     }
   }
 
@@ -304,11 +346,7 @@ export class Agent {
     const rejected = new Map(welcome.rejectedAccounts.map((r) => [r.name, r.reason]));
     for (const runner of this.accounts.values()) {
       if (accepted.has(runner.name)) {
-        runner.startSession({
-          sink: this.queue,
-          resumePoints: welcome.resumePoints,
-          sendStatus: (status) => this.stream.sendControl({ accountStatus: this.withFailure(runner, status) }),
-        });
+        this.startSession(runner, welcome.resumePoints);
       } else if (rejected.has(runner.name)) {
         runner.reject(rejected.get(runner.name) ?? '');
       } else if (this.dynamic.has(runner.name) && runner.error) {

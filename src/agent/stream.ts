@@ -10,6 +10,8 @@ import type { Logger } from '../shared/logging.js';
 import {
   AgentServiceClient,
   type AccountsChanged,
+  type AccountsUpdate,
+  type AccountsUpdateResult,
   type AgentMessage,
   type Hello,
   type Operation,
@@ -59,6 +61,8 @@ export class StreamClient {
   private restartRequested = false;
   private running: Promise<void> | undefined;
   private lastWrite = 0;
+  /** AccountsUpdates sent on the current stream, answered in order; undefined when the stream ends first. */
+  private pendingUpdates: ((result: AccountsUpdateResult | undefined) => void)[] = [];
 
   constructor(private readonly deps: StreamClientDeps) {}
 
@@ -82,6 +86,18 @@ export class StreamClient {
 
   get connected(): boolean {
     return this.state === 'connected';
+  }
+
+  /**
+   * Adds, changes or removes accounts on the current stream (no new Hello). Resolves with the server's verdicts
+   * and resume points, or undefined when there is no stream or it ends first (the next Hello then announces all).
+   */
+  updateAccounts(update: AccountsUpdate): Promise<AccountsUpdateResult | undefined> {
+    if (this.state !== 'connected' || !this.call) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      this.pendingUpdates.push(resolve);
+      this.sendControl({ accountsUpdate: update });
+    });
   }
 
   /** Non-data messages (AccountStatus, OperationResult): written directly, outside the ack window. */
@@ -172,6 +188,7 @@ export class StreamClient {
             if (this.deps.onOperation) this.deps.onOperation(msg.operation);
             else this.refuseOperation(msg.operation.operationId);
           } else if (msg.accountsChanged) this.deps.onAccountsChanged?.(msg.accountsChanged);
+          else if (msg.accountsUpdateResult) this.pendingUpdates.shift()?.(msg.accountsUpdateResult);
         });
         call.on('error', (err: Error) => {
           clearTimeout(welcomeTimer);
@@ -191,6 +208,7 @@ export class StreamClient {
     } finally {
       clearInterval(heartbeat);
       this.call = undefined;
+      for (const resolve of this.pendingUpdates.splice(0)) resolve(undefined);
       call.cancel();
       client.close();
     }

@@ -1,9 +1,9 @@
 /**
  * Accounts end to end: filters cache exactly what they say, an account without rights to a kind caches the rest,
  * a duplicate account name from another cluster is rejected while the original keeps working, and a config
- * reload adds and removes accounts on a running agent.
+ * reload adds and removes accounts on a running agent (on its running stream).
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -127,37 +127,52 @@ describe('accounts end to end', () => {
     );
   });
 
-  it('config reload adds and removes an account on a running agent', async () => {
+  it('config reload adds and removes accounts on the running stream (AccountsUpdate, no re-dial)', async () => {
+    // A grace period far longer than the test waits: a removed account can only disappear at once if the agent
+    // withdrew it on the running stream (a re-dial would leave it ORPHANED for the grace period).
+    const reloadServer = await PluginServerProcess.start({ dir, gracePeriodSeconds: 600, name: 'ps-reload' });
+    cleanups.push(() => reloadServer.stop());
     const admin = testEnv().kubeconfig;
     const first = { name: 'reload-a', kubeconfigFile: admin, namespaces: [ns1], kinds: ['ConfigMap'] };
     const second = { name: 'reload-b', kubeconfigFile: admin, namespaces: [ns2], kinds: ['ConfigMap'] };
     const agent = await AgentProcess.start({
       dir,
-      serverAddress: server.grpcAddress,
+      serverAddress: reloadServer.grpcAddress,
       agentId: 'reloader',
       accounts: [first],
     });
     cleanups.push(() => agent.stop());
-    const names = async () => (await server.get<{ name: string }[]>('/credentials')).body.map((a) => a.name);
+    const names = async () => (await reloadServer.get<{ name: string }[]>('/credentials')).body.map((a) => a.name);
+    const cachedOn = async (account: string): Promise<string[]> => {
+      const r = await reloadServer.get<CacheEntry[]>(`/admin/cache/${account}`);
+      return r.status === 200 ? r.body.map((e) => `${e.kind} ${e.name}`) : [];
+    };
+    type Watch = { account: string; kind: string; relists: number };
+    const watches = async () => (await (await fetch(`${agent.adminBase}/watches`)).json()) as Watch[];
     expect(await names()).toContain('reload-a');
+    const before = (await watches()).find((w) => w.account === 'reload-a');
+    expect(before?.relists).toBe(1);
 
     agent.writeAccounts([first, second]);
     await eventually(
-      () => cached('reload-b'),
-      (l) => l.includes('ConfigMap ns2/cm'),
+      () => cachedOn('reload-b'),
+      (l) => l.includes('ConfigMap cm'),
       30_000,
     );
     expect(await names()).toEqual(expect.arrayContaining(['reload-a', 'reload-b']));
+    // reload-a's watch ran on undisturbed: the same reflector (a new stream would have started a new one).
+    expect((await watches()).find((w) => w.account === 'reload-a')?.relists).toBe(1);
 
     agent.writeAccounts([second]);
     await eventually(names, (l) => !l.includes('reload-a') && l.includes('reload-b'), 30_000);
-    expect((await server.get(`/manifests/reload-a/${ns1}/configMap%20cm`)).status).toBe(404);
+    expect((await reloadServer.get(`/manifests/reload-a/${ns1}/configMap%20cm`)).status).toBe(404);
     // The account that stayed kept streaming.
     await kubectl(['create', 'configmap', 'after-reload', '-n', ns2, '--from-literal=k=v']);
     await eventually(
-      () => cached('reload-b'),
-      (l) => l.includes('ConfigMap ns2/after-reload'),
+      () => cachedOn('reload-b'),
+      (l) => l.includes('ConfigMap after-reload'),
       30_000,
     );
+    expect(readFileSync(agent.logFile, 'utf8')).not.toContain('restarting the stream');
   });
 });
