@@ -112,6 +112,7 @@ export class PluginServer {
       log: this.log,
       options: { cacheWaitMs: ops.cacheWaitSeconds * 1000 },
       metrics: new OperationMetrics(this.metrics.registry),
+      audit: this.audit,
     });
     this.liveReader = new LiveReader({
       accounts: this.accounts,

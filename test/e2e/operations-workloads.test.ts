@@ -4,7 +4,7 @@
  * rollouts (undo, pause, resume, restart) with the Deployment status Clouddriver reports, traffic, runJob and a CRD
  * with its custom resource (read live: the agent does not cache the new kind).
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -169,6 +169,31 @@ describe('operations: every Clouddriver operation (memory store)', () => {
     expect(op.body.durationMs).toBeGreaterThanOrEqual(0);
     expect((await getJson(['configmap', 'idem', '-n', ns])).metadata.resourceVersion).toBe(rv);
     expect((await server.get<unknown[]>('/armory/agent/operations')).body).toEqual([]);
+  });
+
+  it('writes one audit line per operation: who asked, what, which account, the result', async () => {
+    const body = deploy([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'audited' }, data: { a: '1' } }], {
+      versioned: false,
+    });
+    const id = await ops.submit(body);
+    const t = await ops.waitTask(id);
+    expect(t.status.failed).toBe(false);
+    const lines = await eventually(
+      async () =>
+        readFileSync(server.logFile, 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('"audit":true') && l.includes(id))
+          .map((l) => JSON.parse(l) as Obj),
+      (ls) => ls.length > 0,
+    );
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      who: 'anonymous', // no admin auth configured in this test
+      what: 'operation deployManifest',
+      account,
+      result: 'succeeded',
+      task: id,
+    });
   });
 
   it('force cache refresh is free: POST answers 200 with nothing pending, GET lists nothing', async () => {

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import {
   formatIssues,
@@ -34,34 +34,33 @@ const MAX_REQUEST_ID = 255;
  * completes only once the cache holds what it wrote, and the admin view of operations in flight.
  */
 export function registerOpsRoutes(app: FastifyInstance, deps: OpsRouteDeps): void {
-  const submit =
-    (endpoint: Endpoint) =>
-    async (request: { params: OpsRequest['Params']; query: OpsRequest['Querystring']; body: unknown }) => {
-      const requestId = request.query.clientRequestId || undefined;
-      if (requestId && requestId.length > MAX_REQUEST_ID) {
-        throw new ScaleAgentError('INVALID_INPUT', `clientRequestId is longer than ${MAX_REQUEST_ID} characters`);
-      }
-      const parsed = parseOperations(request.body, {
-        endpoint,
-        ...(request.params.opName ? { operationName: request.params.opName } : {}),
+  const submit = (endpoint: Endpoint) => async (request: FastifyRequest<OpsRequest>) => {
+    const requestId = request.query.clientRequestId || undefined;
+    if (requestId && requestId.length > MAX_REQUEST_ID) {
+      throw new ScaleAgentError('INVALID_INPUT', `clientRequestId is longer than ${MAX_REQUEST_ID} characters`);
+    }
+    const parsed = parseOperations(request.body, {
+      endpoint,
+      ...(request.params.opName ? { operationName: request.params.opName } : {}),
+    });
+    const issues = parsed.ok
+      ? validateAccounts(parsed.operations, {
+          knownAccounts: (name) => deps.accounts.get(name) !== undefined || (deps.dynamic?.has(name) ?? false),
+          accountScope: (name) => {
+            const r = deps.accounts.get(name)?.record;
+            return r ? { namespaces: r.namespaces, omitNamespaces: r.omitNamespaces } : undefined;
+          },
+        })
+      : parsed.errors;
+    if (!parsed.ok || issues.length > 0) {
+      throw new ScaleAgentError('INVALID_INPUT', 'Validation Failed', {
+        details: formatIssues(issues).map((message) => ({ message })),
       });
-      const issues = parsed.ok
-        ? validateAccounts(parsed.operations, {
-            knownAccounts: (name) => deps.accounts.get(name) !== undefined || (deps.dynamic?.has(name) ?? false),
-            accountScope: (name) => {
-              const r = deps.accounts.get(name)?.record;
-              return r ? { namespaces: r.namespaces, omitNamespaces: r.omitNamespaces } : undefined;
-            },
-          })
-        : parsed.errors;
-      if (!parsed.ok || issues.length > 0) {
-        throw new ScaleAgentError('INVALID_INPUT', 'Validation Failed', {
-          details: formatIssues(issues).map((message) => ({ message })),
-        });
-      }
-      const { task } = await deps.runner.submit(parsed.operations, requestId);
-      return { id: task.id, resourceUri: `/task/${task.id}` };
-    };
+    }
+    const who = request.principal?.who ?? `network:${request.ip}`;
+    const { task } = await deps.runner.submit(parsed.operations, requestId, who);
+    return { id: task.id, resourceUri: `/task/${task.id}` };
+  };
 
   app.post<OpsRequest>('/kubernetes/ops', submit('kubernetes'));
   app.post<OpsRequest>('/kubernetes/ops/:opName', submit('kubernetes'));

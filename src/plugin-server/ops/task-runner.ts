@@ -18,6 +18,7 @@ import {
   type Task,
   type TaskRepository,
 } from '../tasks/index.js';
+import type { AuditLog } from '../audit.js';
 import type { CacheBarrier } from './barrier.js';
 import type { OperationDispatcher } from './dispatcher.js';
 import type { OperationMetrics } from './metrics.js';
@@ -47,6 +48,8 @@ export class TaskRunner {
   readonly ownerId = `${randomUUID()}@${hostname()}`;
   private readonly running = new Map<string, Task>();
   private readonly saving = new Map<string, Promise<void>>();
+  /** Who asked for each running task, for its operations' audit lines. */
+  private readonly requesters = new Map<string, string>();
 
   constructor(
     private readonly deps: {
@@ -56,6 +59,7 @@ export class TaskRunner {
       log: Logger;
       options: TaskRunnerOptions;
       metrics?: OperationMetrics;
+      audit?: AuditLog;
     },
   ) {}
 
@@ -79,7 +83,11 @@ export class TaskRunner {
    * Creates the task and starts it, unless `requestId` names an existing task that is not a failed, retryable one:
    * then that task is returned and nothing runs.
    */
-  async submit(operations: NormalizedOperation[], requestId?: string): Promise<{ task: Task; created: boolean }> {
+  async submit(
+    operations: NormalizedOperation[],
+    requestId?: string,
+    requestedBy = 'unknown',
+  ): Promise<{ task: Task; created: boolean }> {
     let replaces: string | undefined;
     if (requestId) {
       const existing = await this.deps.repo.getByRequestId(requestId);
@@ -100,7 +108,11 @@ export class TaskRunner {
     const r = await this.deps.repo.create(task, replaces ? { replaces } : {});
     if (!r.created) return r;
     this.running.set(task.id, task);
-    void this.run(task, operations).finally(() => this.running.delete(task.id));
+    this.requesters.set(task.id, requestedBy);
+    void this.run(task, operations).finally(() => {
+      this.running.delete(task.id);
+      this.requesters.delete(task.id);
+    });
     return r;
   }
 
@@ -211,6 +223,14 @@ export class TaskRunner {
       rec.ok = ok;
       this.deps.metrics?.operations.inc({ type: op.type, result });
       this.deps.metrics?.duration.observe({ type: op.type }, rec.durationMs / 1000);
+      this.deps.audit?.record({
+        who: this.requesters.get(task.id) ?? 'unknown',
+        what: `operation ${op.type}`,
+        account: op.account,
+        result,
+        task: task.id,
+        operation: rec.operationId,
+      });
     };
     if (outcome.kind === 'failed') {
       finish(false, 'agent_unavailable');
