@@ -528,10 +528,8 @@ const CHANGE_TYPES: Record<number, ChangeKind> = {
 };
 
 /**
- * Validates one change without parsing its object: the agent relays JSON the API server produced, and a reader parses
- * it anyway, so only the framing is checked here (a JSON object, or rejected). Parsing every object cost more than
- * the whole transport (bench/profiles/stream-throughput.md). Secrets are the exception: parsed, stripped of data.
- * `prev` is the change before it in the batch: key fields equal to its were already validated.
+ * Validates one change: key fields, and the object parsed as a JSON object (Secrets also stripped of data). `prev` is
+ * the change before it in the batch: key fields equal to its were already validated.
  */
 function toStoreChange(c: Change, index: number, prev: StoreChange | undefined): StoreChange {
   const type = CHANGE_TYPES[c.type];
@@ -554,10 +552,13 @@ function toStoreChange(c: Change, index: number, prev: StoreChange | undefined):
   let json = '';
   if (c.objectJson.length > 0) {
     const text = Buffer.from(c.objectJson.buffer, c.objectJson.byteOffset, c.objectJson.byteLength).toString('utf8');
-    if (!looksLikeJsonObject(text)) throw new ProtocolError(`${where(c, index)}: object_json is not valid JSON`);
+    // Parsed in full, once: a body that is not a JSON object would otherwise be stored and break every later read
+    // of its account (lists included). This is the single largest ingest cost (bench/profiles/stream-throughput.md),
+    // and the price of never storing what cannot be served.
+    const obj = parseObject(text, c, index);
     json =
       c.kind === 'Secret' && (c.apiVersion === 'v1' || c.apiVersion.endsWith('/v1'))
-        ? withoutSecretData(text, c, index)
+        ? withoutSecretData(obj, text)
         : text;
   } else if (type !== 'DELETED') {
     throw new ProtocolError(`${where(c, index)}: object_json is required for ${type}`);
@@ -579,19 +580,7 @@ function where(c: Change, index: number): string {
   return `change ${index} (${c.kind} ${c.namespace}/${c.name})`;
 }
 
-const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
-
-/** `{ … }` around optional whitespace: what a serialized object looks like at both ends. */
-function looksLikeJsonObject(text: string): boolean {
-  let i = 0;
-  let j = text.length - 1;
-  while (i <= j && WS.has(text.charCodeAt(i))) i++;
-  while (j >= i && WS.has(text.charCodeAt(j))) j--;
-  return j > i && text.charCodeAt(i) === 0x7b && text.charCodeAt(j) === 0x7d;
-}
-
-/** Defence in depth: agents watch Secrets as metadata only, but a Secret's data must never be stored even if one sends it. */
-function withoutSecretData(text: string, c: Change, index: number): string {
+function parseObject(text: string, c: Change, index: number): Record<string, unknown> {
   let obj: unknown;
   try {
     obj = JSON.parse(text);
@@ -601,7 +590,11 @@ function withoutSecretData(text: string, c: Change, index: number): string {
   if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
     throw new ProtocolError(`${where(c, index)}: object_json must be a JSON object`);
   }
-  const o = obj as Record<string, unknown>;
+  return obj as Record<string, unknown>;
+}
+
+/** Defence in depth: agents watch Secrets as metadata only, but a Secret's data must never be stored even if one sends it. */
+function withoutSecretData(o: Record<string, unknown>, text: string): string {
   if (!('data' in o) && !('stringData' in o)) return text;
   delete o.data;
   delete o.stringData;

@@ -126,6 +126,21 @@ describe('plugin-server sessions over a real gRPC stream', () => {
       details: expect.stringMatching(/not valid JSON/),
     });
 
+    // Braced like an object but not JSON: must be refused, never stored (it would break every read of the account).
+    const bracedJunk = agent();
+    await bracedJunk.hello([account('staging')]);
+    bracedJunk.send({
+      changeBatch: {
+        seq: 1,
+        observedAtMs: 0,
+        changes: [{ ...change('staging', 'ADDED', configMap('y', '1')), objectJson: Buffer.from('{"a": }') }],
+      },
+    });
+    expect(await bracedJunk.ended).toMatchObject({
+      code: GrpcStatus.INVALID_ARGUMENT,
+      details: expect.stringMatching(/not valid JSON/),
+    });
+
     const badSeq = agent();
     await badSeq.hello([account('qa')]);
     await badSeq.batch([change('qa', 'ADDED', configMap('x', '1'))]);
