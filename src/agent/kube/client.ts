@@ -2,7 +2,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import type { ClientHttp2Stream } from 'node:http2';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { versionInfo } from '../../shared/version.js';
-import { Http2Pool } from './http2-pool.js';
+import { sharedHttp2Pool, type Http2Pool } from './http2-pool.js';
 import { loadClusterAccess, type ClusterAccess } from './kubeconfig.js';
 
 /** An error status from the API server (HTTP status or a watch ERROR event's Status). */
@@ -43,12 +43,14 @@ export interface KubeResponse {
 /**
  * One account's access to its API server: credentials and TLS from its kubeconfig or ServiceAccount
  * (kubeconfig.ts; exec plugins and auth-providers through @kubernetes/client-node), requests over our own HTTP/2
- * pool — one connection for all of the account's watches, as client-go does.
+ * pool — one connection for all the watches of every account that reaches the same API server with the same TLS
+ * settings, as client-go shares a transport.
  */
 export class KubeClient {
   readonly server: URL;
   readonly caPem: Buffer | undefined;
   private readonly pool: Http2Pool;
+  private readonly releasePool: () => void;
   private readonly userAgent = `scale-agent/${versionInfo().version}`;
 
   private constructor(private readonly access: ClusterAccess) {
@@ -57,7 +59,7 @@ export class KubeClient {
     if (this.server.protocol !== 'https:') {
       throw new ScaleAgentError('INVALID_INPUT', `API server ${this.server.href}: only https is supported`);
     }
-    this.pool = new Http2Pool({
+    ({ pool: this.pool, release: this.releasePool } = sharedHttp2Pool({
       origin: this.server.origin,
       tls: {
         ca: access.ca,
@@ -66,7 +68,7 @@ export class KubeClient {
         servername: access.servername,
         rejectUnauthorized: access.rejectUnauthorized,
       },
-    });
+    }));
   }
 
   static async create(source: KubeClientSource): Promise<KubeClient> {
@@ -108,10 +110,10 @@ export class KubeClient {
   }
 
   close(): void {
-    this.pool.close();
+    this.releasePool();
   }
 
-  /** Open HTTP/2 connections to the API server (one per ~100 watches). */
+  /** Open HTTP/2 connections to the API server (one per ~100 watches, shared with same-cluster accounts). */
   get connections(): number {
     return this.pool.sessionCount;
   }

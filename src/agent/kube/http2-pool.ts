@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import type { SecureClientSessionOptions } from 'node:http2';
 
@@ -97,6 +98,10 @@ export class Http2Pool {
     this.sessions = [];
   }
 
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   get sessionCount(): number {
     return this.sessions.length;
   }
@@ -109,7 +114,10 @@ export class Http2Pool {
       );
       if (!s.session.closed && !s.session.destroyed && s.active < limit) return s;
     }
-    return this.connect();
+    this.connecting ??= this.connect().finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
   }
 
   private connect(): Promise<PooledSession> {
@@ -172,4 +180,42 @@ export class Http2Pool {
       }
     }
   }
+}
+
+const shared = new Map<string, { pool: Http2Pool; users: number }>();
+
+/**
+ * The pool for an API server, shared by every account that reaches it with the same TLS settings (CA, client
+ * certificate, server name): credentials that differ only in the bearer token (a header per request) share the
+ * connections, as client-go shares a transport per TLS config. A hundred accounts on one cluster then cost one
+ * or two TLS connections and one connection-level flow-control window, not a hundred. Release when done; the
+ * last release closes the pool.
+ */
+export function sharedHttp2Pool(options: Http2PoolOptions): { pool: Http2Pool; release: () => void } {
+  const t = options.tls;
+  const hash = createHash('sha256').update(options.origin);
+  for (const part of [t.ca, t.cert, t.key, t.servername, String(t.rejectUnauthorized)]) {
+    hash.update('\0');
+    for (const x of Array.isArray(part) ? part : [part]) if (x !== undefined) hash.update(x as string | Buffer);
+  }
+  const key = hash.digest('hex');
+  let entry = shared.get(key);
+  if (!entry || entry.pool.isClosed) {
+    entry = { pool: new Http2Pool(options), users: 0 };
+    shared.set(key, entry);
+  }
+  entry.users += 1;
+  const e = entry;
+  let released = false;
+  return {
+    pool: e.pool,
+    release: () => {
+      if (released) return;
+      released = true;
+      e.users -= 1;
+      if (e.users > 0) return;
+      e.pool.close();
+      if (shared.get(key) === e) shared.delete(key);
+    },
+  };
 }

@@ -1,7 +1,7 @@
 import http2, { constants } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Http2Pool } from '../../../src/agent/kube/http2-pool.js';
+import { Http2Pool, sharedHttp2Pool } from '../../../src/agent/kube/http2-pool.js';
 
 const servers: http2.Http2Server[] = [];
 const pools: Http2Pool[] = [];
@@ -36,5 +36,26 @@ describe('Http2Pool', () => {
   it('fails the pending requests of a session the server closes without an error', async () => {
     const pool = await serve((stream) => stream.session?.destroy());
     await expect(pool.request({ ':path': '/hang' })).rejects.toThrow();
+  });
+
+  it('opens one connection for concurrent first requests, shared by every user of the same server and TLS settings', async () => {
+    const pool = await serve((stream) => stream.respond({ ':status': 200 }, { endStream: true }));
+    const origin = (pool as unknown as { options: { origin: string } }).options.origin;
+    const a = sharedHttp2Pool({ origin, tls: {} });
+    const b = sharedHttp2Pool({ origin, tls: {} });
+    const other = sharedHttp2Pool({ origin, tls: { servername: 'elsewhere' } });
+    try {
+      expect(a.pool).toBe(b.pool);
+      expect(other.pool).not.toBe(a.pool);
+      await Promise.all(Array.from({ length: 20 }, () => a.pool.request({ ':path': '/' })));
+      await Promise.all(Array.from({ length: 20 }, () => b.pool.request({ ':path': '/' })));
+      expect(a.pool.sessionCount).toBe(1);
+      a.release();
+      expect(b.pool.isClosed).toBe(false);
+    } finally {
+      b.release();
+      other.release();
+    }
+    expect(b.pool.isClosed).toBe(true);
   });
 });
