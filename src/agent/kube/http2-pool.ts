@@ -15,6 +15,12 @@ export interface Http2PoolOptions {
   readIdleMs?: number;
   /** A PING unanswered for this long kills the session. client-go: 15 s. */
   pingTimeoutMs?: number;
+  /**
+   * A request without response headers after this long is cancelled and fails (retried with backoff by its
+   * caller). The API server answers every request, watches included, at once; without a bound a lost request
+   * would hang its watch forever, holding an initial-sync slot.
+   */
+  responseTimeoutMs?: number;
 }
 
 interface PooledSession {
@@ -34,6 +40,7 @@ export class Http2Pool {
   private sessions: PooledSession[] = [];
   private readonly readIdleMs: number;
   private readonly pingTimeoutMs: number;
+  private readonly responseTimeoutMs: number;
   private readonly healthTimer: NodeJS.Timeout;
   private closed = false;
   /** A connect in progress: concurrent requests at startup share it instead of each opening a connection. */
@@ -42,6 +49,7 @@ export class Http2Pool {
   constructor(private readonly options: Http2PoolOptions) {
     this.readIdleMs = options.readIdleMs ?? 30_000;
     this.pingTimeoutMs = options.pingTimeoutMs ?? 15_000;
+    this.responseTimeoutMs = options.responseTimeoutMs ?? 60_000;
     this.healthTimer = setInterval(() => this.checkHealth(), Math.min(this.readIdleMs, 10_000));
     this.healthTimer.unref();
   }
@@ -69,7 +77,15 @@ export class Http2Pool {
       pooled.lastRead = Date.now();
     });
     return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        stream.off('error', onError);
+        stream.off('close', onClose);
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+        reject(new Error(`no response from ${this.options.origin} within ${this.responseTimeoutMs} ms`));
+      }, this.responseTimeoutMs);
+      timer.unref();
       const onError = (err: Error): void => {
+        clearTimeout(timer);
         release();
         stream.off('close', onClose);
         reject(err);
@@ -77,12 +93,14 @@ export class Http2Pool {
       // A stream can close without an 'error' and without ever answering: RST_STREAM(NO_ERROR), or its session
       // destroyed without an error (GOAWAY, connection closed). Waiting for 'response' would then hang forever.
       const onClose = (): void => {
+        clearTimeout(timer);
         stream.off('error', onError);
         reject(new Error(`HTTP/2 stream closed before a response (rstCode ${stream.rstCode ?? 'none'})`));
       };
       stream.once('error', onError);
       stream.once('close', onClose);
       stream.once('response', (responseHeaders) => {
+        clearTimeout(timer);
         stream.off('error', onError);
         stream.off('close', onClose);
         pooled.lastRead = Date.now();

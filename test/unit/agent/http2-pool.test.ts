@@ -11,12 +11,19 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
 });
 
-async function serve(onStream: (stream: http2.ServerHttp2Stream, path: string) => void): Promise<Http2Pool> {
+async function serve(
+  onStream: (stream: http2.ServerHttp2Stream, path: string) => void,
+  options: { responseTimeoutMs?: number } = {},
+): Promise<Http2Pool> {
   const server = http2.createServer();
   server.on('stream', (stream, headers) => onStream(stream, String(headers[':path'])));
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const pool = new Http2Pool({ origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, tls: {} });
+  const pool = new Http2Pool({
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    tls: {},
+    ...options,
+  });
   pools.push(pool);
   return pool;
 }
@@ -36,6 +43,11 @@ describe('Http2Pool', () => {
   it('fails the pending requests of a session the server closes without an error', async () => {
     const pool = await serve((stream) => stream.session?.destroy());
     await expect(pool.request({ ':path': '/hang' })).rejects.toThrow();
+  });
+
+  it('cancels and fails a request the server never answers, instead of waiting forever', async () => {
+    const pool = await serve(() => undefined, { responseTimeoutMs: 200 });
+    await expect(pool.request({ ':path': '/never' })).rejects.toThrow(/no response/);
   });
 
   it('opens one connection for concurrent first requests, shared by every user of the same server and TLS settings', async () => {
