@@ -60,8 +60,7 @@ export class Http2Pool {
     signal?: AbortSignal,
   ): Promise<{ stream: ClientHttp2Stream; headers: IncomingHttpHeaders }> {
     if (this.closed) throw new Error('connection pool closed');
-    const pooled = await this.pick();
-    pooled.active += 1;
+    const pooled = await this.pick(); // holds one of its stream slots for us
     // Open streams keep the process alive; an idle pool does not.
     pooled.session.ref();
     const stream = pooled.session.request(headers, { endStream: true, signal });
@@ -124,18 +123,30 @@ export class Http2Pool {
     return this.sessions.length;
   }
 
+  /**
+   * A session with a free stream slot, the slot already taken. Reserving here, in the same tick as the check, matters:
+   * concurrent first requests all wait for the same new connection, and without a reservation every one of them would
+   * use it, past the server's MAX_CONCURRENT_STREAMS. The streams over the limit then queue in nghttp2, and since
+   * watches never end, they wait forever (seen with 100 accounts on one API server: 7 initial watches never sent).
+   */
   private async pick(): Promise<PooledSession> {
-    for (const s of this.sessions) {
-      const limit = Math.min(
-        s.session.remoteSettings.maxConcurrentStreams ?? DEFAULT_STREAM_LIMIT,
-        DEFAULT_STREAM_LIMIT,
-      );
-      if (!s.session.closed && !s.session.destroyed && s.active < limit) return s;
+    for (;;) {
+      for (const s of this.sessions) {
+        const limit = Math.min(
+          s.session.remoteSettings.maxConcurrentStreams ?? DEFAULT_STREAM_LIMIT,
+          DEFAULT_STREAM_LIMIT,
+        );
+        if (!s.session.closed && !s.session.destroyed && s.active < limit) {
+          s.active += 1;
+          return s;
+        }
+      }
+      this.connecting ??= this.connect().finally(() => {
+        this.connecting = undefined;
+      });
+      await this.connecting;
+      if (this.closed) throw new Error('connection pool closed');
     }
-    this.connecting ??= this.connect().finally(() => {
-      this.connecting = undefined;
-    });
-    return this.connecting;
   }
 
   private connect(): Promise<PooledSession> {
@@ -163,7 +174,12 @@ export class Http2Pool {
       );
       timer.unref();
       session.once('close', () => clearTimeout(timer));
-      session.once('connect', () => {
+      // Ready once connected AND the server's first SETTINGS arrived: its MAX_CONCURRENT_STREAMS is the limit pick()
+      // fills up to, and before that frame remoteSettings only holds the protocol's defaults.
+      let connected = false;
+      let settings = false;
+      const ready = (): void => {
+        if (!connected || !settings) return;
         clearTimeout(timer);
         session.off('error', reject);
         session.setLocalWindowSize(CONNECTION_WINDOW);
@@ -171,6 +187,14 @@ export class Http2Pool {
         session.unref();
         this.sessions.push(pooled);
         resolve(pooled);
+      };
+      session.once('remoteSettings', () => {
+        settings = true;
+        ready();
+      });
+      session.once('connect', () => {
+        connected = true;
+        ready();
       });
       session.once('error', reject);
     });

@@ -50,6 +50,24 @@ describe('Http2Pool', () => {
     await expect(pool.request({ ':path': '/never' })).rejects.toThrow(/no response/);
   });
 
+  it("never puts more streams on a connection than the server's MAX_CONCURRENT_STREAMS, even for concurrent first requests", async () => {
+    // Watches hold their streams open: a request queued behind the limit would wait forever.
+    const server = http2.createServer({ settings: { maxConcurrentStreams: 3 } });
+    server.on('stream', (stream) => stream.respond({ ':status': 200 })); // headers now, body never (like a watch)
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const pool = new Http2Pool({
+      origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      tls: {},
+      responseTimeoutMs: 5_000,
+    });
+    pools.push(pool);
+    const answered = await Promise.all(Array.from({ length: 8 }, () => pool.request({ ':path': '/watch' })));
+    expect(answered.map((a) => a.headers[':status'])).toEqual(Array(8).fill(200));
+    expect(pool.sessionCount).toBe(3); // 3 + 3 + 2 streams
+    for (const a of answered) a.stream.close();
+  });
+
   it('opens one connection for concurrent first requests, shared by every user of the same server and TLS settings', async () => {
     const pool = await serve((stream) => stream.respond({ ':status': 200 }, { endStream: true }));
     const origin = (pool as unknown as { options: { origin: string } }).options.origin;
