@@ -1,6 +1,5 @@
 import { compareResourceVersions, isNewerResourceVersion, parseApiVersion } from '../../shared/proto.js';
 import {
-  scopeId,
   type AccountRecord,
   type ApplyStats,
   type CachedObject,
@@ -9,10 +8,10 @@ import {
   type ListFilter,
   type ObjectKey,
   type ResumePointRecord,
-  type ScopeKey,
   type StoreChange,
   type StoreOp,
 } from './store.js';
+import { ScopeTable, type ScopeState } from './scopes.js';
 
 interface Entry {
   group: string;
@@ -27,15 +26,6 @@ interface Entry {
   deleted: boolean;
   /** Generation of the entry's scope when the entry was last seen. */
   gen: number;
-}
-
-interface ScopeState {
-  key: ScopeKey;
-  version: string;
-  gen: number;
-  syncing: boolean;
-  synced: boolean;
-  resourceVersion: string;
 }
 
 /** Where changes of one (account, apiVersion, kind, namespace) go. */
@@ -71,7 +61,7 @@ function maxResourceVersion(a: string, b: string): string {
 export class MemoryCacheStore implements CacheStore {
   readonly type = 'memory' as const;
   private readonly objects = new Map<string, Map<KindId, Map<NameId, Entry>>>();
-  private readonly scopes = new Map<string, ScopeState>();
+  private readonly scopes = new ScopeTable();
   private readonly accounts = new Map<string, AccountRecord>();
   /**
    * Where the previous change went: consecutive changes almost always share account, kind and namespace (a list
@@ -88,7 +78,7 @@ export class MemoryCacheStore implements CacheStore {
       switch (op.op) {
         case 'syncStart': {
           this.last = undefined;
-          const s = this.scope(op.scope, op.version);
+          const s = this.scopes.ensure(op.scope, op.version);
           s.gen += 1;
           s.syncing = true;
           s.synced = false;
@@ -96,10 +86,10 @@ export class MemoryCacheStore implements CacheStore {
         }
         case 'syncEnd': {
           this.last = undefined;
-          const s = this.scopes.get(scopeId(op.scope));
+          const s = this.scopes.get(op.scope);
           if (!s) {
             // A SyncEnd without SyncStart (e.g. replayed after a server restart): nothing to sweep safely.
-            this.scope(op.scope, op.version).resourceVersion = op.resourceVersion;
+            this.scopes.ensure(op.scope, op.version).resourceVersion = op.resourceVersion;
             break;
           }
           stats.swept += this.sweep(s);
@@ -110,7 +100,7 @@ export class MemoryCacheStore implements CacheStore {
           break;
         }
         case 'bookmark': {
-          const s = this.scopes.get(scopeId(op.scope));
+          const s = this.scopes.get(op.scope);
           if (s && s.synced && !s.syncing)
             s.resourceVersion = maxResourceVersion(s.resourceVersion, op.resourceVersion);
           break;
@@ -122,25 +112,6 @@ export class MemoryCacheStore implements CacheStore {
       }
     }
     return stats;
-  }
-
-  private scope(key: ScopeKey, version: string): ScopeState {
-    const id = scopeId(key);
-    let s = this.scopes.get(id);
-    if (!s) {
-      s = { key: { ...key }, version, gen: 0, syncing: false, synced: false, resourceVersion: '' };
-      this.scopes.set(id, s);
-    }
-    if (version) s.version = version;
-    return s;
-  }
-
-  /** The watch scope a change belongs to: the all-namespaces scope of its kind if there is one, else its namespace's. */
-  private scopeOf(account: string, group: string, kind: string, namespace: string): ScopeState | undefined {
-    return (
-      this.scopes.get(scopeId({ account, group, kind, namespace: '' })) ??
-      (namespace ? this.scopes.get(scopeId({ account, group, kind, namespace })) : undefined)
-    );
   }
 
   private target(c: StoreChange): Target {
@@ -160,7 +131,7 @@ export class MemoryCacheStore implements CacheStore {
     const kid = kindId(group, c.kind);
     let names = kinds.get(kid);
     if (!names) kinds.set(kid, (names = new Map()));
-    const target = { group, names, scope: this.scopeOf(c.account, group, c.kind, c.namespace) };
+    const target = { group, names, scope: this.scopes.of(c.account, group, c.kind, c.namespace) };
     this.last = { account: c.account, apiVersion: c.apiVersion, kind: c.kind, namespace: c.namespace, target };
     return target;
   }
@@ -238,13 +209,7 @@ export class MemoryCacheStore implements CacheStore {
   }
 
   async resumePoints(account: string): Promise<ResumePointRecord[]> {
-    const out: ResumePointRecord[] = [];
-    for (const s of this.scopes.values()) {
-      if (s.key.account === account && s.synced && !s.syncing && s.resourceVersion) {
-        out.push({ ...s.key, version: s.version, resourceVersion: s.resourceVersion });
-      }
-    }
-    return out.sort((a, b) => (scopeId(a) < scopeId(b) ? -1 : 1));
+    return this.scopes.resumePoints(account);
   }
 
   async counts(): Promise<KindCount[]> {
@@ -276,7 +241,7 @@ export class MemoryCacheStore implements CacheStore {
     this.last = undefined;
     this.accounts.delete(name);
     this.objects.delete(name);
-    for (const [id, s] of this.scopes) if (s.key.account === name) this.scopes.delete(id);
+    this.scopes.dropAccount(name);
   }
 
   async ping(): Promise<void> {}

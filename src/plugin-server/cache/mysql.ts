@@ -1,4 +1,5 @@
 import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
+import { ScopeTable, type ScopeState } from './scopes.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js';
 import {
@@ -67,15 +68,6 @@ const MIGRATIONS: readonly string[][] = [
 const MAX_ROWS_PER_STATEMENT = 500;
 const MAX_BYTES_PER_STATEMENT = 4 * 1024 * 1024;
 
-interface ScopeState {
-  key: ScopeKey;
-  version: string;
-  gen: number;
-  syncing: boolean;
-  synced: boolean;
-  resourceVersion: string;
-}
-
 function rvNumber(rv: string): string | null {
   // BIGINT UNSIGNED holds 19 digits safely; longer or non-numeric versions compare as "different" (last wins).
   return /^\d{1,19}$/.test(rv) ? rv : null;
@@ -119,7 +111,7 @@ const FULL_UPSERT = upsertSql(MAX_ROWS_PER_STATEMENT);
 export class MysqlCacheStore implements CacheStore {
   readonly type = 'mysql' as const;
   private readonly pool: Pool;
-  private readonly scopes = new Map<string, ScopeState>();
+  private readonly scopes = new ScopeTable();
   private readonly loadedAccounts = new Set<string>();
 
   constructor(url: string, options: { connectionLimit?: number } = {}) {
@@ -167,7 +159,7 @@ export class MysqlCacheStore implements CacheStore {
       'SELECT grp, kind, namespace, version, gen, syncing, synced, resource_version FROM sa_sync_state WHERE account = ?',
       [account],
     );
-    for (const [id, s] of this.scopes) if (s.key.account === account) this.scopes.delete(id);
+    this.scopes.dropAccount(account);
     for (const r of rows) {
       const key: ScopeKey = {
         account,
@@ -175,7 +167,7 @@ export class MysqlCacheStore implements CacheStore {
         kind: r.kind as string,
         namespace: r.namespace as string,
       };
-      this.scopes.set(scopeId(key), {
+      this.scopes.set({
         key,
         version: r.version as string,
         gen: Number(r.gen),
@@ -185,24 +177,6 @@ export class MysqlCacheStore implements CacheStore {
       });
     }
     this.loadedAccounts.add(account);
-  }
-
-  private scope(key: ScopeKey, version: string): ScopeState {
-    const id = scopeId(key);
-    let s = this.scopes.get(id);
-    if (!s) {
-      s = { key: { ...key }, version, gen: 0, syncing: false, synced: false, resourceVersion: '' };
-      this.scopes.set(id, s);
-    }
-    if (version) s.version = version;
-    return s;
-  }
-
-  private scopeOf(account: string, group: string, kind: string, namespace: string): ScopeState | undefined {
-    return (
-      this.scopes.get(scopeId({ account, group, kind, namespace: '' })) ??
-      (namespace ? this.scopes.get(scopeId({ account, group, kind, namespace })) : undefined)
-    );
   }
 
   async apply(ops: readonly StoreOp[]): Promise<ApplyStats> {
@@ -248,14 +222,14 @@ export class MysqlCacheStore implements CacheStore {
         }
         await flush();
         if (op.op === 'syncStart') {
-          const s = this.scope(op.scope, op.version);
+          const s = this.scopes.ensure(op.scope, op.version);
           s.gen += 1;
           s.syncing = true;
           s.synced = false;
           dirty.set(scopeId(s.key), s);
         } else if (op.op === 'syncEnd') {
-          const existing = this.scopes.get(scopeId(op.scope));
-          const s = existing ?? this.scope(op.scope, op.version);
+          const existing = this.scopes.get(op.scope);
+          const s = existing ?? this.scopes.ensure(op.scope, op.version);
           if (existing) {
             const params: unknown[] = [s.key.account, s.key.group, s.key.kind.toLowerCase()];
             let where = 'account = ? AND grp = ? AND kind_lc = ?';
@@ -275,7 +249,7 @@ export class MysqlCacheStore implements CacheStore {
           s.resourceVersion = op.resourceVersion;
           dirty.set(scopeId(s.key), s);
         } else {
-          const s = this.scopes.get(scopeId(op.scope));
+          const s = this.scopes.get(op.scope);
           if (s && s.synced && !s.syncing) {
             s.resourceVersion = maxResourceVersion(s.resourceVersion, op.resourceVersion);
             dirty.set(scopeId(s.key), s);
@@ -317,7 +291,7 @@ export class MysqlCacheStore implements CacheStore {
   /** Appends the row's 14 bound values (upd is the literal 1 in the statement). */
   private pushChangeRow(values: unknown[], c: StoreChange, now: number, dirty: Map<string, ScopeState>): void {
     const { group } = parseApiVersion(c.apiVersion);
-    const s = this.scopeOf(c.account, group, c.kind, c.namespace);
+    const s = this.scopes.of(c.account, group, c.kind, c.namespace);
     if (s && s.synced && !s.syncing) {
       s.resourceVersion = maxResourceVersion(s.resourceVersion, c.resourceVersion);
       dirty.set(scopeId(s.key), s);
@@ -382,13 +356,7 @@ export class MysqlCacheStore implements CacheStore {
     } finally {
       conn.release();
     }
-    const out: ResumePointRecord[] = [];
-    for (const s of this.scopes.values()) {
-      if (s.key.account === account && s.synced && !s.syncing && s.resourceVersion) {
-        out.push({ ...s.key, version: s.version, resourceVersion: s.resourceVersion });
-      }
-    }
-    return out.sort((a, b) => (scopeId(a) < scopeId(b) ? -1 : 1));
+    return this.scopes.resumePoints(account);
   }
 
   async counts(): Promise<KindCount[]> {
@@ -425,7 +393,7 @@ export class MysqlCacheStore implements CacheStore {
     }
     await this.pool.query('DELETE FROM sa_sync_state WHERE account = ?', [name]);
     await this.pool.query('DELETE FROM sa_accounts WHERE name = ?', [name]);
-    for (const [id, s] of this.scopes) if (s.key.account === name) this.scopes.delete(id);
+    this.scopes.dropAccount(name);
     this.loadedAccounts.delete(name);
   }
 
