@@ -68,6 +68,12 @@ export interface ReflectorOptions {
   syncBudget?: SyncBudget;
   /** Bounds of the random server-side watch timeout (client-go picks 5–10 minutes). */
   watchTimeoutSeconds?: [number, number];
+  /**
+   * A streaming list that delivers nothing for this long before its initial-events-end bookmark is abandoned, and
+   * this scope falls back to paginated LIST. Seen on a loaded API server: an empty namespace's streaming list that
+   * never closed, holding a sync slot and the account's readiness forever. Default 20 s.
+   */
+  initialListStallMs?: number;
 }
 
 export type ReflectorState = 'pending' | 'listing' | 'watching' | 'backoff' | 'forbidden' | 'stopped';
@@ -336,8 +342,22 @@ export class Reflector {
     let received = 0;
     let listed = 0;
     const splitter = new JsonLineSplitter();
+    // Armed only while a streaming list is being read (not while waiting for queue room, which is our own doing).
+    let stalled = false;
+    let stallTimer: NodeJS.Timeout | undefined;
+    const armStall = (): void => {
+      clearTimeout(stallTimer);
+      if (!inInitial) return;
+      stallTimer = setTimeout(() => {
+        stalled = true;
+        stream.close();
+      }, this.options.initialListStallMs ?? 20_000);
+      stallTimer.unref();
+    };
+    armStall();
     try {
       for await (const chunk of stream) {
+        armStall();
         for (const line of splitter.push(chunk as Buffer)) {
           const event = JSON.parse(line.toString('utf8')) as WatchEvent;
           received += 1;
@@ -380,12 +400,28 @@ export class Reflector {
           }
         }
         // Backpressure: stop pulling from the stream (HTTP/2 flow control then stops the API server).
-        if (!sink.hasRoom()) await this.room();
+        if (!sink.hasRoom()) {
+          clearTimeout(stallTimer);
+          await this.room();
+          armStall();
+        }
         if (this.signal.aborted) break;
       }
+    } catch (e) {
+      if (!stalled) throw e;
     } finally {
+      clearTimeout(stallTimer);
       release?.();
       if (!stream.closed) stream.close();
+    }
+    if (stalled && inInitial && !this.signal.aborted) {
+      this.resourceVersion = undefined;
+      this.streamingLists = false;
+      this.options.logger.warn(
+        { scope: scopeId(this.scope), afterMs: Date.now() - started },
+        'streaming list stalled before its initial-events-end bookmark; using paginated LIST for this scope',
+      );
+      throw new Error('streaming list stalled before its initial-events-end bookmark');
     }
     if (inInitial && !this.signal.aborted) {
       // The stream ended before the list did; the next attempt lists again.
