@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { ScaleAgentError, type ErrorDetail } from '../shared/errors.js';
 import {
-  compileSchema,
   detailAt,
+  packagedSchemaValidator,
   parseYamlFile,
   parseYamlText,
   schemaErrorDetails,
@@ -47,28 +46,7 @@ export interface AgentConfig {
   };
 }
 
-let validator: ReturnType<typeof compileSchema<AgentConfig>> | undefined;
-
-function schemaValidator(): ReturnType<typeof compileSchema<AgentConfig>> {
-  if (!validator) {
-    // schemas/ sits next to src/ (and next to dist/ in the package); both layouts are tried.
-    const candidates = ['../../schemas/', '../../../schemas/'].map(
-      (p) => new URL(`${p}agent-config.schema.json`, import.meta.url),
-    );
-    let schema: object | undefined;
-    for (const url of candidates) {
-      try {
-        schema = JSON.parse(readFileSync(url, 'utf8')) as object;
-        break;
-      } catch {
-        // next candidate
-      }
-    }
-    if (!schema) throw new ScaleAgentError('INTERNAL', 'schemas/agent-config.schema.json not found next to the code');
-    validator = compileSchema<AgentConfig>(schema);
-  }
-  return validator;
-}
+const schemaValidator = packagedSchemaValidator<AgentConfig>('agent-config.schema.json');
 
 /** Reads, validates and completes (defaults, agentId, absolute paths) an agent config file. */
 export function loadAgentConfig(file: string, env: NodeJS.ProcessEnv = process.env): AgentConfig {

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { ScaleAgentError } from '../shared/errors.js';
 import {
-  compileSchema,
   detailAt,
+  packagedSchemaValidator,
   parseYamlFile,
   parseYamlText,
   schemaErrorDetails,
@@ -53,28 +53,7 @@ export interface PluginServerConfig {
   logLevel: string;
 }
 
-let validator: ReturnType<typeof compileSchema<PluginServerConfig>> | undefined;
-
-function schemaValidator(): ReturnType<typeof compileSchema<PluginServerConfig>> {
-  if (!validator) {
-    // schemas/ sits next to src/ (and next to dist/ in the package); both layouts are tried.
-    const candidates = ['../../schemas/', '../../../schemas/'].map(
-      (p) => new URL(`${p}plugin-server-config.schema.json`, import.meta.url),
-    );
-    let schema: object | undefined;
-    for (const url of candidates) {
-      try {
-        schema = JSON.parse(readFileSync(url, 'utf8')) as object;
-        break;
-      } catch {
-        // next layout
-      }
-    }
-    if (!schema) throw new ScaleAgentError('INTERNAL', 'plugin-server-config.schema.json not found next to the code');
-    validator = compileSchema<PluginServerConfig>(schema);
-  }
-  return validator;
-}
+const schemaValidator = packagedSchemaValidator<PluginServerConfig>('plugin-server-config.schema.json');
 
 export function loadPluginServerConfig(file: string): PluginServerConfig {
   return validatePluginServerConfig(parseYamlFile(file));

@@ -108,6 +108,30 @@ export function compileSchema<T>(schema: object): ValidateFunction<T> {
   return ajv.compile<T>(schema);
 }
 
+/**
+ * A validator for one of the package's schemas (`schemas/<file>`), compiled on first use. schemas/ sits next to src/
+ * (and next to dist/ in the package); both layouts are tried.
+ */
+export function packagedSchemaValidator<T>(file: string): () => ValidateFunction<T> {
+  let validator: ValidateFunction<T> | undefined;
+  return () => {
+    if (!validator) {
+      let schema: object | undefined;
+      for (const prefix of ['../../schemas/', '../../../schemas/']) {
+        try {
+          schema = JSON.parse(readFileSync(new URL(`${prefix}${file}`, import.meta.url), 'utf8')) as object;
+          break;
+        } catch {
+          // next layout
+        }
+      }
+      if (!schema) throw new ScaleAgentError('INTERNAL', `schemas/${file} not found next to the code`);
+      validator = compileSchema<T>(schema);
+    }
+    return validator;
+  };
+}
+
 /** Turns ajv errors into located details: `file:line:col /json/path: message`. */
 export function schemaErrorDetails(doc: LocatedDocument, errors: ErrorObject[]): ErrorDetail[] {
   return errors.map((err) => {
