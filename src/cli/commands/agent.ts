@@ -1,6 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import type { Agent } from '../../agent/index.js';
-import { exitCodeOf, formatDetail, isScaleAgentError } from '../../shared/errors.js';
+import { serveUntilSignal } from '../serve.js';
 
 export default class AgentCommand extends Command {
   static override summary = 'Run the agent: watch Kubernetes accounts and stream every change to the plugin-server.';
@@ -25,24 +24,6 @@ export default class AgentCommand extends Command {
     const { flags } = await this.parse(AgentCommand);
     // Imported on use: oclif loads every command module to list them, and the agent is not needed for that.
     const { Agent: AgentRuntime } = await import('../../agent/index.js');
-    let agent: Agent;
-    try {
-      agent = await AgentRuntime.start({ configFile: flags.config });
-    } catch (e) {
-      if (isScaleAgentError(e)) {
-        for (const d of e.details) this.logToStderr(formatDetail(d));
-        this.error(`${e.code}: ${e.message}`, { exit: exitCodeOf(e) });
-      }
-      throw e;
-    }
-    await new Promise<void>((resolve) => {
-      const shutdown = (): void => {
-        process.off('SIGTERM', shutdown);
-        process.off('SIGINT', shutdown);
-        void agent.stop().finally(resolve);
-      };
-      process.on('SIGTERM', shutdown);
-      process.on('SIGINT', shutdown);
-    });
+    await serveUntilSignal(this, () => AgentRuntime.start({ configFile: flags.config }));
   }
 }

@@ -1,6 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import { exitCodeOf, formatDetail, isScaleAgentError } from '../../shared/errors.js';
-import type { PluginServer } from '../../plugin-server/index.js';
+import { serveUntilSignal } from '../serve.js';
 
 export default class PluginServerCommand extends Command {
   static override summary = 'Run the plugin-server: terminate agent streams, cache every cluster, serve the REST API.';
@@ -26,25 +25,10 @@ export default class PluginServerCommand extends Command {
     // Imported on use: oclif loads every command module to list them, and an agent process should not carry
     // the server (fastify, mysql2, ...) in its memory.
     const { loadPluginServerConfig, PluginServer: Server } = await import('../../plugin-server/index.js');
-    let server: PluginServer;
-    try {
-      server = new Server(loadPluginServerConfig(flags.config));
+    await serveUntilSignal(this, async () => {
+      const server = new Server(loadPluginServerConfig(flags.config));
       await server.start();
-    } catch (e) {
-      if (isScaleAgentError(e)) {
-        for (const d of e.details) this.logToStderr(formatDetail(d));
-        this.error(`${e.code}: ${e.message}`, { exit: exitCodeOf(e) });
-      }
-      throw e;
-    }
-    await new Promise<void>((resolve) => {
-      const shutdown = (): void => {
-        process.off('SIGTERM', shutdown);
-        process.off('SIGINT', shutdown);
-        void server.stop().finally(resolve);
-      };
-      process.on('SIGTERM', shutdown);
-      process.on('SIGINT', shutdown);
+      return server;
     });
   }
 }
