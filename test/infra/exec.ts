@@ -44,6 +44,9 @@ export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise
         resolve(result);
       }
     });
+    // A child that exits (or never reads stdin) before taking its input makes the write fail with EPIPE; the
+    // exit code and output already say what happened, so the stdin error must not surface as an unhandled one.
+    child.stdin.on('error', () => {});
     child.stdin.end(opts.input ?? '');
   });
 }

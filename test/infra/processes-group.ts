@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 export class ServerProcess {
   private exited = false;
   private exitCode: number | null = null;
+  private spawnError: Error | undefined;
 
   private constructor(
     readonly name: string,
@@ -20,11 +21,19 @@ export class ServerProcess {
       this.exited = true;
       this.exitCode = code;
     });
+    // A spawn failure (missing binary, EACCES) arrives as 'error' and, with no listener, would crash the test
+    // process; record it as an exit so assertRunning() reports it with the log.
+    child.on('error', (e) => {
+      this.exited = true;
+      this.spawnError = e;
+    });
     liveProcesses.add(this);
   }
 
   static start(name: string, cmd: string, args: string[], logFile: string, env?: NodeJS.ProcessEnv): ServerProcess {
     const log = createWriteStream(logFile, { flags: 'a' });
+    // A log file that cannot be written must not take the test process down; the process keeps running.
+    log.on('error', () => {});
     const child = spawn(cmd, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: env ?? process.env });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
@@ -42,7 +51,8 @@ export class ServerProcess {
   /** Throws with the tail of the log when the process has died, e.g. while waiting for readiness. */
   assertRunning(): void {
     if (this.exited) {
-      throw new Error(`${this.name} exited with code ${this.exitCode}; last log lines:\n${this.logTail()}`);
+      const why = this.spawnError ? `could not start: ${this.spawnError.message}` : `exited with code ${this.exitCode}`;
+      throw new Error(`${this.name} ${why}; last log lines:\n${this.logTail()}`);
     }
   }
 
