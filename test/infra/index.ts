@@ -64,6 +64,15 @@ function tool(name: string) {
 export const kubectl = tool('kubectl');
 export const helm = tool('helm');
 export const kustomize = tool('kustomize');
+/** The other real tools from tools/k8s/build.sh (same directory as kubectl). */
+export const grpcurl = tool('grpcurl');
+export const kubeScore = tool('kube-score');
+export const helmDocs = tool('helm-docs');
+export const promtool = tool('promtool');
+/** Absolute path of a test binary (for tools started as servers: kwok, toxiproxy-server). */
+export function toolPath(name: string): string {
+  return join(testEnv().binDir, name);
+}
 
 export function adminKubeConfig(): KubeConfig {
   const kc = new KubeConfig();

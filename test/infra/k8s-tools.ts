@@ -4,6 +4,17 @@ import { fileURLToPath } from 'node:url';
 import { run } from './exec.js';
 
 export const K8S_BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl', 'helm', 'kustomize'];
+/** The other real tools tools/k8s/build.sh builds into the same directory. */
+export const EXTRA_TOOLS = [
+  'kwok',
+  'toxiproxy-server',
+  'toxiproxy-cli',
+  'grpcurl',
+  'kube-score',
+  'helm-docs',
+  'promtool',
+];
+export const ALL_TOOLS = [...K8S_BINARIES, ...EXTRA_TOOLS];
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -14,10 +25,10 @@ const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
  */
 export async function resolveK8sBinDir(): Promise<string> {
   const fromEnv = process.env.SCALE_AGENT_TEST_K8S_BIN;
-  if (fromEnv && K8S_BINARIES.every((b) => existsSync(join(fromEnv, b)))) return fromEnv;
+  if (fromEnv && ALL_TOOLS.every((b) => existsSync(join(fromEnv, b)))) return fromEnv;
   const { stdout } = await run('bash', [join(repoRoot, 'tools/k8s/build.sh')], { timeoutMs: 90 * 60_000 });
   const dir = stdout.trim().split('\n').pop() ?? '';
-  const missing = K8S_BINARIES.filter((b) => !existsSync(join(dir, b)));
+  const missing = ALL_TOOLS.filter((b) => !existsSync(join(dir, b)));
   if (missing.length) throw new Error(`tools/k8s/build.sh printed ${dir}, which lacks ${missing.join(', ')}`);
   return dir;
 }

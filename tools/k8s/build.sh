@@ -2,8 +2,10 @@
 # Builds the real Kubernetes test binaries from Go modules into a cache outside the clone and prints the
 # directory that holds them. Binaries are grouped (kube: kube-apiserver, kube-controller-manager, kubectl;
 # etcd; helm; kustomize); each group is cached under a key made of its versions, go.mod/go.sum, build
-# flags and the Go toolchain, so bumping helm does not rebuild Kubernetes. A cold build of everything
-# takes roughly 30-45 minutes on 2 cores (kube-apiserver alone is most of it); a warm run takes ~0 s.
+# flags and the Go toolchain, so bumping helm does not rebuild Kubernetes. Also built and cached the same way:
+# kwok, Toxiproxy, grpcurl, kube-score, helm-docs and promtool (tests of Spinnaker flows, faults, gRPC
+# reflection, policy checks, chart docs and alert rules). A cold build of everything takes roughly 30-45 minutes
+# on 2 cores (kube-apiserver alone is most of it); a warm run takes ~0 s.
 #
 # KUBEBUILDER_ASSETS (the envtest convention): a group whose binaries are all there is not built.
 #
@@ -41,6 +43,22 @@ group_bins() {
     etcd) echo "etcd" ;;
     helm) echo "helm" ;;
     kustomize) echo "kustomize" ;;
+    kwok) echo "kwok" ;;
+    toxiproxy) echo "toxiproxy-server toxiproxy-cli" ;;
+    grpcurl) echo "grpcurl" ;;
+    kube-score) echo "kube-score" ;;
+    helm-docs) echo "helm-docs" ;;
+    promtool) echo "promtool" ;;
+  esac
+}
+# Single-binary tools installed from their own module at a pinned version: "package@version".
+tool_pkg() {
+  case "$1" in
+    kwok) echo "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" ;;
+    grpcurl) echo "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION" ;;
+    kube-score) echo "github.com/zegl/kube-score/cmd/kube-score@$KUBE_SCORE_VERSION" ;;
+    helm-docs) echo "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION" ;;
+    promtool) echo "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" ;;
   esac
 }
 group_key() {
@@ -52,6 +70,8 @@ group_key() {
       etcd) cat "$here/etcd/go.mod" "$here/etcd/go.sum" ;;
       helm) echo "$HELM_VERSION $helm_ld" ;;
       kustomize) echo "$KUSTOMIZE_VERSION" ;;
+      toxiproxy) echo "$TOXIPROXY_VERSION" ;;
+      *) tool_pkg "$g" ;;
     esac
   } | sha256sum | cut -c1-16
 }
@@ -67,17 +87,27 @@ build_group() {
       (cd "$here/etcd" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3) ;;
     helm) GOBIN="$out" go install -trimpath -ldflags "$helm_ld" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" ;;
     kustomize) GOBIN="$out" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" ;;
+    toxiproxy)
+      # Upstream's binaries are cmd/server and cmd/cli; the names say which tool they belong to.
+      GOBIN="$out/.bin" go install -trimpath -ldflags "-s -w" \
+        "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" "github.com/Shopify/toxiproxy/v2/cmd/cli@$TOXIPROXY_VERSION"
+      mv "$out/.bin/server" "$out/toxiproxy-server"; mv "$out/.bin/cli" "$out/toxiproxy-cli"; rmdir "$out/.bin" ;;
+    *) GOBIN="$out" go install -trimpath -ldflags "-s -w" "$(tool_pkg "$g")" ;;
   esac
 }
 estimate() {
-  case "$1" in kube) echo "20-35 min" ;; etcd) echo "2-4 min" ;; helm) echo "3-6 min" ;; kustomize) echo "1-2 min" ;; esac
+  case "$1" in
+    kube) echo "20-35 min" ;; etcd) echo "2-4 min" ;; helm) echo "3-6 min" ;; promtool) echo "3-8 min" ;; kwok) echo "2-5 min" ;;
+    *) echo "1-2 min" ;;
+  esac
 }
 
 has_all() { local d="$1"; shift; for b in "$@"; do [ -x "$d/$b" ] || return 1; done; }
 
+groups="etcd kube helm kustomize kwok toxiproxy grpcurl kube-score helm-docs promtool"
 all_key=""
 declare -A group_dir
-for g in etcd kube helm kustomize; do
+for g in $groups; do
   bins=$(group_bins "$g")
   # shellcheck disable=SC2086
   if [ -n "${KUBEBUILDER_ASSETS:-}" ] && has_all "$KUBEBUILDER_ASSETS" $bins; then
@@ -112,7 +142,7 @@ done
 # One directory (envtest layout plus helm and kustomize) keyed by all groups, holding links to them.
 key="$(echo "$all_key" | sha256sum | cut -c1-16)"; out="$cache_root/$key"
 mkdir -p "$out"
-for g in etcd kube helm kustomize; do
+for g in $groups; do
   for b in $(group_bins "$g"); do ln -sfn "${group_dir[$g]}/$b" "$out/$b"; done
 done
 { echo "# built by tools/k8s/build.sh"; cat "$here/versions.env"; } >"$out/versions.txt"

@@ -4,15 +4,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { run, testEnv } from '../../infra/index.js';
-import { K8S_BINARIES } from '../../infra/k8s-tools.js';
+import { ALL_TOOLS } from '../../infra/k8s-tools.js';
 
 const buildScript = fileURLToPath(new URL('../../../tools/k8s/build.sh', import.meta.url));
 
 describe('npm run k8s:tools', () => {
   it('uses KUBEBUILDER_ASSETS when it holds the binaries and builds nothing', async () => {
-    // An envtest-style assets dir holding all six binaries (links to the ones this run uses).
+    // An envtest-style assets dir holding every binary (links to the ones this run uses).
     const assets = mkdtempSync(join(tmpdir(), 'kb-assets-'));
-    for (const b of K8S_BINARIES) symlinkSync(join(testEnv().binDir, b), join(assets, b));
+    for (const b of ALL_TOOLS) symlinkSync(join(testEnv().binDir, b), join(assets, b));
     // An empty cache: anything the script decided to build would have to be compiled from scratch here.
     const cache = mkdtempSync(join(tmpdir(), 'k8s-cache-'));
     const res = await run('bash', [buildScript], {
@@ -20,10 +20,10 @@ describe('npm run k8s:tools', () => {
       timeoutMs: 60_000,
     });
     expect(res.stderr).not.toMatch(/building/);
-    expect(res.stderr.match(/using KUBEBUILDER_ASSETS/g)).toHaveLength(4);
+    expect(res.stderr.match(/using KUBEBUILDER_ASSETS/g)).toHaveLength(10);
     const dir = res.stdout.trim().split('\n').pop()!;
     expect(dir.startsWith(cache)).toBe(true);
-    for (const b of K8S_BINARIES) expect(readlinkSync(join(dir, b))).toBe(join(assets, b));
+    for (const b of ALL_TOOLS) expect(readlinkSync(join(dir, b))).toBe(join(assets, b));
     const v = await run(join(dir, 'kubectl'), ['version', '--client', '-o', 'json']);
     expect(JSON.parse(v.stdout).clientVersion.gitVersion).toMatch(/^v1\.\d+\.\d+$/);
   });
