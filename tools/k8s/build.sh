@@ -58,7 +58,6 @@ tool_pkg() {
     grpcurl) echo "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION" ;;
     kube-score) echo "github.com/zegl/kube-score/cmd/kube-score@$KUBE_SCORE_VERSION" ;;
     helm-docs) echo "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION" ;;
-    promtool) echo "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" ;;
   esac
 }
 group_key() {
@@ -68,6 +67,7 @@ group_key() {
     case "$g" in
       kube) cat "$here/kube/go.mod" "$here/kube/go.sum"; echo "$kube_ld" ;;
       etcd) cat "$here/etcd/go.mod" "$here/etcd/go.sum" ;;
+      promtool) cat "$here/promtool/go.mod" "$here/promtool/go.sum" ;;
       helm) echo "$HELM_VERSION $helm_ld" ;;
       kustomize) echo "$KUSTOMIZE_VERSION" ;;
       toxiproxy) echo "$TOXIPROXY_VERSION" ;;
@@ -87,6 +87,10 @@ build_group() {
       (cd "$here/etcd" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3) ;;
     helm) GOBIN="$out" go install -trimpath -ldflags "$helm_ld" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" ;;
     kustomize) GOBIN="$out" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" ;;
+    promtool)
+      # Its own module (promtool/go.mod) because one of Prometheus's pinned dependencies must be replaced.
+      (cd "$here/promtool" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out/promtool" \
+        github.com/prometheus/prometheus/cmd/promtool) ;;
     toxiproxy)
       # Upstream's binaries are cmd/server and cmd/cli; the names say which tool they belong to.
       GOBIN="$out/.bin" go install -trimpath -ldflags "-s -w" \
