@@ -203,11 +203,22 @@ it('survives garbage at both ports, closing only the offending streams', async (
     for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
       for (const body of bodies) {
         for (const token of [undefined, adminToken]) {
-          const res = await fetch(server.httpBase + path, {
-            method,
-            headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-            body,
-          });
+          let res: Response;
+          try {
+            res = await fetch(server.httpBase + path, {
+              method,
+              headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+              body,
+            });
+          } catch (e) {
+            // A body over the 1 MiB limit may be refused (401/413) and the connection closed before the client has
+            // written all of it: the client then sees EPIPE/ECONNRESET instead of the answer. That is the server
+            // protecting itself, not failing; what must hold is that it still answers at once.
+            const code = ((e as Error).cause as NodeJS.ErrnoException | undefined)?.code;
+            expect(body.length > 1024 * 1024 && ['EPIPE', 'ECONNRESET'].includes(code ?? ''), `${e}`).toBe(true);
+            expect((await server.get('/readyz')).status).toBe(200);
+            continue;
+          }
           const text = await res.text();
           const what = `${method} ${path} ${body.slice(0, 20)}: ${text.slice(0, 200)}`;
           expect(res.status, what).toBeLessThan(500);
