@@ -1,6 +1,7 @@
+import { KINDS } from '../shared/kinds.js';
+
 /**
- * The kinds an account caches and what the agent may do to them. Names follow Kubernetes' API (group, plural
- * resource); the table covers the kinds Spinnaker's Kubernetes provider shows and deploys.
+ * The compiler's view of the kinds table (`src/shared/kinds.ts`): what RBAC an account caching a kind needs.
  */
 export interface KindInfo {
   kind: string;
@@ -14,91 +15,18 @@ export interface KindInfo {
   readSubresources?: string[];
 }
 
-export const BUILTIN_KINDS: readonly KindInfo[] = [
-  { kind: 'ConfigMap', group: '', resource: 'configmaps', namespaced: true, deployable: true },
-  { kind: 'Event', group: '', resource: 'events', namespaced: true, deployable: false },
-  { kind: 'Namespace', group: '', resource: 'namespaces', namespaced: false, deployable: false },
-  {
-    kind: 'Pod',
-    group: '',
-    resource: 'pods',
-    namespaced: true,
-    deployable: true,
-    readSubresources: ['log'],
-  },
-  { kind: 'PersistentVolumeClaim', group: '', resource: 'persistentvolumeclaims', namespaced: true, deployable: true },
-  { kind: 'Secret', group: '', resource: 'secrets', namespaced: true, deployable: true },
-  { kind: 'Service', group: '', resource: 'services', namespaced: true, deployable: true },
-  { kind: 'ServiceAccount', group: '', resource: 'serviceaccounts', namespaced: true, deployable: true },
-  { kind: 'ControllerRevision', group: 'apps', resource: 'controllerrevisions', namespaced: true, deployable: false },
-  {
-    kind: 'DaemonSet',
-    group: 'apps',
-    resource: 'daemonsets',
-    namespaced: true,
-    deployable: true,
-  },
-  {
-    kind: 'Deployment',
-    group: 'apps',
-    resource: 'deployments',
-    namespaced: true,
-    deployable: true,
-    writeSubresources: ['scale'],
-  },
-  {
-    kind: 'ReplicaSet',
-    group: 'apps',
-    resource: 'replicasets',
-    namespaced: true,
-    deployable: true,
-    writeSubresources: ['scale'],
-  },
-  {
-    kind: 'StatefulSet',
-    group: 'apps',
-    resource: 'statefulsets',
-    namespaced: true,
-    deployable: true,
-    writeSubresources: ['scale'],
-  },
-  {
-    kind: 'HorizontalPodAutoscaler',
-    group: 'autoscaling',
-    resource: 'horizontalpodautoscalers',
-    namespaced: true,
-    deployable: true,
-  },
-  { kind: 'CronJob', group: 'batch', resource: 'cronjobs', namespaced: true, deployable: true },
-  { kind: 'Job', group: 'batch', resource: 'jobs', namespaced: true, deployable: true },
-  { kind: 'Ingress', group: 'networking.k8s.io', resource: 'ingresses', namespaced: true, deployable: true },
-  {
-    kind: 'NetworkPolicy',
-    group: 'networking.k8s.io',
-    resource: 'networkpolicies',
-    namespaced: true,
-    deployable: true,
-  },
-  {
-    kind: 'PodDisruptionBudget',
-    group: 'policy',
-    resource: 'poddisruptionbudgets',
-    namespaced: true,
-    deployable: true,
-  },
-  {
-    kind: 'CustomResourceDefinition',
-    group: 'apiextensions.k8s.io',
-    resource: 'customresourcedefinitions',
-    namespaced: false,
-    deployable: false,
-  },
-];
+export const BUILTIN_KINDS: readonly KindInfo[] = KINDS.map((r) => ({
+  kind: r.kind,
+  group: r.group,
+  resource: r.resource,
+  namespaced: r.namespaced,
+  ...r.rbac,
+}));
 
 const BY_NAME = new Map(BUILTIN_KINDS.map((k) => [k.kind.toLowerCase(), k]));
 
-/** Cached when an account lists no `kinds`: everything above except cluster plumbing it cannot use in a namespace. */
-export const DEFAULT_KINDS: readonly string[] = BUILTIN_KINDS.map((k) => k.kind);
+/** Cached when an account lists no `kinds`. */
+export const DEFAULT_KINDS: readonly string[] = KINDS.filter((r) => r.rbac.cachedByDefault).map((r) => r.kind);
 
 export function lookupKind(name: string): KindInfo | undefined {
   return BY_NAME.get(name.toLowerCase());

@@ -1,11 +1,12 @@
 /**
  * Kinds as Clouddriver names them: canonical lowerCamel names for the kinds it knows ("replicaSet"), aliases
  * ("rs"), and `Kind.group` for kinds outside the native API groups ("CronTab.stable.example.com"). Lookups
- * ignore case, as Clouddriver's do. The capability columns mirror Clouddriver's handler interfaces, which
- * decide which operation may run on which kind.
+ * ignore case, as Clouddriver's do. A view of the one kinds table (`src/shared/kinds.ts`), whose capability
+ * columns mirror Clouddriver's handler interfaces, which decide which operation may run on which kind.
  */
+import { clouddriverKindName, groupOf, KINDS, kindRow, NATIVE_GROUPS, type Capability } from '../kinds.js';
 
-export type Capability = 'scale' | 'rollout' | 'traffic' | 'loadBalancer' | 'hasPods';
+export { groupOf, NATIVE_GROUPS, type Capability };
 
 export interface KnownKind {
   /** Canonical Clouddriver spelling, used in every name we output. */
@@ -23,300 +24,23 @@ export interface KnownKind {
   capabilities: Capability[];
 }
 
-const WORKLOAD: Capability[] = ['rollout', 'traffic'];
-
-export const KNOWN_KINDS: readonly KnownKind[] = [
-  {
-    name: 'namespace',
-    kind: 'Namespace',
-    group: '',
-    alias: 'ns',
-    namespaced: false,
-    versioned: false,
-    priority: 0,
-    capabilities: [],
-  },
-  {
-    name: 'role',
-    kind: 'Role',
-    group: 'rbac.authorization.k8s.io',
-    namespaced: true,
-    versioned: false,
-    priority: 20,
-    capabilities: [],
-  },
-  {
-    name: 'clusterRole',
-    kind: 'ClusterRole',
-    group: 'rbac.authorization.k8s.io',
-    namespaced: false,
-    versioned: false,
-    priority: 20,
-    capabilities: [],
-  },
-  {
-    name: 'roleBinding',
-    kind: 'RoleBinding',
-    group: 'rbac.authorization.k8s.io',
-    namespaced: true,
-    versioned: false,
-    priority: 30,
-    capabilities: [],
-  },
-  {
-    name: 'clusterRoleBinding',
-    kind: 'ClusterRoleBinding',
-    group: 'rbac.authorization.k8s.io',
-    namespaced: false,
-    versioned: false,
-    priority: 30,
-    capabilities: [],
-  },
-  {
-    name: 'customResourceDefinition',
-    kind: 'CustomResourceDefinition',
-    group: 'apiextensions.k8s.io',
-    alias: 'crd',
-    namespaced: false,
-    versioned: false,
-    priority: 30,
-    capabilities: [],
-  },
-  {
-    name: 'serviceAccount',
-    kind: 'ServiceAccount',
-    group: '',
-    alias: 'sa',
-    namespaced: true,
-    versioned: false,
-    priority: 40,
-    capabilities: [],
-  },
-  {
-    name: 'storageClass',
-    kind: 'StorageClass',
-    group: 'storage.k8s.io',
-    alias: 'sc',
-    namespaced: false,
-    versioned: false,
-    priority: 40,
-    capabilities: [],
-  },
-  {
-    name: 'mutatingWebhookConfiguration',
-    kind: 'MutatingWebhookConfiguration',
-    group: 'admissionregistration.k8s.io',
-    namespaced: false,
-    versioned: false,
-    priority: 40,
-    capabilities: [],
-  },
-  {
-    name: 'validatingWebhookConfiguration',
-    kind: 'ValidatingWebhookConfiguration',
-    group: 'admissionregistration.k8s.io',
-    namespaced: false,
-    versioned: false,
-    priority: 40,
-    capabilities: [],
-  },
-  {
-    name: 'persistentVolume',
-    kind: 'PersistentVolume',
-    group: '',
-    alias: 'pv',
-    namespaced: false,
-    versioned: false,
-    priority: 40,
-    capabilities: [],
-  },
-  {
-    name: 'configMap',
-    kind: 'ConfigMap',
-    group: '',
-    alias: 'cm',
-    namespaced: true,
-    versioned: true,
-    priority: 50,
-    capabilities: [],
-  },
-  { name: 'secret', kind: 'Secret', group: '', namespaced: true, versioned: true, priority: 50, capabilities: [] },
-  {
-    name: 'persistentVolumeClaim',
-    kind: 'PersistentVolumeClaim',
-    group: '',
-    alias: 'pvc',
-    namespaced: true,
-    versioned: false,
-    priority: 50,
-    capabilities: [],
-  },
-  {
-    name: 'service',
-    kind: 'Service',
-    group: '',
-    alias: 'svc',
-    namespaced: true,
-    versioned: false,
-    priority: 70,
-    capabilities: ['loadBalancer'],
-  },
-  {
-    name: 'ingress',
-    kind: 'Ingress',
-    group: 'networking.k8s.io',
-    namespaced: true,
-    versioned: false,
-    priority: 70,
-    capabilities: [],
-  },
-  {
-    name: 'networkPolicy',
-    kind: 'NetworkPolicy',
-    group: 'networking.k8s.io',
-    alias: 'netpol',
-    namespaced: true,
-    versioned: false,
-    priority: 70,
-    capabilities: [],
-  },
-  {
-    name: 'apiService',
-    kind: 'APIService',
-    group: 'apiregistration.k8s.io',
-    namespaced: false,
-    versioned: false,
-    priority: 80,
-    capabilities: [],
-  },
-  {
-    name: 'podDisruptionBudget',
-    kind: 'PodDisruptionBudget',
-    group: 'policy',
-    namespaced: true,
-    versioned: false,
-    priority: 90,
-    capabilities: [],
-  },
-  {
-    name: 'limitRange',
-    kind: 'LimitRange',
-    group: '',
-    namespaced: true,
-    versioned: false,
-    priority: 90,
-    capabilities: [],
-  },
-  {
-    name: 'deployment',
-    kind: 'Deployment',
-    group: 'apps',
-    alias: 'deploy',
-    namespaced: true,
-    versioned: false,
-    priority: 100,
-    capabilities: ['scale', ...WORKLOAD],
-  },
-  {
-    name: 'replicaSet',
-    kind: 'ReplicaSet',
-    group: 'apps',
-    alias: 'rs',
-    namespaced: true,
-    versioned: true,
-    priority: 100,
-    capabilities: ['scale', 'traffic', 'hasPods'],
-  },
-  {
-    name: 'statefulSet',
-    kind: 'StatefulSet',
-    group: 'apps',
-    namespaced: true,
-    versioned: false,
-    priority: 100,
-    capabilities: ['scale', ...WORKLOAD],
-  },
-  {
-    name: 'daemonSet',
-    kind: 'DaemonSet',
-    group: 'apps',
-    alias: 'ds',
-    namespaced: true,
-    versioned: false,
-    priority: 100,
-    capabilities: WORKLOAD,
-  },
-  {
-    name: 'job',
-    kind: 'Job',
-    group: 'batch',
-    namespaced: true,
-    versioned: false,
-    priority: 100,
-    capabilities: ['traffic'],
-  },
-  {
-    name: 'cronJob',
-    kind: 'CronJob',
-    group: 'batch',
-    namespaced: true,
-    versioned: false,
-    priority: 100,
-    capabilities: ['traffic'],
-  },
-  {
-    name: 'pod',
-    kind: 'Pod',
-    group: '',
-    alias: 'po',
-    namespaced: true,
-    versioned: true,
-    priority: 100,
-    capabilities: ['traffic'],
-  },
-  {
-    name: 'controllerRevision',
-    kind: 'ControllerRevision',
-    group: 'apps',
-    namespaced: true,
-    versioned: false,
-    priority: 100,
-    capabilities: [],
-  },
-  {
-    name: 'horizontalpodautoscaler',
-    kind: 'HorizontalPodAutoscaler',
-    group: 'autoscaling',
-    alias: 'hpa',
-    namespaced: true,
-    versioned: false,
-    priority: 110,
-    capabilities: [],
-  },
-  { name: 'event', kind: 'Event', group: '', namespaced: true, versioned: false, priority: 100, capabilities: [] },
-];
-
-/** Groups Clouddriver treats as Kubernetes' own: kinds there are named without a `.group` suffix. */
-export const NATIVE_GROUPS: ReadonlySet<string> = new Set([
-  '',
-  'core',
-  'batch',
-  'apps',
-  'extensions',
-  'storage.k8s.io',
-  'apiextensions.k8s.io',
-  'apiregistration.k8s.io',
-  'autoscaling',
-  'admissionregistration.k8s.io',
-  'policy',
-  'scheduling.k8s.io',
-  'settings.k8s.io',
-  'authorization.k8s.io',
-  'authentication.k8s.io',
-  'rbac.authorization.k8s.io',
-  'certificates.k8s.io',
-  'networking.k8s.io',
-]);
+/** The kinds Clouddriver registers (rows of the table with Clouddriver columns). */
+export const KNOWN_KINDS: readonly KnownKind[] = KINDS.flatMap((r) =>
+  r.clouddriver
+    ? [
+        {
+          name: r.clouddriver.name,
+          kind: r.kind,
+          group: r.group,
+          ...(r.clouddriver.alias ? { alias: r.clouddriver.alias } : {}),
+          namespaced: r.namespaced,
+          versioned: r.clouddriver.versioned,
+          priority: r.clouddriver.priority,
+          capabilities: r.clouddriver.capabilities,
+        },
+      ]
+    : [],
+);
 
 /** Custom resources are deployed last so their definitions exist first. */
 export const CUSTOM_PRIORITY = 1000;
@@ -352,24 +76,13 @@ export function parseKind(text: string): KindRef {
 }
 
 export function knownKindOf(apiVersion: string, kind: string): KnownKind | undefined {
-  const k = byKind.get(kind);
-  if (!k) return undefined;
-  const group = groupOf(apiVersion);
-  // extensions/v1beta1 Deployments and friends are the same kinds under an old group.
-  return group === k.group || group === 'extensions' ? k : undefined;
+  const row = kindRow(groupOf(apiVersion), kind);
+  return row?.clouddriver ? byKind.get(row.kind) : undefined;
 }
 
-export function groupOf(apiVersion: string): string {
-  const slash = apiVersion.indexOf('/');
-  return slash < 0 ? '' : apiVersion.slice(0, slash);
-}
-
-/** Clouddriver's name for the kind of an object: "replicaSet", "Lease", "CronTab.stable.example.com". */
+/** Clouddriver's name for the kind of an object: "replicaSet", "Endpoints", "Lease.coordination.k8s.io". */
 export function spinnakerKind(apiVersion: string, kind: string): string {
-  const known = knownKindOf(apiVersion, kind);
-  if (known) return known.name;
-  const group = groupOf(apiVersion);
-  return NATIVE_GROUPS.has(group) ? kind : `${kind}.${group}`;
+  return clouddriverKindName(groupOf(apiVersion), kind);
 }
 
 /** "deployment web" from an object. */
@@ -399,7 +112,7 @@ export function hasCapability(ref: KindRef, capability: Capability): boolean {
 
 /** Whether a kind is namespaced, when we can tell without asking the API server. */
 export function knownNamespaced(apiVersion: string, kind: string): boolean | undefined {
-  return knownKindOf(apiVersion, kind)?.namespaced;
+  return kindRow(groupOf(apiVersion), kind)?.namespaced;
 }
 
 export function deployPriority(apiVersion: string, kind: string): number {
