@@ -1,6 +1,6 @@
 import { ensureCertSet, type CertSet } from '../shared/certs/index.js';
 import { NAMES, agentIdentityUri, grpcServiceDnsNames } from './names.js';
-import type { TlsMaterial } from './synth.js';
+import type { TlsMaterial } from './model.js';
 import type { Topology } from './topology.js';
 
 /** The DNS names the server certificate must carry: the gRPC Service's cluster names and any external address. */

@@ -2,7 +2,6 @@ export { synthFile, type SynthFileOptions, type SynthFileResult } from './compil
 export {
   synthesize,
   renderPlace,
-  helmRelease,
   type Place,
   type PlaceKind,
   type SynthOptions,

@@ -1,0 +1,310 @@
+import type { PemPair } from '../shared/certs/index.js';
+import type { BaseComponent } from './base.js';
+import {
+  NAMES,
+  accountRoleName,
+  accountServiceAccount,
+  agentIdentityUri,
+  agentSuffix,
+  grpcServiceDnsNames,
+  placeNames,
+} from './names.js';
+import { accountRules, type AccountRules } from './rbac-rules.js';
+import { agentConfig, kubeconfigMounts, pluginServerConfig } from './runtime-config.js';
+import type { Account, Agent, Certificates, Exposure, Topology } from './topology.js';
+
+/**
+ * The compiler's model: every decision about one place to apply something (names, TLS source and SANs,
+ * certificate lifetime, mounts, ports, RBAC, apply order and why) is made here, once. Manifests, Kustomize
+ * overlays, Helm values and summary.json are projections of these objects and decide nothing themselves.
+ */
+
+/** Generated TLS material: the CA certificate (its key never enters the output), server and client pairs. */
+export interface TlsMaterial {
+  caCert: string;
+  server: PemPair;
+  clients: Record<string, PemPair>;
+}
+
+/** Certificates cert-manager issues live 90 days and renew at its default, two thirds of that. */
+export const CERTIFICATE_DURATION_HOURS = 2160;
+
+/** Where a workload's TLS Secret comes from. `secretName` is the base name (before any name suffix). */
+export type TlsDecision =
+  | { source: 'none' }
+  | { source: 'secret'; secretName: string; caCert: string; pair?: PemPair }
+  | {
+      source: 'cert-manager';
+      secretName: string;
+      /** cert-manager's secretName is no Kustomize name reference, so it is written in its final form. */
+      finalSecretName: string;
+      certificateName: string;
+      issuerRef: Extract<Certificates, { source: 'cert-manager' }>['issuerRef'];
+      usage: 'server' | 'client';
+      commonName: string;
+      dnsNames: string[];
+      uris: string[];
+      durationHours: number;
+    };
+
+export interface KubeconfigMount {
+  secret: string;
+  volume: string;
+  mountPath: string;
+}
+
+/** One Deployment over its kustomize base, with everything a place changes about it. */
+export interface WorkloadModel {
+  component: BaseComponent;
+  /** Base name of the Deployment (and ServiceAccount). */
+  name: string;
+  configName: string;
+  namespace: string;
+  /** Kustomize's nameSuffix; Helm's fullname follows the same names. */
+  nameSuffix: string;
+  /** Labels added to every object and selector (the instance label). */
+  instanceLabels: Record<string, string>;
+  replicas: number;
+  image: string;
+  /** The runtime's config file (schemas/agent-config.schema.json or plugin-server-config.schema.json). */
+  config: Record<string, unknown>;
+  tls: TlsDecision;
+  kubeconfigMounts: KubeconfigMount[];
+  /** The MySQL URL's Secret (plugin-server with storage mysql), passed as env MYSQL_URL_ENV. */
+  mysql?: { name: string; key: string };
+  /** Mode `agent` reads its own cluster with the pod's ServiceAccount token. */
+  automountServiceAccountToken: boolean;
+}
+
+export interface GrpcServiceModel {
+  name: string;
+  port: number;
+  loadBalancer?: Extract<Exposure, { type: 'LoadBalancer' }>;
+}
+
+/** Role(s) and binding(s) of one account, granted to a ServiceAccount. */
+export interface RbacModel {
+  account: Account;
+  roleName: string;
+  subject: { name: string; namespace: string };
+  /** The place creates the ServiceAccount (with a token Secret) rather than binding an existing one. */
+  createServiceAccount: boolean;
+  namespaces: string[];
+  rules: AccountRules;
+}
+
+export type PlaceKind = 'plugin-server' | 'agent' | 'account-rbac';
+
+/** One place to apply something: a cluster (and namespace) with its own overlay, values file and manifests. */
+export interface Place {
+  name: string;
+  kind: PlaceKind;
+  order: number;
+  /** Why it is applied at that point (printed in summary.json). */
+  orderReason: string;
+  cluster: string;
+  namespace: string;
+  mode?: Agent['mode'];
+  /** Helm release name for this place. */
+  release: string;
+  /** A namespace the place owns and creates (remote agents, account RBAC); shared namespaces are never emitted. */
+  ownNamespace?: string;
+  workload?: WorkloadModel;
+  grpcService?: GrpcServiceModel;
+  rbac?: RbacModel;
+  /** The agent group (agent places) or the account's group (account places). */
+  agent?: Agent;
+  /** What must exist before applying (user-provided Secrets). */
+  requires: string[];
+}
+
+const ORDER = {
+  account: { order: 5, reason: 'RBAC and ServiceAccount first: the kubeconfigs agents use are minted from them' },
+  pluginServer: { order: 10, reason: 'the plugin-server before any agent, so agents connect at once' },
+  service: { order: 20, reason: 'agents in mode service run beside the plugin-server' },
+  infrastructure: { order: 30, reason: 'agent groups in mode infrastructure reach their clusters by kubeconfig' },
+  agent: { order: 40, reason: 'agents in mode agent last, one per target cluster' },
+} as const;
+
+/** Pure: builds every place of a topology, sorted in apply order. */
+export function buildPlaces(t: Topology, tls: TlsMaterial | undefined): Place[] {
+  const places = [pluginServerPlace(t, tls), ...t.agents.map((a) => agentPlace(t, a, tls))];
+  for (const agent of t.agents) {
+    for (const acc of agent.accounts) {
+      if (!acc.serviceAccount && acc.rbac.create) places.push(accountPlace(agent, acc));
+    }
+  }
+  return places.sort((a, b) => a.order - b.order || (a.name < b.name ? -1 : 1));
+}
+
+function tlsDecision(
+  t: Topology,
+  secretName: string,
+  finalSecretName: string,
+  certificateName: string,
+  pair: PemPair | undefined,
+  tls: TlsMaterial | undefined,
+  names: { usage: 'server' | 'client'; commonName: string; dnsNames?: string[]; uris?: string[] },
+): TlsDecision {
+  const certs = t.pluginServer.tls.certificates;
+  if (t.pluginServer.tls.mode === 'insecure') return { source: 'none' };
+  if (certs.source === 'cert-manager') {
+    return {
+      source: 'cert-manager',
+      secretName,
+      finalSecretName,
+      certificateName,
+      issuerRef: certs.issuerRef,
+      usage: names.usage,
+      commonName: names.commonName,
+      dnsNames: names.dnsNames ?? [],
+      uris: names.uris ?? [],
+      durationHours: CERTIFICATE_DURATION_HOURS,
+    };
+  }
+  // A client pair only in mtls: with plain tls the agent needs just the CA to verify the server.
+  const withPair = names.usage === 'server' || t.pluginServer.tls.mode === 'mtls';
+  return { source: 'secret', secretName, caCert: tls?.caCert ?? '', ...(withPair && pair ? { pair } : {}) };
+}
+
+/** Extra SANs: the address agents outside the cluster dial. */
+function externalSans(e: Exposure): string[] {
+  if (e.type === 'LoadBalancer' && e.address) return [e.address];
+  if (e.type === 'External') return [e.address.slice(0, e.address.lastIndexOf(':'))];
+  return [];
+}
+
+function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
+  const ps = t.pluginServer;
+  const e = ps.exposure;
+  return {
+    name: placeNames.pluginServer,
+    kind: 'plugin-server',
+    order: ORDER.pluginServer.order,
+    orderReason: ORDER.pluginServer.reason,
+    cluster: "the plugin-server's cluster",
+    namespace: ps.namespace,
+    release: `scale-agent-${t.name}`,
+    workload: {
+      component: 'plugin-server',
+      name: NAMES.pluginServer,
+      configName: NAMES.pluginServerConfig,
+      namespace: ps.namespace,
+      nameSuffix: '',
+      instanceLabels: { 'app.kubernetes.io/instance': t.name },
+      replicas: ps.replicas,
+      image: ps.image,
+      config: pluginServerConfig(t),
+      tls: tlsDecision(t, NAMES.pluginServerTls, NAMES.pluginServerTls, NAMES.pluginServer, tls?.server, tls, {
+        usage: 'server',
+        commonName: NAMES.pluginServerGrpc,
+        dnsNames: [...grpcServiceDnsNames(ps.namespace), ...externalSans(e)],
+      }),
+      kubeconfigMounts: [],
+      ...(ps.storage.type === 'mysql'
+        ? { mysql: { name: ps.storage.secretRef.name, key: ps.storage.secretRef.key } }
+        : {}),
+      automountServiceAccountToken: false,
+    },
+    grpcService: {
+      name: NAMES.pluginServerGrpc,
+      port: ps.grpcPort,
+      ...(e.type === 'LoadBalancer' ? { loadBalancer: e } : {}),
+    },
+    requires:
+      ps.storage.type === 'mysql'
+        ? [
+            `Secret ${ps.storage.secretRef.name} (key ${ps.storage.secretRef.key}: mysql:// URL) in namespace ${ps.namespace}`,
+          ]
+        : [],
+  };
+}
+
+function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Place {
+  const suffix = agentSuffix(agent.name);
+  const order = ORDER[agent.mode];
+  const acc = agent.accounts[0] as Account;
+  const secrets = new Map<string, string[]>();
+  for (const a of agent.accounts) {
+    if (a.kubeconfigSecret)
+      secrets.set(a.kubeconfigSecret.name, [...(secrets.get(a.kubeconfigSecret.name) ?? []), a.kubeconfigSecret.key]);
+  }
+  return {
+    name: placeNames.agent(agent.name),
+    kind: 'agent',
+    order: order.order,
+    orderReason: order.reason,
+    cluster:
+      agent.mode === 'service'
+        ? "the plugin-server's cluster"
+        : agent.mode === 'agent'
+          ? `the cluster of account ${acc.name}`
+          : `the cluster that runs agent group ${agent.name}`,
+    namespace: agent.namespace,
+    mode: agent.mode,
+    release: `scale-agent-${placeNames.agent(agent.name)}`,
+    ...(agent.mode !== 'service' ? { ownNamespace: agent.namespace } : {}),
+    agent,
+    workload: {
+      component: 'agent',
+      name: NAMES.agent,
+      configName: NAMES.agentConfig,
+      namespace: agent.namespace,
+      nameSuffix: suffix,
+      instanceLabels: { 'app.kubernetes.io/instance': agent.name },
+      replicas: agent.replicas,
+      image: agent.image,
+      config: agentConfig(t, agent),
+      tls: tlsDecision(t, NAMES.agentTls, `${NAMES.agentTls}${suffix}`, NAMES.agent, tls?.clients[agent.name], tls, {
+        usage: 'client',
+        commonName: `${t.name}/${agent.name}`,
+        uris: [agentIdentityUri(t.name, agent.name)],
+      }),
+      kubeconfigMounts: kubeconfigMounts(agent),
+      automountServiceAccountToken: agent.mode === 'agent',
+    },
+    ...(agent.mode === 'agent' && acc.rbac.create
+      ? {
+          rbac: {
+            account: acc,
+            roleName: accountRoleName(acc.name),
+            subject: { name: `${NAMES.agent}${suffix}`, namespace: agent.namespace },
+            createServiceAccount: false,
+            namespaces: acc.namespaces,
+            rules: accountRules(acc),
+          },
+        }
+      : {}),
+    requires: [...secrets.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(
+        ([name, keys]) =>
+          `Secret ${name} (keys ${[...new Set(keys)].sort().join(', ')}: kubeconfigs) in namespace ${agent.namespace}`,
+      ),
+  };
+}
+
+function accountPlace(agent: Agent, acc: Account): Place {
+  const ns = acc.rbac.serviceAccountNamespace;
+  return {
+    name: placeNames.account(acc.name),
+    kind: 'account-rbac',
+    order: ORDER.account.order,
+    orderReason: ORDER.account.reason,
+    cluster: `the cluster of account ${acc.name} (agent group ${agent.name})`,
+    namespace: ns,
+    mode: agent.mode,
+    release: `scale-agent-${placeNames.account(acc.name)}`,
+    ownNamespace: ns,
+    agent,
+    rbac: {
+      account: acc,
+      roleName: accountRoleName(acc.name),
+      subject: { name: accountServiceAccount(acc.name), namespace: ns },
+      createServiceAccount: true,
+      namespaces: acc.namespaces,
+      rules: accountRules(acc),
+    },
+    requires: [],
+  };
+}

@@ -1,0 +1,108 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { docs, ROOT, synthText, tempDir } from './_helpers.js';
+
+type Values = {
+  pluginServer: { enabled: boolean; replicas?: number; image?: string; tls?: { source: string; certManager?: Cert } };
+  agent: {
+    enabled: boolean;
+    replicas?: number;
+    image?: string;
+    kubeconfigSecrets?: string[];
+    tls?: { source: string };
+  };
+  rbac: { accounts: { account: string; roleName: string }[] };
+};
+type Cert = { dnsNames: string[]; uris: string[]; duration: string; commonName: string };
+
+const CERT_MANAGER = `
+apiVersion: scale-agent.io/v1alpha1
+kind: Topology
+metadata: { name: cm }
+pluginServer:
+  namespace: spinnaker
+  replicas: 2
+  storage: { type: mysql, secretRef: { name: mysql, key: url } }
+  tls: { mode: mtls, certificates: { source: cert-manager, issuerRef: { name: ca } } }
+  grpc: { exposure: { type: LoadBalancer, provider: aws, address: grpc.example.com } }
+agents:
+  - name: edge
+    mode: agent
+    accounts: [{ name: edge-1, serviceAccount: true }]
+  - name: fleet
+    mode: infrastructure
+    replicas: 3
+    accounts:
+      - { name: a, kubeconfigSecret: { name: kc-b, key: a } }
+      - { name: b, kubeconfigSecret: { name: kc-a, key: b } }
+`;
+
+/** Each decision is made once in the model, so every projection of a place must carry the same value. */
+describe('one model behind manifests, Helm values and summary.json', () => {
+  it.each(['service', 'infrastructure', 'agent', 'mixed', 'cert-manager'])('%s: projections agree', async (name) => {
+    await using tmp = await tempDir();
+    const text =
+      name === 'cert-manager' ? CERT_MANAGER : await readFile(join(ROOT, 'examples', `${name}.yaml`), 'utf8');
+    const r = await synthText(text, tmp.dir);
+    const orders = r.summary.places.map((p) => p.order);
+    expect(orders).toEqual([...orders].sort((a, b) => a - b));
+    for (const p of r.summary.places) {
+      expect(p.orderReason, p.name).toMatch(/\w+ \w+/);
+      const objects = docs(r.files.get(p.manifests) as string);
+      const values = parse(r.files.get(p.helm) as string) as Values;
+      const deployment = objects.find((o) => o.kind === 'Deployment') as
+        | {
+            spec: {
+              replicas: number;
+              template: {
+                spec: {
+                  containers: { image: string }[];
+                  volumes?: { name: string; secret?: { secretName: string } }[];
+                };
+              };
+            };
+          }
+        | undefined;
+      const component =
+        p.kind === 'plugin-server' ? values.pluginServer : p.kind === 'agent' ? values.agent : undefined;
+      expect(component?.enabled ?? false, p.name).toBe(deployment !== undefined);
+      if (deployment && component) {
+        expect(component.replicas, p.name).toBe(deployment.spec.replicas);
+        expect(component.image, p.name).toBe(deployment.spec.template.spec.containers[0]?.image);
+      }
+      if (p.kind === 'agent') {
+        const mounted = (deployment?.spec.template.spec.volumes ?? [])
+          .filter((v) => v.name.startsWith('kubeconfig-'))
+          .map((v) => v.secret?.secretName);
+        expect(values.agent.kubeconfigSecrets ?? [], p.name).toEqual(mounted);
+      }
+      const cert = objects.find((o) => o.kind === 'Certificate') as { spec: Record<string, unknown> } | undefined;
+      const certValues = (values.pluginServer.tls ?? values.agent.tls) as { certManager?: Cert } | undefined;
+      if (cert) {
+        expect(certValues?.certManager?.dnsNames ?? [], p.name).toEqual(cert.spec.dnsNames ?? []);
+        expect(certValues?.certManager?.uris ?? [], p.name).toEqual(cert.spec.uris ?? []);
+        expect(certValues?.certManager?.duration, p.name).toBe(cert.spec.duration);
+        expect(certValues?.certManager?.commonName, p.name).toBe(cert.spec.commonName);
+      } else {
+        expect(certValues?.certManager, p.name).toBeUndefined();
+      }
+      const roles = objects.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole').map((o) => o.metadata.name);
+      for (const a of values.rbac.accounts) expect(roles, p.name).toContain(a.roleName);
+      const placeOfAccount = r.summary.accounts.filter((a) => a.rbacPlace === p.name).map((a) => a.name);
+      expect(values.rbac.accounts.map((a) => a.account).sort(), p.name).toEqual(placeOfAccount.sort());
+    }
+  });
+
+  it('the cert-manager topology: SANs include the external address, and each agent group is found by its model', async () => {
+    await using tmp = await tempDir();
+    const r = await synthText(CERT_MANAGER, tmp.dir);
+    const ps = parse(r.files.get('helm/plugin-server.values.yaml') as string) as Values;
+    expect(ps.pluginServer.tls?.certManager?.dnsNames).toContain('grpc.example.com');
+    expect(ps.pluginServer.tls?.certManager?.duration).toBe('2160h');
+    const fleet = parse(r.files.get('helm/agent-fleet.values.yaml') as string) as Values;
+    expect(fleet.agent.replicas).toBe(3);
+    expect(fleet.agent.kubeconfigSecrets).toEqual(['kc-a', 'kc-b']);
+  });
+});
