@@ -11,14 +11,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import {
-  ensureTopologyCerts,
-  loadBase,
-  loadTopology,
-  synthFile,
-  synthesize,
-  writeOutput,
-} from '../src/compiler/index.js';
+import { ensureTopologyCerts, loadTopology, synthFile, synthesize, writeOutput } from '../src/compiler/index.js';
 import { distribution, emit, flags, machineInfo, progress, versions } from './lib/report.js';
 
 const f = flags({ accounts: { type: 'string', default: '1000' }, runs: { type: 'string', default: '5' } });
@@ -89,7 +82,6 @@ try {
     const { topology } = await loadTopology(file);
     const certs = await ensureTopologyCerts(topology, certsDir);
     const result = synthesize(topology, {
-      base: await loadBase(),
       version: '0',
       ...(certs ? { tls: certs.material } : {}),
     });

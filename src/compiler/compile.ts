@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import { versionInfo } from '../shared/version.js';
-import { loadBase, type BaseBundle } from './base.js';
 import { ensureTopologyCerts } from './certs.js';
 import { synthesize, type SynthResult } from './synth.js';
 import type { Topology } from './topology.js';
@@ -12,7 +11,6 @@ export interface SynthFileOptions {
   /** Where generated certificates live (and are reused from). @default <out>/certs */
   certsDir?: string;
   overlayDepth?: number;
-  base?: BaseBundle;
 }
 
 export interface SynthFileResult extends SynthResult {
@@ -26,13 +24,11 @@ export interface SynthFileResult extends SynthResult {
 /** validate → certificates → synthesize → write: what `scale-agent synth` does. */
 export async function synthFile(file: string, options: SynthFileOptions): Promise<SynthFileResult> {
   const { topology } = await loadTopology(file);
-  const base = options.base ?? (await loadBase());
   const certsDir = options.certsDir ?? join(options.out, 'certs');
   await assertOutputDirectory(options.out, '--out');
   if (options.certsDir !== undefined) await assertOutputDirectory(options.certsDir, '--certs-dir');
   const certs = await ensureTopologyCerts(topology, certsDir);
   const result = synthesize(topology, {
-    base,
     ...(certs ? { tls: certs.material } : {}),
     ...(options.overlayDepth !== undefined ? { overlayDepth: options.overlayDepth } : {}),
     version: versionInfo().version,

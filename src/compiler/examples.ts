@@ -4,19 +4,17 @@ import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { versionInfo } from '../shared/version.js';
 import { packageRoot } from './_package-root.js';
-import { loadBase } from './base.js';
 import { ensureTopologyCerts } from './certs.js';
 import { synthesize } from './synth.js';
 import { loadTopology } from './validate.js';
 import { writeOutput } from './write.js';
 
 /**
- * kustomize/overlays/<example>/<place>/ for every examples/<example>.yaml, synthesized with the example's committed
+ * kustomize/base/ and kustomize/overlays/<example>/<place>/ for every examples/<example>.yaml, synthesized with the example's committed
  * certificates (examples/certs/<example>/, example-only keys) so the result is stable. A unit test fails when the
  * committed overlays differ from this; `npx tsx src/compiler/examples.ts` rewrites them.
  */
 export async function exampleOverlays(root = packageRoot()): Promise<Map<string, string>> {
-  const base = await loadBase(join(root, 'kustomize', 'base'));
   const out = new Map<string, string>();
   const examples = (await readdir(join(root, 'examples'))).filter((f) => f.endsWith('.yaml')).sort();
   for (const file of examples) {
@@ -28,7 +26,6 @@ export async function exampleOverlays(root = packageRoot()): Promise<Map<string,
       await cp(join(root, 'examples', 'certs', name), tmp, { recursive: true }).catch(() => undefined);
       const certs = await ensureTopologyCerts(topology, tmp);
       const r = synthesize(topology, {
-        base,
         overlayDepth: 1,
         version: versionInfo().version,
         ...(certs ? { tls: certs.material } : {}),
@@ -36,6 +33,8 @@ export async function exampleOverlays(root = packageRoot()): Promise<Map<string,
       for (const [path, content] of r.files) {
         if (path.startsWith('kustomize/overlays/')) {
           out.set(`kustomize/overlays/${name}/${path.slice('kustomize/overlays/'.length)}`, content);
+        } else if (path.startsWith('kustomize/base/')) {
+          out.set(path, content);
         }
       }
     } finally {
@@ -53,7 +52,7 @@ export async function regenerateExampleOverlays(root = packageRoot()): Promise<s
   }
   const files = await exampleOverlays(root);
   const { written, removed } = await writeOutput(root, new Map([...files].map(([p, c]) => [p, c])), {
-    owned: ['kustomize/overlays'],
+    owned: ['kustomize/overlays', 'kustomize/base'],
     mode: 0o644,
   });
   return [...written, ...removed];

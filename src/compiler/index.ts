@@ -9,7 +9,7 @@ export {
   type SynthSummary,
   type TlsMaterial,
 } from './synth.js';
-export { loadBase, type BaseBundle, type BaseComponent } from './base.js';
+export { baseBundle, type BaseBundle, type BaseComponent } from './base.js';
 export { ensureTopologyCerts, serverDnsNames } from './certs.js';
 export { loadTopology, loadTopologySource, validateLoaded, type ValidationResult } from './validate.js';
 export {
@@ -23,7 +23,6 @@ export {
 export { checkTopology, POLICY_RULES, type CheckReport, type Violation, type Severity } from './check.js';
 export { agentConfig, pluginServerConfig, serverAddress } from './runtime-config.js';
 export { accountRules, effectiveKinds, agentKindNames } from './rbac-rules.js';
-export { applyWorkloadTransform, strategicMerge } from './kustomize-emulation.js';
 export { writeOutput } from './write.js';
 export { schemaValidator } from './schema.js';
 export * from './topology.js';

@@ -1,5 +1,4 @@
 import type { PemPair } from '../shared/certs/index.js';
-import type { BaseComponent } from './base.js';
 import {
   NAMES,
   accountRoleName,
@@ -18,6 +17,9 @@ import type { Account, Agent, Certificates, Exposure, Topology } from './topolog
  * certificate lifetime, mounts, ports, RBAC, apply order and why) is made here, once. Manifests, Kustomize
  * overlays, Helm values and summary.json are projections of these objects and decide nothing themselves.
  */
+
+/** The two workloads; each has a Kustomize base (kustomize/base/<component>). */
+export type BaseComponent = 'plugin-server' | 'agent';
 
 /** Generated TLS material: the CA certificate (its key never enters the output), server and client pairs. */
 export interface TlsMaterial {

@@ -10,7 +10,9 @@ import {
   selectorLabels,
   standardLabels,
 } from '../../cdk8s/index.js';
+import { Workload, type WorkloadMount, type WorkloadProps } from '../../cdk8s/index.js';
 import type { Place, WorkloadModel } from './model.js';
+import { RUNTIMES } from './runtimes.js';
 import { MYSQL_URL_ENV, PATHS } from './names.js';
 import { toYaml, type Obj } from './serialize.js';
 
@@ -51,87 +53,158 @@ export function outerObjects(p: Place): Obj[] {
   });
 }
 
-/** Objects the overlay adds to the base, with base (unsuffixed) names: config, TLS, the gRPC Service. */
-export function generatedObjects(p: Place): Obj[] {
-  const w = p.workload;
-  if (!w) return [];
-  const labels = standardLabels(w.component);
-  return chartObjects(p.name, (c) => {
-    new ConfigFile(c, 'config', { name: w.configName, labels, content: toYaml(w.config) });
-    const tls = w.tls;
-    if (tls.source === 'secret') {
-      new TlsSecret(c, 'tls', {
-        name: tls.secretName,
-        labels,
-        caCert: tls.caCert,
-        ...(tls.pair ? { cert: tls.pair.cert, key: tls.pair.key } : {}),
-      });
-    } else if (tls.source === 'cert-manager') {
-      new CertManagerCertificate(c, 'tls', {
-        name: tls.certificateName,
-        labels,
-        secretName: tls.finalSecretName,
-        issuerRef: tls.issuerRef,
-        usage: tls.usage,
-        commonName: tls.commonName,
-        ...(tls.dnsNames.length > 0 ? { dnsNames: tls.dnsNames } : {}),
-        ...(tls.uris.length > 0 ? { uris: tls.uris } : {}),
-        durationHours: tls.durationHours,
-      });
-    }
-    const g = p.grpcService;
-    if (g) {
-      const lb = g.loadBalancer;
-      new GrpcService(c, 'grpc', {
-        name: g.name,
-        labels,
-        selector: selectorLabels(w.component),
-        port: g.port,
-        ...(lb
-          ? {
-              loadBalancer: {
-                provider: lb.provider,
-                internal: lb.internal,
-                sourceRanges: lb.loadBalancerSourceRanges,
-                annotations: lb.annotations,
-              },
-            }
-          : {}),
-      });
-    }
-  });
+/** Base names (as the overlay writes them, before Kustomize's name suffix) or final names (as manifests show). */
+export type Naming = 'base' | 'final';
+
+const named = (w: WorkloadModel, naming: Naming) => (base: string) =>
+  naming === 'final' ? `${base}${w.nameSuffix}` : base;
+
+/** Labels of a workload's objects; with final naming they include the instance label Kustomize's overlay adds. */
+function labelsOf(
+  w: WorkloadModel,
+  naming: Naming,
+): { labels: Record<string, string>; selector: Record<string, string> } {
+  const extra = naming === 'final' ? w.instanceLabels : {};
+  return {
+    labels: { ...standardLabels(w.component), ...extra },
+    selector: { ...selectorLabels(w.component), ...extra },
+  };
 }
 
-/** The strategic-merge patch the overlay applies to the base Deployment. */
-export function deploymentPatch(w: WorkloadModel): Obj {
-  const container: Obj = { name: w.component, image: w.image };
-  const podSpec: Obj = { containers: [container] };
-  if (w.mysql) container.env = [{ name: MYSQL_URL_ENV, valueFrom: { secretKeyRef: w.mysql } }];
-  if (w.kubeconfigMounts.length > 0) {
-    container.volumeMounts = w.kubeconfigMounts.map((m) => ({
-      name: m.volume,
-      mountPath: m.mountPath,
-      readOnly: true,
-    }));
-    podSpec.volumes = w.kubeconfigMounts.map((m) => ({ name: m.volume, secret: { secretName: m.secret } }));
+/** The pod's volumes in the model's order: config, TLS (unless insecure), then kubeconfig Secrets. */
+export function podMounts(w: WorkloadModel, naming: Naming): WorkloadMount[] {
+  const n = named(w, naming);
+  const mounts: WorkloadMount[] = [{ volume: 'config', mountPath: PATHS.configDir, configMap: n(w.configName) }];
+  if (w.tls.source === 'secret') mounts.push({ volume: 'tls', mountPath: PATHS.tlsDir, secret: n(w.tls.secretName) });
+  if (w.tls.source === 'cert-manager') {
+    mounts.push({ volume: 'tls', mountPath: PATHS.tlsDir, secret: w.tls.finalSecretName });
   }
-  if (w.automountServiceAccountToken) podSpec.automountServiceAccountToken = true;
+  for (const m of w.kubeconfigMounts) mounts.push({ volume: m.volume, mountPath: m.mountPath, secret: m.secret });
+  return mounts;
+}
+
+function podEnv(w: WorkloadModel): Obj[] {
+  const env: Obj[] = [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }];
+  // The MySQL Secret is the user's, outside the overlay, so Kustomize leaves its name alone.
+  if (w.mysql) env.push({ name: MYSQL_URL_ENV, valueFrom: { secretKeyRef: { ...w.mysql } } });
+  return env;
+}
+
+export function workloadProps(w: WorkloadModel, naming: Naming): WorkloadProps {
+  const rt = RUNTIMES[w.component];
+  return {
+    component: w.component,
+    name: named(w, naming)(w.name),
+    ...labelsOf(w, naming),
+    replicas: w.replicas,
+    image: w.image,
+    args: rt.args,
+    env: podEnv(w),
+    ports: rt.ports,
+    readinessProbe: rt.readinessProbe,
+    livenessProbe: rt.livenessProbe,
+    resources: rt.resources,
+    mounts: podMounts(w, naming),
+    automountServiceAccountToken: w.automountServiceAccountToken,
+    ...(rt.httpService ? { httpService: { ...rt.httpService, name: named(w, naming)(rt.httpService.name) } } : {}),
+  };
+}
+
+/** Objects the overlay adds to the base: config, TLS, the gRPC Service. */
+export function generatedObjects(p: Place, naming: Naming = 'base'): Obj[] {
+  const w = p.workload;
+  if (!w) return [];
+  return chartObjects(p.name, (c) => addGenerated(c, p, w, naming));
+}
+
+function addGenerated(c: Chart, p: Place, w: WorkloadModel, naming: Naming): void {
+  const n = named(w, naming);
+  const { labels, selector } = labelsOf(w, naming);
+  new ConfigFile(c, 'config', { name: n(w.configName), labels, content: toYaml(w.config) });
+  const tls = w.tls;
+  if (tls.source === 'secret') {
+    new TlsSecret(c, 'tls', {
+      name: n(tls.secretName),
+      labels,
+      caCert: tls.caCert,
+      ...(tls.pair ? { cert: tls.pair.cert, key: tls.pair.key } : {}),
+    });
+  } else if (tls.source === 'cert-manager') {
+    new CertManagerCertificate(c, 'tls', {
+      name: n(tls.certificateName),
+      labels,
+      secretName: tls.finalSecretName,
+      issuerRef: tls.issuerRef,
+      usage: tls.usage,
+      commonName: tls.commonName,
+      dnsNames: tls.dnsNames,
+      uris: tls.uris,
+      durationHours: tls.durationHours,
+    });
+  }
+  const g = p.grpcService;
+  if (g) {
+    const lb = g.loadBalancer;
+    new GrpcService(c, 'grpc', {
+      name: n(g.name),
+      labels,
+      selector,
+      port: g.port,
+      ...(lb
+        ? {
+            loadBalancer: {
+              provider: lb.provider,
+              internal: lb.internal,
+              sourceRanges: lb.loadBalancerSourceRanges,
+              annotations: lb.annotations,
+            },
+          }
+        : {}),
+    });
+  }
+}
+
+/** The workload of a place as it runs: the same constructs as the base and overlay, with final names. */
+export function workloadObjects(p: Place): Obj[] {
+  const w = p.workload;
+  if (!w) return [];
+  const chart = new Chart(new App({ outdir: '/nonexistent' }), p.name, {
+    disableResourceNameHashes: true,
+    namespace: w.namespace,
+  });
+  new Workload(chart, 'workload', workloadProps(w, 'final'));
+  addGenerated(chart, p, w, 'final');
+  return chart.toJson() as Obj[];
+}
+
+/**
+ * The strategic-merge patch the overlay applies to the base Deployment. Every list it touches is written out in
+ * full, in the model's order, so Kustomize's merge (patch elements first, then the base's unmentioned ones) gives
+ * exactly the model's lists; the image is pinned by the kustomization's `images:`, not here.
+ */
+export function deploymentPatch(w: WorkloadModel): Obj {
+  const props = workloadProps(w, 'base');
+  const mounts = props.mounts.map((m) => ({ name: m.volume, mountPath: m.mountPath, readOnly: true }));
+  const volumes: Obj[] = props.mounts.map((m) =>
+    m.configMap
+      ? { name: m.volume, configMap: { name: m.configMap } }
+      : { name: m.volume, secret: { secretName: m.secret } },
+  );
+  const container: Obj = { name: w.component, env: props.env, volumeMounts: mounts };
   if (w.tls.source === 'none') {
-    podSpec.volumes = [...((podSpec.volumes as Obj[]) ?? []), { name: 'tls', $patch: 'delete' }];
-    container.volumeMounts = [
-      ...((container.volumeMounts as Obj[]) ?? []),
-      { mountPath: PATHS.tlsDir, $patch: 'delete' },
-    ];
-  } else if (w.tls.source === 'cert-manager') {
-    podSpec.volumes = [
-      ...((podSpec.volumes as Obj[]) ?? []),
-      { name: 'tls', secret: { secretName: w.tls.finalSecretName } },
-    ];
+    // The base mounts TLS; an insecure place removes it.
+    volumes.push({ name: 'tls', $patch: 'delete' });
+    (container.volumeMounts as Obj[]).push({ mountPath: PATHS.tlsDir, $patch: 'delete' });
   }
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { name: w.name },
-    spec: { replicas: w.replicas, template: { spec: podSpec } },
+    spec: {
+      replicas: w.replicas,
+      template: {
+        spec: { automountServiceAccountToken: w.automountServiceAccountToken, containers: [container], volumes },
+      },
+    },
   };
 }

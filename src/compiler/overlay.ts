@@ -1,4 +1,5 @@
 import type { Place } from './model.js';
+import { DEFAULT_IMAGE_REPOSITORY } from './topology.js';
 import { deploymentPatch, generatedObjects, outerObjects } from './objects.js';
 import { sortForApply, toYaml, toYamlDocuments, type Obj } from './serialize.js';
 
@@ -51,6 +52,7 @@ export function overlayFiles(p: Place, depth: number, header: string): [string, 
       ...(w.nameSuffix ? { nameSuffix: w.nameSuffix } : {}),
       labels: [{ pairs: w.instanceLabels, includeSelectors: true }],
       resources: wres,
+      images: [imagePin(w.image)],
       patches: [{ path: 'deployment-patch.yaml' }],
     };
     out.push([
@@ -66,9 +68,22 @@ export function overlayFiles(p: Place, depth: number, header: string): [string, 
 
 /** Kustomizations read best in Kustomize's own key order, not alphabetical (toYaml would re-sort the keys). */
 function kustomizationYaml(k: Obj): string {
-  const order = ['apiVersion', 'kind', 'namespace', 'nameSuffix', 'labels', 'resources', 'patches'];
+  const order = ['apiVersion', 'kind', 'namespace', 'nameSuffix', 'labels', 'resources', 'images', 'patches'];
   return order
     .filter((key) => k[key] !== undefined)
     .map((key) => toYaml({ [key]: k[key] }))
     .join('');
+}
+
+/** Kustomize's image transformer entry that turns the base image into the place's (tag or digest). */
+export function imagePin(image: string): Obj {
+  const at = image.indexOf('@');
+  if (at >= 0) return { name: DEFAULT_IMAGE_REPOSITORY, newName: image.slice(0, at), digest: image.slice(at + 1) };
+  const colon = image.lastIndexOf(':');
+  const hasTag = colon > image.lastIndexOf('/');
+  return {
+    name: DEFAULT_IMAGE_REPOSITORY,
+    newName: hasTag ? image.slice(0, colon) : image,
+    ...(hasTag ? { newTag: image.slice(colon + 1) } : {}),
+  };
 }

@@ -1,9 +1,8 @@
 import { ScaleAgentError } from '../shared/errors.js';
-import type { BaseBundle } from './base.js';
+import { baseBundle } from './base.js';
 import { helmValues } from './helm-values.js';
-import { applyWorkloadTransform } from './kustomize-emulation.js';
 import { buildPlaces, type Place, type TlsMaterial } from './model.js';
-import { deploymentPatch, generatedObjects, outerObjects } from './objects.js';
+import { outerObjects, workloadObjects } from './objects.js';
 import { overlayFiles } from './overlay.js';
 import { serverAddress } from './runtime-config.js';
 import { sortForApply, toJsonText, toYaml, toYamlDocuments, type Obj } from './serialize.js';
@@ -14,7 +13,6 @@ export type { Place, PlaceKind, TlsMaterial } from './model.js';
 export type { SynthSummary } from './summary.js';
 
 export interface SynthOptions {
-  base: BaseBundle;
   /** Required when certificates.source is generate and tls.mode is not insecure. */
   tls?: TlsMaterial;
   /** Directories between kustomize/overlays/ and each place (1 for the repo's per-example overlays). @default 0 */
@@ -41,11 +39,12 @@ export function synthesize(t: Topology, options: SynthOptions): SynthResult {
   }
   const places = buildPlaces(t, options.tls);
   const files = new Map<string, string>();
-  for (const [path, content] of Object.entries(options.base.files)) files.set(`kustomize/base/${path}`, content);
+  for (const [path, content] of Object.entries(baseBundle(options.version).files))
+    files.set(`kustomize/base/${path}`, content);
   const depth = options.overlayDepth ?? 0;
   const renderedByPlace = new Map<string, Obj[]>();
   for (const p of places) {
-    const rendered = renderPlace(p, options.base);
+    const rendered = renderPlace(p);
     renderedByPlace.set(p.name, rendered);
     files.set(`manifests/${p.name}.yaml`, header(p) + toYamlDocuments(rendered));
     for (const [path, content] of overlayFiles(p, depth, header(p))) {
@@ -59,20 +58,8 @@ export function synthesize(t: Topology, options: SynthOptions): SynthResult {
 }
 
 /** The objects of one place, exactly as `kustomize build` of its overlay gives them. */
-export function renderPlace(p: Place, base: BaseBundle): Obj[] {
-  const objs = outerObjects(p);
-  const w = p.workload;
-  if (w) {
-    objs.push(
-      ...applyWorkloadTransform([...base.resources[w.component], ...generatedObjects(p)], {
-        namespace: w.namespace,
-        nameSuffix: w.nameSuffix,
-        labels: w.instanceLabels,
-        patches: [deploymentPatch(w)],
-      }),
-    );
-  }
-  return sortForApply(objs);
+export function renderPlace(p: Place): Obj[] {
+  return sortForApply([...outerObjects(p), ...workloadObjects(p)]);
 }
 
 function header(p: Place): string {

@@ -2,17 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { loadBase, loadTopologySource, type BaseBundle } from '../../../src/compiler/index.js';
+import { loadTopologySource } from '../../../src/compiler/index.js';
 import { ensureTopologyCerts } from '../../../src/compiler/certs.js';
 import { synthesize, type SynthResult } from '../../../src/compiler/synth.js';
 
 export const ROOT = new URL('../../../', import.meta.url).pathname;
-
-let base: BaseBundle | undefined;
-export async function base_(): Promise<BaseBundle> {
-  base ??= await loadBase(join(ROOT, 'kustomize', 'base'));
-  return base;
-}
 
 export async function tempDir(
   prefix = 'scale-agent-test-',
@@ -25,7 +19,7 @@ export async function tempDir(
 export async function synthText(text: string, certsDir: string): Promise<SynthResult> {
   const { topology } = loadTopologySource(text, 'inline.yaml');
   const certs = await ensureTopologyCerts(topology, certsDir);
-  return synthesize(topology, { base: await base_(), version: '0.1.0', ...(certs ? { tls: certs.material } : {}) });
+  return synthesize(topology, { version: '0.1.0', ...(certs ? { tls: certs.material } : {}) });
 }
 
 export type K8sObject = {

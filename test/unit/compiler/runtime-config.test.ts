@@ -4,7 +4,7 @@ import _Ajv2020 from 'ajv/dist/2020.js';
 import _Ajv from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { loadTopology, synthesize, loadBase } from '../../../src/compiler/index.js';
+import { loadTopology, synthesize } from '../../../src/compiler/index.js';
 import { ensureTopologyCerts } from '../../../src/compiler/certs.js';
 import { ROOT, docs, tempDir } from './_helpers.js';
 
@@ -21,7 +21,6 @@ async function emitted(): Promise<{
   pluginServer: [string, unknown][];
   values: [string, unknown][];
 }> {
-  const base = await loadBase(join(ROOT, 'kustomize', 'base'));
   const out = {
     agent: [] as [string, unknown][],
     pluginServer: [] as [string, unknown][],
@@ -31,7 +30,7 @@ async function emitted(): Promise<{
     await using tmp = await tempDir();
     const { topology } = await loadTopology(join(ROOT, 'examples', `${ex}.yaml`));
     const certs = await ensureTopologyCerts(topology, tmp.dir);
-    const r = synthesize(topology, { base, version: '0.1.0', ...(certs ? { tls: certs.material } : {}) });
+    const r = synthesize(topology, { version: '0.1.0', ...(certs ? { tls: certs.material } : {}) });
     for (const [path, content] of r.files) {
       if (path.startsWith('helm/')) out.values.push([`${ex}:${path}`, parse(content)]);
       if (!path.startsWith('manifests/')) continue;

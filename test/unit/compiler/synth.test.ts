@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { accountRules, loadTopologySource, strategicMerge, type Account } from '../../../src/compiler/index.js';
+import { accountRules, loadTopologySource, type Account } from '../../../src/compiler/index.js';
 import { docs, find, MINIMAL, synthText, tempDir, type K8sObject } from './_helpers.js';
 
 const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection', '*'];
@@ -175,9 +175,9 @@ agents:
     ).template.spec;
     expect(pod.automountServiceAccountToken).toBe(false);
     expect(pod.volumes.map((v) => [v.name, v.secret?.secretName])).toEqual([
-      ['kubeconfig-0', 'kc'],
       ['config', undefined],
       ['tls', 'scale-agent-agent-tls-core'],
+      ['kubeconfig-0', 'kc'],
     ]);
     const secret = find(objs, 'Secret', 'scale-agent-agent-tls-core');
     expect(secret.type).toBe('kubernetes.io/tls');
@@ -227,21 +227,5 @@ agents:
         .automountServiceAccountToken,
     ).toBe(true);
     expect(r.summary.places.map((p) => p.name)).toEqual(['plugin-server', 'agent-edge']);
-  });
-});
-
-describe('strategic merge (Kustomize semantics)', () => {
-  it('puts patch elements first, merges by key, deletes with $patch', () => {
-    const base = { spec: { volumes: [{ name: 'config' }, { name: 'tls', secret: { secretName: 'a' } }], replicas: 1 } };
-    const patch = { spec: { volumes: [{ name: 'new' }, { name: 'tls', secret: { secretName: 'b' } }], replicas: 3 } };
-    expect(strategicMerge(base, patch)).toEqual({
-      spec: {
-        volumes: [{ name: 'new' }, { name: 'tls', secret: { secretName: 'b' } }, { name: 'config' }],
-        replicas: 3,
-      },
-    });
-    expect(strategicMerge(base, { spec: { volumes: [{ name: 'tls', $patch: 'delete' }] } })).toEqual({
-      spec: { volumes: [{ name: 'config' }], replicas: 1 },
-    });
   });
 });
