@@ -33,7 +33,11 @@ export interface AccountRbacProps {
 export class AccountRbac extends Construct {
   constructor(scope: Construct, id: string, props: AccountRbacProps) {
     super(scope, id);
-    const labels = standardLabels('rbac', { 'scale-agent.io/account': props.account });
+    // The account is the instance: one release (or place) per account's RBAC.
+    const labels = standardLabels('rbac', {
+      'app.kubernetes.io/instance': props.account,
+      'scale-agent.io/account': props.account,
+    });
     const subjects = [{ kind: 'ServiceAccount', name: props.subject.name, namespace: props.subject.namespace }];
     if (props.namespaces.length === 0) {
       new k8s.KubeClusterRole(this, 'role', {

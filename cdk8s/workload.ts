@@ -65,6 +65,8 @@ export class Workload extends Construct {
               {
                 name: props.component,
                 image: props.image,
+                // Tags are pinned per place (overlay `images:`, chart `image.tag`), so a cached image is the right one.
+                imagePullPolicy: 'IfNotPresent',
                 args: props.args,
                 env: props.env as unknown as k8s.EnvVar[],
                 ...(props.ports.length > 0 ? { ports: props.ports.map((p) => ({ ...p, protocol: 'TCP' })) } : {}),

@@ -38,7 +38,10 @@ export function outerObjects(p: Place): Obj[] {
       new ServiceAccount(c, 'sa', {
         name: r.subject.name,
         namespace: r.subject.namespace,
-        labels: standardLabels('rbac', { 'scale-agent.io/account': r.account.name }),
+        labels: standardLabels('rbac', {
+          'app.kubernetes.io/instance': r.account.name,
+          'scale-agent.io/account': r.account.name,
+        }),
         tokenSecret: true,
       });
     }
@@ -84,10 +87,9 @@ export function podMounts(w: WorkloadModel, naming: Naming): WorkloadMount[] {
 }
 
 function podEnv(w: WorkloadModel): Obj[] {
-  const env: Obj[] = [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }];
   // The MySQL Secret is the user's, outside the overlay, so Kustomize leaves its name alone.
-  if (w.mysql) env.push({ name: MYSQL_URL_ENV, valueFrom: { secretKeyRef: { ...w.mysql } } });
-  return env;
+  const env: Obj[] = w.mysql ? [{ name: MYSQL_URL_ENV, valueFrom: { secretKeyRef: { ...w.mysql } } }] : [];
+  return [...env, { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }];
 }
 
 export function workloadProps(w: WorkloadModel, naming: Naming): WorkloadProps {

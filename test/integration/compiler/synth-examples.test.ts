@@ -6,7 +6,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { synthFile } from '../../../src/compiler/index.js';
 import { helm, kubectl, kustomize } from '../../infra/index.js';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -26,6 +26,40 @@ function byId(text: string): Map<string, unknown> {
   }
   return out;
 }
+
+const HELM_LABELS = ['helm.sh/chart', 'app.kubernetes.io/managed-by', 'app.kubernetes.io/version'];
+
+/**
+ * Objects by id with what only Helm adds taken out (its labels, checksum annotations, the release namespace it
+ * leaves implicit), and config files compared as data rather than as text (Go and JS YAML emitters differ).
+ */
+function comparable(text: string, namespace: string): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  const clean = (meta: Record<string, unknown> | undefined) => {
+    if (!meta) return;
+    const labels = meta.labels as Record<string, string> | undefined;
+    for (const l of HELM_LABELS) delete labels?.[l];
+    const ann = meta.annotations as Record<string, string> | undefined;
+    for (const a of Object.keys(ann ?? {})) if (a.startsWith('checksum/')) delete ann?.[a];
+    if (ann && Object.keys(ann).length === 0) delete meta.annotations;
+  };
+  for (const d of parseAllDocuments(text)) {
+    const o = d.toJS() as (Obj & { data?: Record<string, string>; spec?: Record<string, unknown> }) | null;
+    if (!o) continue;
+    const meta = o.metadata as unknown as Record<string, unknown>;
+    clean(meta);
+    clean((o.spec?.template as { metadata?: Record<string, unknown> } | undefined)?.metadata);
+    if (CLUSTER_SCOPED.has(o.kind)) delete meta.namespace;
+    else meta.namespace ??= namespace;
+    if (o.kind === 'ConfigMap' && o.data) {
+      o.data = Object.fromEntries(Object.entries(o.data).map(([k, v]) => [k, parse(v) as string]));
+    }
+    out.set(`${o.kind}/${String(meta.namespace ?? '')}/${o.metadata.name}`, o);
+  }
+  return out;
+}
+
+const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding']);
 
 let work: string;
 beforeAll(async () => {
@@ -53,6 +87,30 @@ describe.each(EXAMPLES)('example %s', (example) => {
       const b = byId(manifests);
       expect([...a.keys()].sort(), place).toEqual([...b.keys()].sort());
       for (const [id, obj] of a) expect(obj, `${place} ${id}`).toEqual(b.get(id));
+    }
+  });
+
+  it('helm template of every values file gives the objects of its manifests (modulo what Helm adds)', async () => {
+    const summary = JSON.parse(await readFile(join(out, 'summary.json'), 'utf8')) as {
+      places: { name: string; namespace: string; apply: string[] }[];
+    };
+    for (const p of summary.places) {
+      const release = /helm upgrade --install (\S+)/.exec(p.apply.join('\n'))?.[1] as string;
+      const tpl = await helm([
+        'template',
+        release,
+        CHART,
+        '--namespace',
+        p.namespace,
+        '-f',
+        join(out, 'helm', `${p.name}.values.yaml`),
+      ]);
+      const fromHelm = comparable(tpl.stdout, p.namespace);
+      // `helm install --create-namespace` makes the namespace that manifests list as an object.
+      const fromManifests = comparable(await readFile(join(out, 'manifests', `${p.name}.yaml`), 'utf8'), p.namespace);
+      for (const id of [...fromManifests.keys()]) if (id.startsWith('Namespace/')) fromManifests.delete(id);
+      expect([...fromHelm.keys()].sort(), p.name).toEqual([...fromManifests.keys()].sort());
+      for (const [id, obj] of fromHelm) expect(obj, `${p.name} ${id}`).toEqual(fromManifests.get(id));
     }
   });
 
