@@ -28,6 +28,16 @@ export interface TlsMaterial {
   clients: Record<string, PemPair>;
 }
 
+/**
+ * Namespaces the compiler owns admit only pods that meet the restricted Pod Security Standard, which its workloads
+ * do (non-root, no privilege escalation, all capabilities dropped, RuntimeDefault seccomp); `warn` makes kubectl
+ * say so when something else in the namespace would not.
+ */
+export const POD_SECURITY_LABELS: Record<string, string> = {
+  'pod-security.kubernetes.io/enforce': 'restricted',
+  'pod-security.kubernetes.io/warn': 'restricted',
+};
+
 /** Certificates cert-manager issues live 90 days and renew at its default, two thirds of that. */
 export const CERTIFICATE_DURATION_HOURS = 2160;
 

@@ -11,7 +11,7 @@ import {
   standardLabels,
 } from '../../cdk8s/index.js';
 import { Workload, type WorkloadMount, type WorkloadProps } from '../../cdk8s/index.js';
-import type { Place, WorkloadModel } from './model.js';
+import { POD_SECURITY_LABELS, type Place, type WorkloadModel } from './model.js';
 import { RUNTIMES } from './runtimes.js';
 import { MYSQL_URL_ENV, PATHS } from './names.js';
 import { toYaml, type Obj } from './serialize.js';
@@ -30,7 +30,10 @@ export function outerObjects(p: Place): Obj[] {
   return chartObjects(`${p.name}-outer`, (c) => {
     if (p.ownNamespace) {
       const component = p.kind === 'account-rbac' ? 'rbac' : 'agent';
-      new Namespace(c, 'ns', { name: p.ownNamespace, labels: standardLabels(component) });
+      new Namespace(c, 'ns', {
+        name: p.ownNamespace,
+        labels: { ...standardLabels(component), ...POD_SECURITY_LABELS },
+      });
     }
     const r = p.rbac;
     if (!r) return;

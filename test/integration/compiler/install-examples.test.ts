@@ -2,7 +2,9 @@
  * The promise of `synth`: its output installs. Every example topology is synthesized and applied for real, place by
  * place in summary.json's order, with `kubectl apply -k` of each overlay (the command the summary prints), onto a
  * fresh control plane of its own (examples share names such as the `spinnaker` namespace). Then every object the
- * summary lists must exist on the API server.
+ * summary lists must exist on the API server. Every namespace enforces the restricted Pod Security Standard (synth
+ * labels the namespaces it owns; the test labels the shared ones as a platform team would), so the API server's
+ * PodSecurity admission rejects any pod that violates it: each Deployment's ReplicaSet must create all its pods.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -20,6 +22,41 @@ interface Place {
   namespace: string;
   kustomize: string;
   objects: { kind: string; name: string; namespace?: string }[];
+}
+
+const RESTRICTED = ['pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/warn=restricted'];
+
+type Kubectl = (args: string[], allowFail?: boolean) => Promise<{ code: number; stdout: string; stderr: string }>;
+
+interface ReplicaSet {
+  metadata: { namespace: string; name: string };
+  spec: { replicas: number };
+  status: { replicas?: number; conditions?: { type: string; message: string }[] };
+}
+
+/**
+ * Waits until every ReplicaSet created all its pods (each pod passed PodSecurity admission), failing at once on a
+ * ReplicaFailure (the controller's report of a rejected pod). No scheduler runs: the pods stay Pending, admitted.
+ */
+async function expectAllPodsAdmitted(kubectl: Kubectl): Promise<void> {
+  for (;;) {
+    const deployments = JSON.parse((await kubectl(['get', 'deployments', '-A', '-o', 'json'])).stdout) as {
+      items: { spec: { replicas: number } }[];
+    };
+    const sets = (
+      JSON.parse((await kubectl(['get', 'replicasets', '-A', '-o', 'json'])).stdout) as { items: ReplicaSet[] }
+    ).items;
+    const failed = sets.flatMap((rs) =>
+      (rs.status.conditions ?? [])
+        .filter((c) => c.type === 'ReplicaFailure')
+        .map((c) => `${rs.metadata.namespace}/${rs.metadata.name}: ${c.message}`),
+    );
+    expect(failed).toEqual([]);
+    const want = deployments.items.reduce((n, d) => n + d.spec.replicas, 0);
+    const have = sets.reduce((n, rs) => n + (rs.status.replicas ?? 0), 0);
+    if (deployments.items.length > 0 && sets.length === deployments.items.length && have === want) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 let work: string;
@@ -41,15 +78,31 @@ describe.each(EXAMPLES)('example %s', (example) => {
         run(join(cp.binDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, ...args], { allowFail, cwd: out });
       // Namespaces synth deliberately does not own (shared ones such as `spinnaker`, and account namespaces)
       // exist before an install, as the summary's instructions assume.
+      const owned = new Set(
+        summary.places.flatMap((p) => p.objects.filter((o) => o.kind === 'Namespace').map((o) => o.name)),
+      );
       const namespaces = new Set(summary.places.flatMap((p) => [p.namespace, ...p.objects.map((o) => o.namespace)]));
-      for (const ns of namespaces) if (ns) await kubectl(['create', 'namespace', ns], true);
+      for (const ns of namespaces) {
+        if (!ns || owned.has(ns)) continue;
+        await kubectl(['create', 'namespace', ns], true);
+        await kubectl(['label', '--overwrite', 'namespace', ns, ...RESTRICTED]);
+      }
 
       const places = [...summary.places].sort((a, b) => a.order - b.order);
       expect(places.length).toBeGreaterThan(1);
       for (const place of places) {
         const r = await kubectl(['apply', '-k', place.kustomize], true);
         expect(r.code, `${place.name}: ${r.stderr}`).toBe(0);
+        expect(r.stderr, place.name).not.toMatch(/PodSecurity/);
       }
+      for (const ns of namespaces) {
+        if (!ns) continue;
+        const labels = JSON.parse((await kubectl(['get', 'namespace', ns, '-o', 'json'])).stdout) as {
+          metadata: { labels: Record<string, string> };
+        };
+        expect(labels.metadata.labels['pod-security.kubernetes.io/enforce'], ns).toBe('restricted');
+      }
+      await expectAllPodsAdmitted(kubectl);
       const missing: string[] = [];
       for (const place of places) {
         for (const o of place.objects) {
