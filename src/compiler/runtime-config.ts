@@ -97,6 +97,8 @@ export function pluginServerConfig(t: Topology): Record<string, unknown> {
             identities: t.agents.map((a) => ({
               match: { uri: agentIdentityUri(t.name, a.name) },
               accounts: a.accounts.map((acc) => acc.name),
+              // Dynamic accounts (POST /armory/accounts/dynamic) name a zoneId; the group may serve its zone's.
+              ...(a.zone !== undefined ? { zones: [a.zone] } : {}),
             })),
           },
         }
