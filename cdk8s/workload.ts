@@ -128,3 +128,21 @@ function probe(p: Record<string, unknown>): k8s.Probe {
       : k8s.IntOrString.fromString(httpGet.port);
   return { ...p, httpGet: { ...httpGet, port } } as k8s.Probe;
 }
+
+/** Lets voluntary disruptions (node drains) take at most `maxUnavailable` of a workload's pods at a time. */
+export class DisruptionBudget extends Construct {
+  constructor(
+    scope: Construct,
+    id: string,
+    props: { name: string; labels: Record<string, string>; selector: Record<string, string>; maxUnavailable: number },
+  ) {
+    super(scope, id);
+    new k8s.KubePodDisruptionBudget(this, 'pdb', {
+      metadata: { name: props.name, labels: props.labels },
+      spec: {
+        maxUnavailable: k8s.IntOrString.fromNumber(props.maxUnavailable),
+        selector: { matchLabels: props.selector },
+      },
+    });
+  }
+}

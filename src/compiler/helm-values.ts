@@ -1,4 +1,5 @@
-import type { Place, RbacModel, TlsDecision } from './model.js';
+import type { Place, RbacModel, TlsDecision, WorkloadModel } from './model.js';
+import { RUNTIMES } from './runtimes.js';
 
 /** Values for charts/scale-agent that install one place, projected from its model; values.schema.json describes them. */
 export function helmValues(p: Place): Record<string, unknown> {
@@ -16,6 +17,8 @@ export function helmValues(p: Place): Record<string, unknown> {
       instance: w.instanceLabels['app.kubernetes.io/instance'],
       replicas: w.replicas,
       image: w.image,
+      resources: RUNTIMES[w.component].resources,
+      ...podDisruptionBudget(w),
       config: w.config,
       grpcService: {
         type: lb ? 'LoadBalancer' : 'ClusterIP',
@@ -42,6 +45,8 @@ export function helmValues(p: Place): Record<string, unknown> {
       mode: p.agent.mode,
       replicas: w.replicas,
       image: w.image,
+      resources: RUNTIMES[w.component].resources,
+      ...podDisruptionBudget(w),
       config: w.config,
       kubeconfigSecrets: w.kubeconfigMounts.map((m) => m.secret),
       tls: tlsValues(w.tls),
@@ -79,4 +84,10 @@ function rbacEntry(r: RbacModel): Record<string, unknown> {
     rules: r.rules.rules,
     clusterRules: r.rules.clusterRules,
   };
+}
+
+function podDisruptionBudget(w: WorkloadModel): Record<string, unknown> {
+  return w.maxUnavailable !== undefined
+    ? { podDisruptionBudget: { enabled: true, maxUnavailable: w.maxUnavailable } }
+    : {};
 }

@@ -84,6 +84,8 @@ export interface WorkloadModel {
   kubeconfigMounts: KubeconfigMount[];
   /** The MySQL URL's Secret (plugin-server with storage mysql), passed as env MYSQL_URL_ENV. */
   mysql?: { name: string; key: string };
+  /** With more than one replica, a PodDisruptionBudget lets drains take one pod at a time. */
+  maxUnavailable?: number;
   /** Mode `agent` reads its own cluster with the pod's ServiceAccount token. */
   automountServiceAccountToken: boolean;
 }
@@ -205,6 +207,7 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
       nameSuffix: '',
       instanceLabels: { 'app.kubernetes.io/instance': t.name },
       replicas: ps.replicas,
+      ...disruptionBudget(ps.replicas),
       image: ps.image,
       config: pluginServerConfig(t),
       tls: tlsDecision(t, NAMES.pluginServerTls, NAMES.pluginServerTls, NAMES.pluginServer, tls?.server, tls, {
@@ -265,6 +268,7 @@ function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Pl
       nameSuffix: suffix,
       instanceLabels: { 'app.kubernetes.io/instance': agent.name },
       replicas: agent.replicas,
+      ...disruptionBudget(agent.replicas),
       image: agent.image,
       config: agentConfig(t, agent),
       tls: tlsDecision(t, NAMES.agentTls, `${NAMES.agentTls}${suffix}`, NAMES.agent, tls?.clients[agent.name], tls, {
@@ -319,4 +323,8 @@ function accountPlace(agent: Agent, acc: Account): Place {
     },
     requires: [],
   };
+}
+
+function disruptionBudget(replicas: number): { maxUnavailable?: number } {
+  return replicas > 1 ? { maxUnavailable: 1 } : {};
 }

@@ -10,7 +10,7 @@ import {
   selectorLabels,
   standardLabels,
 } from '../../cdk8s/index.js';
-import { Workload, type WorkloadMount, type WorkloadProps } from '../../cdk8s/index.js';
+import { DisruptionBudget, Workload, type WorkloadMount, type WorkloadProps } from '../../cdk8s/index.js';
 import { POD_SECURITY_LABELS, type Place, type WorkloadModel } from './model.js';
 import { RUNTIMES } from './runtimes.js';
 import { MYSQL_URL_ENV, PATHS } from './names.js';
@@ -146,6 +146,9 @@ function addGenerated(c: Chart, p: Place, w: WorkloadModel, naming: Naming): voi
       uris: tls.uris,
       durationHours: tls.durationHours,
     });
+  }
+  if (w.maxUnavailable !== undefined) {
+    new DisruptionBudget(c, 'pdb', { name: n(w.name), labels, selector, maxUnavailable: w.maxUnavailable });
   }
   const g = p.grpcService;
   if (g) {

@@ -37,7 +37,9 @@ export function overlayFiles(p: Place, depth: number, header: string): [string, 
             ? 'grpc-service.yaml'
             : o.kind === 'Certificate'
               ? 'certificate.yaml'
-              : 'tls-secret.yaml';
+              : o.kind === 'PodDisruptionBudget'
+                ? 'pdb.yaml'
+                : 'tls-secret.yaml';
       byFile.set(f, [...(byFile.get(f) ?? []), o]);
     }
     for (const f of [...byFile.keys()].sort()) {

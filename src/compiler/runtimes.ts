@@ -32,7 +32,11 @@ export const RUNTIMES: Record<BaseComponent, RuntimeProfile> = {
     ],
     readinessProbe: { httpGet: { path: '/readyz', port: 'http' }, periodSeconds: 10 },
     livenessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 20, failureThreshold: 6 },
-    resources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '2Gi' } },
+    // No CPU limit (throttling would stall streams; requests reserve the share), ephemeral storage bounds logs.
+    resources: {
+      requests: { cpu: '100m', memory: '256Mi', 'ephemeral-storage': '64Mi' },
+      limits: { memory: '2Gi', 'ephemeral-storage': '512Mi' },
+    },
     httpService: { name: NAMES.pluginServer, port: CONTAINER_HTTP_PORT, targetPort: 'http' },
   },
   agent: {
@@ -40,6 +44,9 @@ export const RUNTIMES: Record<BaseComponent, RuntimeProfile> = {
     ports: [],
     readinessProbe: { ...agentProbe('/readyz'), periodSeconds: 15, timeoutSeconds: 5 },
     livenessProbe: { ...agentProbe('/healthz'), periodSeconds: 30, timeoutSeconds: 5, failureThreshold: 4 },
-    resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '1Gi' } },
+    resources: {
+      requests: { cpu: '100m', memory: '128Mi', 'ephemeral-storage': '64Mi' },
+      limits: { memory: '1Gi', 'ephemeral-storage': '256Mi' },
+    },
   },
 };

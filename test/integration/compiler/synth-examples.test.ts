@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { synthFile } from '../../../src/compiler/index.js';
-import { helm, kubectl, kustomize } from '../../infra/index.js';
+import { helm, kubeScore, kubectl, kustomize } from '../../infra/index.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 
@@ -26,6 +26,13 @@ function byId(text: string): Map<string, unknown> {
   }
   return out;
 }
+
+/** kube-score findings kept on purpose; kustomize/README.md ("Policy checks") says why for each. */
+const DELIBERATE_CRITICAL = [
+  /\) CPU limit is not set$/,
+  /\) ImagePullPolicy is not set to Always$/,
+  /: The pod does not have a matching NetworkPolicy$/,
+];
 
 const HELM_LABELS = ['helm.sh/chart', 'app.kubernetes.io/managed-by', 'app.kubernetes.io/version'];
 
@@ -112,6 +119,14 @@ describe.each(EXAMPLES)('example %s', (example) => {
       expect([...fromHelm.keys()].sort(), p.name).toEqual([...fromManifests.keys()].sort());
       for (const [id, obj] of fromHelm) expect(obj, `${p.name} ${id}`).toEqual(fromManifests.get(id));
     }
+  });
+
+  it('kube-score finds no CRITICAL in the manifests beyond the deliberate ones', async () => {
+    const files = places.map((p) => join(out, 'manifests', `${p}.yaml`));
+    const r = await kubeScore(['score', '--output-format', 'ci', ...files], { allowFail: true });
+    const critical = r.stdout.split('\n').filter((l) => l.startsWith('[CRITICAL]'));
+    expect(r.stdout, 'kube-score scored the Deployments').toMatch(/apps\/v1\/Deployment/);
+    expect(critical.filter((l) => !DELIBERATE_CRITICAL.some((re) => re.test(l)))).toEqual([]);
   });
 
   it('helm lint --strict and helm template accept every values file', async () => {
