@@ -2,19 +2,12 @@ import { readFileSync } from 'node:fs';
 import type { SecureServerOptions } from 'node:http2';
 import type { SecureContextOptions } from 'node:tls';
 import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
-import { loadFileDescriptorSetFromBuffer, loadSync } from '@grpc/proto-loader';
-import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import { HealthImplementation } from 'grpc-health-check';
 import { ScaleAgentError } from '../shared/errors.js';
 import type { Logger } from '../shared/logging.js';
-import {
-  AGENT_SERVICE_NAME,
-  AgentServiceService,
-  fileDescriptorSetBase64,
-  type AgentMessage,
-  type ServerMessage,
-} from '../shared/proto.js';
+import { AGENT_SERVICE_NAME, AgentServiceService, type AgentMessage, type ServerMessage } from '../shared/proto.js';
 import type { PluginServerConfig } from './config.js';
+import { addReflection } from './grpc-reflection.js';
 
 export interface GrpcEndpoint {
   server: Server;
@@ -46,9 +39,7 @@ export async function startGrpcServer(
   const health = new HealthImplementation({ '': 'NOT_SERVING', [AGENT_SERVICE_NAME]: 'NOT_SERVING' });
   health.addToServer(server);
 
-  const ours = loadFileDescriptorSetFromBuffer(Buffer.from(fileDescriptorSetBase64, 'base64'));
-  const healthDef = loadSync(healthProtoPath);
-  new ReflectionService({ ...ours, ...healthDef }).addToServer(server);
+  addReflection(server);
 
   const credentials = serverCredentials(config, log);
   const port = await new Promise<number>((resolve, reject) => {

@@ -3,7 +3,7 @@
  * few rules both sides must agree on (resourceVersion ordering, kind keys, protocol constants).
  */
 export * from '../proto/scaleagent/v1/agent.js';
-export { fileDescriptorSetBase64 } from '../proto/scaleagent/v1/descriptor.js';
+export { fileDescriptorSetBase64, healthFileDescriptorSetBase64 } from '../proto/scaleagent/v1/descriptor.js';
 
 import type { KindKey } from '../proto/scaleagent/v1/agent.js';
 
