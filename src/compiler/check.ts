@@ -192,6 +192,18 @@ export const POLICY_RULES: readonly PolicyRule[] = [
         : [];
     },
   },
+  {
+    id: 'SA011',
+    name: 'rest-auth-disabled',
+    severity: 'error',
+    summary:
+      'pluginServer.rest.auth.enabled is false: whoever reaches the REST Service may run operations ' +
+      '(/kubernetes/ops) and add accounts (/armory/accounts/dynamic). Keep it on and list trustedNetworks.',
+    check: (t) =>
+      t.pluginServer.restAuth.enabled
+        ? []
+        : [{ path: '/pluginServer/rest/auth/enabled', message: 'the REST API accepts anyone who reaches it' }],
+  },
 ];
 
 export interface CheckReport {

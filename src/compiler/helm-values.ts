@@ -34,6 +34,7 @@ export function helmValues(p: Place): Record<string, unknown> {
             }
           : {}),
       },
+      ...(w.restTokensSecret ? { restTokensSecret: w.restTokensSecret } : {}),
       ...(w.mysql ? { mysql: { secretName: w.mysql.name, secretKey: w.mysql.key } } : {}),
       tls: tlsValues(w.tls),
     };

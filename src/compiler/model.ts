@@ -84,6 +84,8 @@ export interface WorkloadModel {
   kubeconfigMounts: KubeconfigMount[];
   /** The MySQL URL's Secret (plugin-server with storage mysql), passed as env MYSQL_URL_ENV. */
   mysql?: { name: string; key: string };
+  /** The REST tokens Secret the plugin-server mounts (REST authentication on). */
+  restTokensSecret?: string;
   /** With more than one replica, a PodDisruptionBudget lets drains take one pod at a time. */
   maxUnavailable?: number;
   /** Mode `agent` reads its own cluster with the pod's ServiceAccount token. */
@@ -208,6 +210,7 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
       instanceLabels: { 'app.kubernetes.io/instance': t.name },
       replicas: ps.replicas,
       ...disruptionBudget(ps.replicas),
+      ...(ps.restAuth.enabled ? { restTokensSecret: ps.restAuth.tokensSecret.name } : {}),
       image: ps.image,
       config: pluginServerConfig(t),
       tls: tlsDecision(t, NAMES.pluginServerTls, NAMES.pluginServerTls, NAMES.pluginServer, tls?.server, tls, {
@@ -226,12 +229,19 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
       port: ps.grpcPort,
       ...(e.type === 'LoadBalancer' ? { loadBalancer: e } : {}),
     },
-    requires:
-      ps.storage.type === 'mysql'
+    requires: [
+      ...(ps.storage.type === 'mysql'
         ? [
             `Secret ${ps.storage.secretRef.name} (key ${ps.storage.secretRef.key}: mysql:// URL) in namespace ${ps.namespace}`,
           ]
-        : [],
+        : []),
+      ...(ps.restAuth.enabled
+        ? [
+            `Secret ${ps.restAuth.tokensSecret.name} (key ${ps.restAuth.tokensSecret.key}: REST tokens, lines ` +
+              `'<token> <name> read|admin') in namespace ${ps.namespace}`,
+          ]
+        : []),
+    ],
   };
 }
 

@@ -85,6 +85,9 @@ export function podMounts(w: WorkloadModel, naming: Naming): WorkloadMount[] {
   if (w.tls.source === 'cert-manager') {
     mounts.push({ volume: 'tls', mountPath: PATHS.tlsDir, secret: w.tls.finalSecretName });
   }
+  if (w.restTokensSecret) {
+    mounts.push({ volume: 'rest-tokens', mountPath: PATHS.restTokensDir, secret: w.restTokensSecret });
+  }
   for (const m of w.kubeconfigMounts) mounts.push({ volume: m.volume, mountPath: m.mountPath, secret: m.secret });
   return mounts;
 }

@@ -89,7 +89,18 @@ export function pluginServerConfig(t: Topology): Record<string, unknown> {
   const storage = t.pluginServer.storage.type === 'mysql' ? { type: 'mysql', env: MYSQL_URL_ENV } : { type: 'memory' };
   return {
     grpc,
-    http: { host: '0.0.0.0', port: CONTAINER_HTTP_PORT },
+    http: {
+      host: '0.0.0.0',
+      port: CONTAINER_HTTP_PORT,
+      ...(t.pluginServer.restAuth.enabled
+        ? {
+            auth: {
+              tokensFile: `${PATHS.restTokensDir}/${t.pluginServer.restAuth.tokensSecret.key}`,
+              trustedNetworks: t.pluginServer.restAuth.trustedNetworks,
+            },
+          }
+        : {}),
+    },
     storage,
     ...(mode === 'mtls'
       ? {

@@ -73,6 +73,7 @@ export interface TopologyInput {
     storage?: { type: 'memory' } | { type: 'mysql'; secretRef: SecretKeyRef };
     grpc?: { port?: number; exposure?: ExposureInput };
     tls?: { mode?: TlsMode; certificates?: CertificatesInput };
+    rest?: { auth?: { enabled?: boolean; tokensSecret?: SecretKeyRef; trustedNetworks?: string[] } };
   };
   agents: AgentInput[];
 }
@@ -121,6 +122,11 @@ export type Certificates =
   | { source: 'generate'; validityDays: number }
   | { source: 'cert-manager'; issuerRef: { name: string; kind: 'Issuer' | 'ClusterIssuer'; group: string } };
 
+/** REST API authentication: on unless the topology turns it off. */
+export type RestAuth = { enabled: false } | { enabled: true; tokensSecret: SecretKeyRef; trustedNetworks: string[] };
+
+export const DEFAULT_REST_TOKENS_SECRET: SecretKeyRef = { name: 'scale-agent-rest-tokens', key: 'tokens' };
+
 export interface Topology {
   name: string;
   pluginServer: {
@@ -131,6 +137,7 @@ export interface Topology {
     grpcPort: number;
     exposure: Exposure;
     tls: { mode: TlsMode; certificates: Certificates };
+    restAuth: RestAuth;
   };
   agents: Agent[];
 }
@@ -179,6 +186,14 @@ export function normalizeTopology(input: TopologyInput, version: string): Topolo
       grpcPort: ps.grpc?.port ?? DEFAULT_GRPC_PORT,
       exposure,
       tls: { mode: ps.tls?.mode ?? 'mtls', certificates },
+      restAuth:
+        ps.rest?.auth?.enabled === false
+          ? { enabled: false }
+          : {
+              enabled: true,
+              tokensSecret: ps.rest?.auth?.tokensSecret ?? DEFAULT_REST_TOKENS_SECRET,
+              trustedNetworks: ps.rest?.auth?.trustedNetworks ?? [],
+            },
     },
     agents: input.agents.map((a, i) => ({
       name: a.name,

@@ -129,6 +129,7 @@ describe('scale-agent check', () => {
       'SA008',
       'SA009',
       'SA010',
+      'SA011',
     ]);
     for (const x of rules) expect(x.summary.length, x.id).toBeGreaterThan(40);
   });
