@@ -110,7 +110,7 @@ describe('one model behind manifests, Helm values and summary.json', () => {
     await using tmp = await tempDir();
     const r = await synthText(CERT_MANAGER, tmp.dir);
     const objects = docs(r.files.get('manifests/plugin-server.yaml') as string);
-    const cm = objects.find((o) => o.kind === 'ConfigMap') as { data: Record<string, string> };
+    const cm = objects.find((o) => o.kind === 'ConfigMap') as unknown as { data: Record<string, string> };
     const config = parse(cm.data['config.yaml'] as string) as {
       http: { auth?: { tokensFile: string; trustedNetworks: string[] } };
     };
@@ -149,7 +149,9 @@ describe('one model behind manifests, Helm values and summary.json', () => {
     const t = await synthText(trusted, tmp.dir);
     const cfg = (o: ReturnType<typeof docs>) =>
       parse(
-        (o.find((x) => x.kind === 'ConfigMap') as { data: Record<string, string> }).data['config.yaml'] as string,
+        (o.find((x) => x.kind === 'ConfigMap') as unknown as { data: Record<string, string> }).data[
+          'config.yaml'
+        ] as string,
       ) as {
         http: { auth?: { trustedNetworks: string[] } };
       };
