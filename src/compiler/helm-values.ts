@@ -19,6 +19,7 @@ export function helmValues(p: Place): Record<string, unknown> {
       image: w.image,
       resources: RUNTIMES[w.component].resources,
       ...podDisruptionBudget(w),
+      ...podValues(w),
       config: w.config,
       grpcService: {
         type: lb ? 'LoadBalancer' : 'ClusterIP',
@@ -48,6 +49,7 @@ export function helmValues(p: Place): Record<string, unknown> {
       image: w.image,
       resources: RUNTIMES[w.component].resources,
       ...podDisruptionBudget(w),
+      ...podValues(w),
       config: w.config,
       kubeconfigSecrets: w.kubeconfigMounts.map((m) => m.secret),
       tls: tlsValues(w.tls),
@@ -91,4 +93,19 @@ function podDisruptionBudget(w: WorkloadModel): Record<string, unknown> {
   return w.maxUnavailable !== undefined
     ? { podDisruptionBudget: { enabled: true, maxUnavailable: w.maxUnavailable } }
     : {};
+}
+
+/** The topology's pod settings under the chart's conventional names. */
+function podValues(w: WorkloadModel): Record<string, unknown> {
+  const p = w.pod;
+  return {
+    ...(p.nodeSelector ? { nodeSelector: p.nodeSelector } : {}),
+    ...(p.tolerations ? { tolerations: p.tolerations } : {}),
+    ...(p.affinity ? { affinity: p.affinity } : {}),
+    ...(p.topologySpreadConstraints ? { topologySpreadConstraints: p.topologySpreadConstraints } : {}),
+    ...(p.priorityClassName ? { priorityClassName: p.priorityClassName } : {}),
+    ...(p.annotations ? { podAnnotations: p.annotations } : {}),
+    ...(p.labels ? { podLabels: p.labels } : {}),
+    ...(p.serviceAccountAnnotations ? { serviceAccount: { annotations: p.serviceAccountAnnotations } } : {}),
+  };
 }

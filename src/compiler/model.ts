@@ -10,7 +10,7 @@ import {
 } from './names.js';
 import { accountRules, type AccountRules } from './rbac-rules.js';
 import { agentConfig, kubeconfigMounts, pluginServerConfig } from './runtime-config.js';
-import type { Account, Agent, Certificates, Exposure, Topology } from './topology.js';
+import type { Account, Agent, Certificates, Exposure, PodSettings, Topology } from './topology.js';
 
 /**
  * The compiler's model: every decision about one place to apply something (names, TLS source and SANs,
@@ -88,6 +88,8 @@ export interface WorkloadModel {
   restTokensSecret?: string;
   /** With more than one replica, a PodDisruptionBudget lets drains take one pod at a time. */
   maxUnavailable?: number;
+  /** Scheduling and metadata the topology gives the pods (and their ServiceAccount). */
+  pod: PodSettings;
   /** Mode `agent` reads its own cluster with the pod's ServiceAccount token. */
   automountServiceAccountToken: boolean;
 }
@@ -219,6 +221,7 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
         dnsNames: [...grpcServiceDnsNames(ps.namespace), ...externalSans(e)],
       }),
       kubeconfigMounts: [],
+      pod: scopedToInstance(ps.pod, { 'app.kubernetes.io/instance': t.name }),
       ...(ps.storage.type === 'mysql'
         ? { mysql: { name: ps.storage.secretRef.name, key: ps.storage.secretRef.key } }
         : {}),
@@ -287,6 +290,7 @@ function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Pl
         uris: [agentIdentityUri(t.name, agent.name)],
       }),
       kubeconfigMounts: kubeconfigMounts(agent),
+      pod: scopedToInstance(agent.pod, { 'app.kubernetes.io/instance': agent.name }),
       automountServiceAccountToken: agent.mode === 'agent',
     },
     ...(agent.mode === 'agent' && acc.rbac.create
@@ -337,4 +341,62 @@ function accountPlace(agent: Agent, acc: Account): Place {
 
 function disruptionBudget(replicas: number): { maxUnavailable?: number } {
   return replicas > 1 ? { maxUnavailable: 1 } : {};
+}
+
+type Selector = { matchLabels?: Record<string, string> };
+type AffinityTerm = { labelSelector?: Selector };
+
+/**
+ * Pod selectors inside scheduling rules (spread constraints, pod (anti-)affinity) that list matchLabels also get the
+ * instance label, so a rule written for "the agent" spreads this group's pods only. Kustomize's label transformer
+ * does the same to these fields, so the overlay, manifests and Helm values stay one set of objects.
+ */
+export function scopedToInstance(pod: PodSettings, instance: Record<string, string>): PodSettings {
+  const scope = <T extends AffinityTerm>(term: T): T =>
+    term.labelSelector?.matchLabels
+      ? {
+          ...term,
+          labelSelector: { ...term.labelSelector, matchLabels: { ...term.labelSelector.matchLabels, ...instance } },
+        }
+      : term;
+  const scopeAffinity = (a: Record<string, unknown> | undefined): Record<string, unknown> | undefined => {
+    if (!a) return a;
+    const out: Record<string, unknown> = { ...a };
+    for (const kind of ['podAffinity', 'podAntiAffinity'] as const) {
+      const rules = a[kind] as
+        | {
+            requiredDuringSchedulingIgnoredDuringExecution?: AffinityTerm[];
+            preferredDuringSchedulingIgnoredDuringExecution?: { weight: number; podAffinityTerm: AffinityTerm }[];
+          }
+        | undefined;
+      if (!rules) continue;
+      out[kind] = {
+        ...rules,
+        ...(rules.requiredDuringSchedulingIgnoredDuringExecution
+          ? {
+              requiredDuringSchedulingIgnoredDuringExecution:
+                rules.requiredDuringSchedulingIgnoredDuringExecution.map(scope),
+            }
+          : {}),
+        ...(rules.preferredDuringSchedulingIgnoredDuringExecution
+          ? {
+              preferredDuringSchedulingIgnoredDuringExecution:
+                rules.preferredDuringSchedulingIgnoredDuringExecution.map((w) => ({
+                  ...w,
+                  podAffinityTerm: scope(w.podAffinityTerm),
+                })),
+            }
+          : {}),
+      };
+    }
+    return out;
+  };
+  const affinity = scopeAffinity(pod.affinity);
+  return {
+    ...pod,
+    ...(affinity ? { affinity } : {}),
+    ...(pod.topologySpreadConstraints
+      ? { topologySpreadConstraints: pod.topologySpreadConstraints.map((c) => scope(c as AffinityTerm)) }
+      : {}),
+  };
 }

@@ -10,7 +10,7 @@ import {
   selectorLabels,
   standardLabels,
 } from '../../cdk8s/index.js';
-import { DisruptionBudget, Workload, type WorkloadMount, type WorkloadProps } from '../../cdk8s/index.js';
+import { DisruptionBudget, Workload, scheduling, type WorkloadMount, type WorkloadProps } from '../../cdk8s/index.js';
 import { POD_SECURITY_LABELS, type Place, type WorkloadModel } from './model.js';
 import { RUNTIMES } from './runtimes.js';
 import { MYSQL_URL_ENV, PATHS } from './names.js';
@@ -114,6 +114,7 @@ export function workloadProps(w: WorkloadModel, naming: Naming): WorkloadProps {
     resources: rt.resources,
     mounts: podMounts(w, naming),
     automountServiceAccountToken: w.automountServiceAccountToken,
+    pod: w.pod,
     ...(rt.httpService ? { httpService: { ...rt.httpService, name: named(w, naming)(rt.httpService.name) } } : {}),
   };
 }
@@ -214,8 +215,31 @@ export function deploymentPatch(w: WorkloadModel): Obj {
     spec: {
       replicas: w.replicas,
       template: {
-        spec: { automountServiceAccountToken: w.automountServiceAccountToken, containers: [container], volumes },
+        ...(w.pod.labels || w.pod.annotations
+          ? {
+              metadata: {
+                ...(w.pod.labels ? { labels: w.pod.labels } : {}),
+                ...(w.pod.annotations ? { annotations: w.pod.annotations } : {}),
+              },
+            }
+          : {}),
+        spec: {
+          ...scheduling(w.pod),
+          automountServiceAccountToken: w.automountServiceAccountToken,
+          containers: [container],
+          volumes,
+        },
       },
     },
+  };
+}
+
+/** The overlay's patch of the base ServiceAccount, when the topology annotates it (workload identity). */
+export function serviceAccountPatch(w: WorkloadModel): Obj | undefined {
+  if (!w.pod.serviceAccountAnnotations) return undefined;
+  return {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: { name: w.name, annotations: w.pod.serviceAccountAnnotations },
   };
 }

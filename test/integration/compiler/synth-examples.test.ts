@@ -107,7 +107,8 @@ async function expectHelmEqualsManifests(out: string): Promise<void> {
   }
 }
 
-// The examples use generated TLS; this covers the cert-manager path, HA replicas (PDBs) and source ranges.
+// The examples use generated TLS; this covers the cert-manager path, HA replicas (PDBs), source ranges and the
+// topology's pod settings (scheduling, pod metadata, ServiceAccount annotations for workload identity).
 const CERT_MANAGER_TOPOLOGY = `apiVersion: scale-agent.io/v1alpha1
 kind: Topology
 metadata: { name: cm }
@@ -118,10 +119,30 @@ pluginServer:
   tls: { mode: mtls, certificates: { source: cert-manager, issuerRef: { name: ca } } }
   grpc:
     exposure: { type: LoadBalancer, provider: aws, address: grpc.example.com, loadBalancerSourceRanges: [10.0.0.0/8] }
+  pod:
+    nodeSelector: { kubernetes.io/os: linux }
+    tolerations: [{ key: dedicated, operator: Equal, value: spinnaker, effect: NoSchedule }]
+    topologySpreadConstraints:
+      - maxSkew: 1
+        topologyKey: topology.kubernetes.io/zone
+        whenUnsatisfiable: ScheduleAnyway
+        labelSelector: { matchLabels: { app.kubernetes.io/component: plugin-server } }
+    priorityClassName: system-cluster-critical
+    annotations: { example.com/team: platform }
+    labels: { example.com/tier: control }
 agents:
   - name: fleet
     mode: infrastructure
     replicas: 3
+    pod:
+      affinity:
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 100
+              podAffinityTerm:
+                topologyKey: kubernetes.io/hostname
+                labelSelector: { matchLabels: { app.kubernetes.io/component: agent } }
+      serviceAccountAnnotations: { eks.amazonaws.com/role-arn: 'arn:aws:iam::123456789012:role/scale-agent' }
     accounts:
       - { name: a, namespaces: [apps], kubeconfigSecret: { name: kc, key: a } }
 `;
@@ -142,6 +163,16 @@ describe('cert-manager TLS with HA replicas', () => {
     const kinds = places.flatMap((p) => [...byId(readFileSync(join(out, 'manifests', `${p}.yaml`), 'utf8')).keys()]);
     expect(kinds.filter((k) => k.startsWith('Certificate/')).length).toBe(2);
     expect(kinds.filter((k) => k.startsWith('PodDisruptionBudget/')).length).toBe(2);
+    const ps = [...byId(readFileSync(join(out, 'manifests', 'plugin-server.yaml'), 'utf8')).values()].find(
+      (o) => (o as Obj).kind === 'Deployment',
+    ) as { spec: { template: { metadata: { labels: Record<string, string> }; spec: Record<string, unknown> } } };
+    expect(ps.spec.template.spec.priorityClassName).toBe('system-cluster-critical');
+    expect(ps.spec.template.spec.nodeSelector).toEqual({ 'kubernetes.io/os': 'linux' });
+    expect(ps.spec.template.metadata.labels['example.com/tier']).toBe('control');
+    const sa = byId(readFileSync(join(out, 'manifests', 'agent-fleet.yaml'), 'utf8')).get(
+      'ServiceAccount/scale-agent/scale-agent-agent-fleet',
+    ) as { metadata: { annotations?: Record<string, string> } };
+    expect(sa.metadata.annotations?.['eks.amazonaws.com/role-arn']).toBe('arn:aws:iam::123456789012:role/scale-agent');
   });
 });
 
