@@ -45,7 +45,7 @@ export default class Synth extends Command {
         if (r.certsWritten.length > 0) this.log(`certificates issued: ${r.certsWritten.join(', ')}`);
         this.log('apply in this order:');
         for (const p of r.summary.places) {
-          this.log(`  ${p.order} ${p.name}: ${p.cluster}, namespace ${p.namespace}`);
+          this.log(`  ${p.order} ${p.name}: ${p.cluster}, namespace ${p.namespace} (${p.orderReason})`);
           for (const need of p.requires) this.log(`      needs ${need}`);
           this.log(`      ${p.apply[0]}`);
         }
