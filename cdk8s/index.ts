@@ -4,4 +4,4 @@ export { ConfigFile, type ConfigFileProps } from './config-file.js';
 export { TlsSecret, CertManagerCertificate, type TlsSecretProps, type CertManagerCertificateProps } from './tls.js';
 export { GrpcService, loadBalancerAnnotations, type GrpcServiceProps, type LoadBalancerProvider } from './grpc-lb.js';
 export { Namespace, ServiceAccount } from './core.js';
-export { Workload, DisruptionBudget, type WorkloadProps, type WorkloadMount } from './workload.js';
+export { Workload, DisruptionBudget, scheduling, type WorkloadProps, type WorkloadMount } from './workload.js';

@@ -29,6 +29,17 @@ export interface WorkloadProps {
   readonly mounts: WorkloadMount[];
   /** Mode `agent` reads its own cluster with the pod's token; everything else runs without one. */
   readonly automountServiceAccountToken: boolean;
+  /** Scheduling and metadata of the pods; `labels` add to the template only, never to selectors. */
+  readonly pod?: {
+    readonly nodeSelector?: Record<string, string>;
+    readonly tolerations?: Record<string, unknown>[];
+    readonly affinity?: Record<string, unknown>;
+    readonly topologySpreadConstraints?: Record<string, unknown>[];
+    readonly priorityClassName?: string;
+    readonly annotations?: Record<string, string>;
+    readonly labels?: Record<string, string>;
+    readonly serviceAccountAnnotations?: Record<string, string>;
+  };
   /** A ClusterIP Service in front of one named port (the plugin-server's REST API). */
   readonly httpService?: { readonly name: string; readonly port: number; readonly targetPort: string };
 }
@@ -41,8 +52,13 @@ export interface WorkloadProps {
 export class Workload extends Construct {
   constructor(scope: Construct, id: string, props: WorkloadProps) {
     super(scope, id);
+    const pod = props.pod ?? {};
     new k8s.KubeServiceAccount(this, 'sa', {
-      metadata: { name: props.name, labels: props.labels },
+      metadata: {
+        name: props.name,
+        labels: props.labels,
+        ...(pod.serviceAccountAnnotations ? { annotations: pod.serviceAccountAnnotations } : {}),
+      },
       automountServiceAccountToken: false,
     });
     new k8s.KubeDeployment(this, 'deployment', {
@@ -51,8 +67,12 @@ export class Workload extends Construct {
         replicas: props.replicas,
         selector: { matchLabels: props.selector },
         template: {
-          metadata: { labels: props.labels },
+          metadata: {
+            labels: { ...pod.labels, ...props.labels },
+            ...(pod.annotations ? { annotations: pod.annotations } : {}),
+          },
           spec: {
+            ...(scheduling(pod) as Partial<k8s.PodSpec>),
             serviceAccountName: props.name,
             automountServiceAccountToken: props.automountServiceAccountToken,
             securityContext: {
@@ -145,4 +165,17 @@ export class DisruptionBudget extends Construct {
       },
     });
   }
+}
+
+type PodProps = NonNullable<WorkloadProps['pod']>;
+
+/** The pod-spec scheduling fields a topology sets, as the API spells them. */
+export function scheduling(pod: PodProps): Record<string, unknown> {
+  return {
+    ...(pod.nodeSelector ? { nodeSelector: pod.nodeSelector } : {}),
+    ...(pod.tolerations ? { tolerations: pod.tolerations } : {}),
+    ...(pod.affinity ? { affinity: pod.affinity } : {}),
+    ...(pod.topologySpreadConstraints ? { topologySpreadConstraints: pod.topologySpreadConstraints } : {}),
+    ...(pod.priorityClassName ? { priorityClassName: pod.priorityClassName } : {}),
+  };
 }

@@ -44,6 +44,7 @@ export function baseWorkload(component: BaseComponent, version: string): Workloa
     config: {},
     tls: { source: 'secret', secretName: agent ? NAMES.agentTls : NAMES.pluginServerTls, caCert: '' },
     kubeconfigMounts: [],
+    pod: {},
     automountServiceAccountToken: false,
   };
 }

@@ -156,6 +156,54 @@ export const POLICY_RULES: readonly PolicyRule[] = [
           .map((acc) => ({ path: acc.path, message: `account '${acc.name}' can write Secrets in every namespace` })),
       ),
   },
+  {
+    id: 'SA009',
+    name: 'cluster-wide-write',
+    severity: 'warning',
+    summary:
+      'A read-write account without `namespaces` gets a ClusterRole that creates, changes and deletes workloads in ' +
+      'every namespace of its cluster, kube-system included. List the namespaces Spinnaker deploys to.',
+    check: (t) =>
+      t.agents.flatMap((a) =>
+        a.accounts
+          .filter((acc) => acc.access === 'read-write' && acc.namespaces.length === 0 && acc.rbac.create)
+          .map((acc) => ({
+            path: acc.path,
+            message: `read-write account '${acc.name}' may write in every namespace of its cluster`,
+          })),
+      ),
+  },
+  {
+    id: 'SA010',
+    name: 'internal-load-balancer-without-source-ranges',
+    severity: 'warning',
+    summary:
+      'The internal gRPC load balancer has no loadBalancerSourceRanges, so every address of the private network ' +
+      "(peered VPCs, VPNs included) reaches the port. List the agents' egress ranges.",
+    check: (t) => {
+      const e = t.pluginServer.exposure;
+      return e.type === 'LoadBalancer' && e.internal && e.loadBalancerSourceRanges.length === 0
+        ? [
+            {
+              path: '/pluginServer/grpc/exposure',
+              message: 'internal gRPC load balancer open to the whole private network',
+            },
+          ]
+        : [];
+    },
+  },
+  {
+    id: 'SA011',
+    name: 'rest-auth-disabled',
+    severity: 'error',
+    summary:
+      'pluginServer.rest.auth.enabled is false: whoever reaches the REST Service may run operations ' +
+      '(/kubernetes/ops) and add accounts (/armory/accounts/dynamic). Keep it on and list trustedNetworks.',
+    check: (t) =>
+      t.pluginServer.restAuth.enabled
+        ? []
+        : [{ path: '/pluginServer/rest/auth/enabled', message: 'the REST API accepts anyone who reaches it' }],
+  },
 ];
 
 export interface CheckReport {

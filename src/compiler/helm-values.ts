@@ -15,11 +15,7 @@ export function helmValues(p: Place): Record<string, unknown> {
     values.pluginServer = {
       enabled: true,
       instance: w.instanceLabels['app.kubernetes.io/instance'],
-      replicas: w.replicas,
-      image: w.image,
-      resources: RUNTIMES[w.component].resources,
-      ...podDisruptionBudget(w),
-      config: w.config,
+      ...workloadValues(w),
       grpcService: {
         type: lb ? 'LoadBalancer' : 'ClusterIP',
         port: g?.port,
@@ -34,8 +30,8 @@ export function helmValues(p: Place): Record<string, unknown> {
             }
           : {}),
       },
+      ...(w.restTokensSecret ? { restTokensSecret: w.restTokensSecret } : {}),
       ...(w.mysql ? { mysql: { secretName: w.mysql.name, secretKey: w.mysql.key } } : {}),
-      tls: tlsValues(w.tls),
     };
   }
   if (w && p.kind === 'agent' && p.agent) {
@@ -43,16 +39,24 @@ export function helmValues(p: Place): Record<string, unknown> {
       enabled: true,
       group: p.agent.name,
       mode: p.agent.mode,
-      replicas: w.replicas,
-      image: w.image,
-      resources: RUNTIMES[w.component].resources,
-      ...podDisruptionBudget(w),
-      config: w.config,
+      ...workloadValues(w),
       kubeconfigSecrets: w.kubeconfigMounts.map((m) => m.secret),
-      tls: tlsValues(w.tls),
     };
   }
   return values;
+}
+
+/** What both components' values share: the pods, their scheduling, the config file and TLS. */
+function workloadValues(w: WorkloadModel): Record<string, unknown> {
+  return {
+    replicas: w.replicas,
+    image: w.image,
+    resources: RUNTIMES[w.component].resources,
+    ...podDisruptionBudget(w),
+    ...podValues(w),
+    config: w.config,
+    tls: tlsValues(w.tls),
+  };
 }
 
 function tlsValues(tls: TlsDecision): Record<string, unknown> {
@@ -90,4 +94,19 @@ function podDisruptionBudget(w: WorkloadModel): Record<string, unknown> {
   return w.maxUnavailable !== undefined
     ? { podDisruptionBudget: { enabled: true, maxUnavailable: w.maxUnavailable } }
     : {};
+}
+
+/** The topology's pod settings under the chart's conventional names. */
+function podValues(w: WorkloadModel): Record<string, unknown> {
+  const p = w.pod;
+  return {
+    ...(p.nodeSelector ? { nodeSelector: p.nodeSelector } : {}),
+    ...(p.tolerations ? { tolerations: p.tolerations } : {}),
+    ...(p.affinity ? { affinity: p.affinity } : {}),
+    ...(p.topologySpreadConstraints ? { topologySpreadConstraints: p.topologySpreadConstraints } : {}),
+    ...(p.priorityClassName ? { priorityClassName: p.priorityClassName } : {}),
+    ...(p.annotations ? { podAnnotations: p.annotations } : {}),
+    ...(p.labels ? { podLabels: p.labels } : {}),
+    ...(p.serviceAccountAnnotations ? { serviceAccount: { annotations: p.serviceAccountAnnotations } } : {}),
+  };
 }

@@ -8,9 +8,10 @@ import {
   grpcServiceDnsNames,
   placeNames,
 } from './names.js';
+import { scopedToInstance } from './pod-scheduling.js';
 import { accountRules, type AccountRules } from './rbac-rules.js';
 import { agentConfig, kubeconfigMounts, pluginServerConfig } from './runtime-config.js';
-import type { Account, Agent, Certificates, Exposure, Topology } from './topology.js';
+import type { Account, Agent, Certificates, Exposure, PodSettings, Topology } from './topology.js';
 
 /**
  * The compiler's model: every decision about one place to apply something (names, TLS source and SANs,
@@ -84,8 +85,12 @@ export interface WorkloadModel {
   kubeconfigMounts: KubeconfigMount[];
   /** The MySQL URL's Secret (plugin-server with storage mysql), passed as env MYSQL_URL_ENV. */
   mysql?: { name: string; key: string };
+  /** The REST tokens Secret the plugin-server mounts (REST authentication on). */
+  restTokensSecret?: string;
   /** With more than one replica, a PodDisruptionBudget lets drains take one pod at a time. */
   maxUnavailable?: number;
+  /** Scheduling and metadata the topology gives the pods (and their ServiceAccount). */
+  pod: PodSettings;
   /** Mode `agent` reads its own cluster with the pod's ServiceAccount token. */
   automountServiceAccountToken: boolean;
 }
@@ -208,6 +213,7 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
       instanceLabels: { 'app.kubernetes.io/instance': t.name },
       replicas: ps.replicas,
       ...disruptionBudget(ps.replicas),
+      ...(ps.restAuth.enabled ? { restTokensSecret: ps.restAuth.tokensSecret.name } : {}),
       image: ps.image,
       config: pluginServerConfig(t),
       tls: tlsDecision(t, NAMES.pluginServerTls, NAMES.pluginServerTls, NAMES.pluginServer, tls?.server, tls, {
@@ -216,6 +222,7 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
         dnsNames: [...grpcServiceDnsNames(ps.namespace), ...externalSans(e)],
       }),
       kubeconfigMounts: [],
+      pod: scopedToInstance(ps.pod, { 'app.kubernetes.io/instance': t.name }),
       ...(ps.storage.type === 'mysql'
         ? { mysql: { name: ps.storage.secretRef.name, key: ps.storage.secretRef.key } }
         : {}),
@@ -226,12 +233,19 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
       port: ps.grpcPort,
       ...(e.type === 'LoadBalancer' ? { loadBalancer: e } : {}),
     },
-    requires:
-      ps.storage.type === 'mysql'
+    requires: [
+      ...(ps.storage.type === 'mysql'
         ? [
             `Secret ${ps.storage.secretRef.name} (key ${ps.storage.secretRef.key}: mysql:// URL) in namespace ${ps.namespace}`,
           ]
-        : [],
+        : []),
+      ...(ps.restAuth.enabled
+        ? [
+            `Secret ${ps.restAuth.tokensSecret.name} (key ${ps.restAuth.tokensSecret.key}: REST tokens, lines ` +
+              `'<token> <name> read|admin') in namespace ${ps.namespace}`,
+          ]
+        : []),
+    ],
   };
 }
 
@@ -277,6 +291,7 @@ function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Pl
         uris: [agentIdentityUri(t.name, agent.name)],
       }),
       kubeconfigMounts: kubeconfigMounts(agent),
+      pod: scopedToInstance(agent.pod, { 'app.kubernetes.io/instance': agent.name }),
       automountServiceAccountToken: agent.mode === 'agent',
     },
     ...(agent.mode === 'agent' && acc.rbac.create

@@ -14,6 +14,8 @@ export const PATHS = {
   configFile: '/etc/scale-agent/config/config.yaml',
   tlsDir: '/etc/scale-agent/tls',
   kubeconfigDir: '/etc/scale-agent/kubeconfigs',
+  /** A directory mount of the REST tokens Secret, so a rotated Secret reaches the running server. */
+  restTokensDir: '/etc/scale-agent/rest-tokens',
 } as const;
 
 /** The container's gRPC port; the topology's port is the Service's. */

@@ -10,7 +10,7 @@ import {
   selectorLabels,
   standardLabels,
 } from '../../cdk8s/index.js';
-import { DisruptionBudget, Workload, type WorkloadMount, type WorkloadProps } from '../../cdk8s/index.js';
+import { DisruptionBudget, Workload, scheduling, type WorkloadMount, type WorkloadProps } from '../../cdk8s/index.js';
 import { POD_SECURITY_LABELS, type Place, type WorkloadModel } from './model.js';
 import { RUNTIMES } from './runtimes.js';
 import { MYSQL_URL_ENV, PATHS } from './names.js';
@@ -85,6 +85,9 @@ export function podMounts(w: WorkloadModel, naming: Naming): WorkloadMount[] {
   if (w.tls.source === 'cert-manager') {
     mounts.push({ volume: 'tls', mountPath: PATHS.tlsDir, secret: w.tls.finalSecretName });
   }
+  if (w.restTokensSecret) {
+    mounts.push({ volume: 'rest-tokens', mountPath: PATHS.restTokensDir, secret: w.restTokensSecret });
+  }
   for (const m of w.kubeconfigMounts) mounts.push({ volume: m.volume, mountPath: m.mountPath, secret: m.secret });
   return mounts;
 }
@@ -111,6 +114,7 @@ export function workloadProps(w: WorkloadModel, naming: Naming): WorkloadProps {
     resources: rt.resources,
     mounts: podMounts(w, naming),
     automountServiceAccountToken: w.automountServiceAccountToken,
+    pod: w.pod,
     ...(rt.httpService ? { httpService: { ...rt.httpService, name: named(w, naming)(rt.httpService.name) } } : {}),
   };
 }
@@ -211,8 +215,31 @@ export function deploymentPatch(w: WorkloadModel): Obj {
     spec: {
       replicas: w.replicas,
       template: {
-        spec: { automountServiceAccountToken: w.automountServiceAccountToken, containers: [container], volumes },
+        ...(w.pod.labels || w.pod.annotations
+          ? {
+              metadata: {
+                ...(w.pod.labels ? { labels: w.pod.labels } : {}),
+                ...(w.pod.annotations ? { annotations: w.pod.annotations } : {}),
+              },
+            }
+          : {}),
+        spec: {
+          ...scheduling(w.pod),
+          automountServiceAccountToken: w.automountServiceAccountToken,
+          containers: [container],
+          volumes,
+        },
       },
     },
+  };
+}
+
+/** The overlay's patch of the base ServiceAccount, when the topology annotates it (workload identity). */
+export function serviceAccountPatch(w: WorkloadModel): Obj | undefined {
+  if (!w.pod.serviceAccountAnnotations) return undefined;
+  return {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: { name: w.name, annotations: w.pod.serviceAccountAnnotations },
   };
 }

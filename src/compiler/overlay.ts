@@ -1,6 +1,6 @@
 import type { Place } from './model.js';
 import { DEFAULT_IMAGE_REPOSITORY } from './topology.js';
-import { deploymentPatch, generatedObjects, outerObjects } from './objects.js';
+import { deploymentPatch, generatedObjects, outerObjects, serviceAccountPatch } from './objects.js';
 import { sortForApply, toYaml, toYamlDocuments, type Obj } from './serialize.js';
 
 /** The Kustomize overlay of a place, projected from its model: outer objects plus a workload over the base. */
@@ -47,6 +47,8 @@ export function overlayFiles(p: Place, depth: number, header: string): [string, 
       out.push([`workload/${f}`, toYamlDocuments(byFile.get(f) as Obj[])]);
     }
     out.push(['workload/deployment-patch.yaml', toYaml(deploymentPatch(w))]);
+    const saPatch = serviceAccountPatch(w);
+    if (saPatch) out.push(['workload/serviceaccount-patch.yaml', toYaml(saPatch)]);
     const k: Obj = {
       apiVersion: 'kustomize.config.k8s.io/v1beta1',
       kind: 'Kustomization',
@@ -55,7 +57,7 @@ export function overlayFiles(p: Place, depth: number, header: string): [string, 
       labels: [{ pairs: w.instanceLabels, includeSelectors: true }],
       resources: wres,
       images: [imagePin(w.image)],
-      patches: [{ path: 'deployment-patch.yaml' }],
+      patches: [{ path: 'deployment-patch.yaml' }, ...(saPatch ? [{ path: 'serviceaccount-patch.yaml' }] : [])],
     };
     out.push([
       'workload/kustomization.yaml',

@@ -89,7 +89,18 @@ export function pluginServerConfig(t: Topology): Record<string, unknown> {
   const storage = t.pluginServer.storage.type === 'mysql' ? { type: 'mysql', env: MYSQL_URL_ENV } : { type: 'memory' };
   return {
     grpc,
-    http: { host: '0.0.0.0', port: CONTAINER_HTTP_PORT },
+    http: {
+      host: '0.0.0.0',
+      port: CONTAINER_HTTP_PORT,
+      ...(t.pluginServer.restAuth.enabled
+        ? {
+            auth: {
+              tokensFile: `${PATHS.restTokensDir}/${t.pluginServer.restAuth.tokensSecret.key}`,
+              trustedNetworks: t.pluginServer.restAuth.trustedNetworks,
+            },
+          }
+        : {}),
+    },
     storage,
     ...(mode === 'mtls'
       ? {
@@ -97,6 +108,8 @@ export function pluginServerConfig(t: Topology): Record<string, unknown> {
             identities: t.agents.map((a) => ({
               match: { uri: agentIdentityUri(t.name, a.name) },
               accounts: a.accounts.map((acc) => acc.name),
+              // Dynamic accounts (POST /armory/accounts/dynamic) name a zoneId; the group may serve its zone's.
+              ...(a.zone !== undefined ? { zones: [a.zone] } : {}),
             })),
           },
         }

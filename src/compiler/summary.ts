@@ -1,4 +1,5 @@
 import type { Place, PlaceKind } from './model.js';
+import { CONTAINER_HTTP_PORT, NAMES } from './names.js';
 import type { Obj } from './serialize.js';
 import type { Topology } from './topology.js';
 
@@ -22,6 +23,8 @@ export interface SynthSummary {
     apply: string[];
   }[];
   accounts: { name: string; agent: string; mode: string; access: string; scope: string; rbacPlace?: string }[];
+  /** What to configure on Spinnaker's side to reach the REST API. */
+  spinnaker: string[];
 }
 
 /** summary.json: the places in apply order with what each holds, and where each account's RBAC is applied. */
@@ -69,5 +72,28 @@ export function summarize(t: Topology, places: Place[], rendered: Map<string, Ob
         };
       }),
     ),
+    spinnaker: spinnakerSettings(t),
   };
+}
+
+function spinnakerSettings(t: Topology): string[] {
+  const ps = t.pluginServer;
+  const url = `http://${NAMES.pluginServer}.${ps.namespace}.svc:${CONTAINER_HTTP_PORT}`;
+  const lines = [`Clouddriver-compatible REST API: ${url} (point Spinnaker's services, or Orca's routing, at it)`];
+  const auth = ps.restAuth;
+  if (!auth.enabled) {
+    lines.push(
+      'REST authentication is off (pluginServer.rest.auth.enabled: false): whoever reaches the Service may deploy',
+    );
+    return lines;
+  }
+  lines.push(
+    auth.trustedNetworks.length > 0
+      ? `Spinnaker's services call it without a token from ${auth.trustedNetworks.join(', ')}`
+      : "no trusted networks: Spinnaker's services send no token, so list their pods' CIDR in " +
+          'pluginServer.rest.auth.trustedNetworks',
+    `/armory and /admin (scale-agent status, scripts) need 'Authorization: Bearer <token>' with a token from Secret ` +
+      `${auth.tokensSecret.name}, key ${auth.tokensSecret.key}`,
+  );
+  return lines;
 }

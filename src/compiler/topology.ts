@@ -36,6 +36,18 @@ export interface AccountInput {
   rbac?: { create?: boolean; serviceAccountNamespace?: string; extraRules?: PolicyRuleInput[] };
 }
 
+/** Scheduling and metadata of a component's pods (schema $defs/pod). */
+export interface PodSettings {
+  nodeSelector?: Record<string, string>;
+  tolerations?: Record<string, unknown>[];
+  affinity?: Record<string, unknown>;
+  topologySpreadConstraints?: Record<string, unknown>[];
+  priorityClassName?: string;
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+  serviceAccountAnnotations?: Record<string, string>;
+}
+
 export interface AgentInput {
   name: string;
   mode: Mode;
@@ -44,6 +56,7 @@ export interface AgentInput {
   image?: string;
   zone?: string;
   accounts: AccountInput[];
+  pod?: PodSettings;
 }
 
 export type ExposureInput =
@@ -73,6 +86,8 @@ export interface TopologyInput {
     storage?: { type: 'memory' } | { type: 'mysql'; secretRef: SecretKeyRef };
     grpc?: { port?: number; exposure?: ExposureInput };
     tls?: { mode?: TlsMode; certificates?: CertificatesInput };
+    rest?: { auth?: { enabled?: boolean; tokensSecret?: SecretKeyRef; trustedNetworks?: string[] } };
+    pod?: PodSettings;
   };
   agents: AgentInput[];
 }
@@ -102,6 +117,7 @@ export interface Agent {
   replicas: number;
   image: string;
   zone?: string;
+  pod: PodSettings;
   accounts: Account[];
 }
 
@@ -121,6 +137,11 @@ export type Certificates =
   | { source: 'generate'; validityDays: number }
   | { source: 'cert-manager'; issuerRef: { name: string; kind: 'Issuer' | 'ClusterIssuer'; group: string } };
 
+/** REST API authentication: on unless the topology turns it off. */
+export type RestAuth = { enabled: false } | { enabled: true; tokensSecret: SecretKeyRef; trustedNetworks: string[] };
+
+export const DEFAULT_REST_TOKENS_SECRET: SecretKeyRef = { name: 'scale-agent-rest-tokens', key: 'tokens' };
+
 export interface Topology {
   name: string;
   pluginServer: {
@@ -131,6 +152,8 @@ export interface Topology {
     grpcPort: number;
     exposure: Exposure;
     tls: { mode: TlsMode; certificates: Certificates };
+    restAuth: RestAuth;
+    pod: PodSettings;
   };
   agents: Agent[];
 }
@@ -179,6 +202,15 @@ export function normalizeTopology(input: TopologyInput, version: string): Topolo
       grpcPort: ps.grpc?.port ?? DEFAULT_GRPC_PORT,
       exposure,
       tls: { mode: ps.tls?.mode ?? 'mtls', certificates },
+      pod: ps.pod ?? {},
+      restAuth:
+        ps.rest?.auth?.enabled === false
+          ? { enabled: false }
+          : {
+              enabled: true,
+              tokensSecret: ps.rest?.auth?.tokensSecret ?? DEFAULT_REST_TOKENS_SECRET,
+              trustedNetworks: ps.rest?.auth?.trustedNetworks ?? [],
+            },
     },
     agents: input.agents.map((a, i) => ({
       name: a.name,
@@ -188,6 +220,7 @@ export function normalizeTopology(input: TopologyInput, version: string): Topolo
       replicas: a.replicas ?? 1,
       image: a.image ?? image,
       ...(a.zone !== undefined ? { zone: a.zone } : {}),
+      pod: a.pod ?? {},
       accounts: a.accounts.map((acc, j) => normalizeAccount(acc, `/agents/${i}/accounts/${j}`)),
     })),
   };

@@ -49,6 +49,8 @@ export default class Synth extends Command {
           for (const need of p.requires) this.log(`      needs ${need}`);
           this.log(`      ${p.apply[0]}`);
         }
+        this.log('Spinnaker:');
+        for (const line of r.summary.spinnaker) this.log(`  ${line}`);
       }
       return {
         ok: true,

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,9 +52,9 @@ describe('scale-agent check', () => {
     const report = JSON.parse(r.stdout) as { ok: boolean; errors: number; warnings: number; violations: Violation[] };
     expect(report.ok).toBe(false);
     const byRule = new Map(report.violations.map((v) => [v.rule, v]));
-    expect([...byRule.keys()].sort()).toEqual(['SA001', 'SA003', 'SA004', 'SA005', 'SA006', 'SA008']);
+    expect([...byRule.keys()].sort()).toEqual(['SA001', 'SA003', 'SA004', 'SA005', 'SA006', 'SA008', 'SA009']);
     expect(report.errors).toBe(3);
-    expect(report.warnings).toBe(3);
+    expect(report.warnings).toBe(4);
     expect(byRule.get('SA001')).toMatchObject({
       severity: 'error',
       file: risky,
@@ -68,29 +68,46 @@ describe('scale-agent check', () => {
     });
     expect(byRule.get('SA004')).toMatchObject({ severity: 'error', line: lineOf(RISKY, '- name: wide') });
     expect(byRule.get('SA006')).toMatchObject({ severity: 'warning', path: '/pluginServer/grpc/exposure/internal' });
+    expect(byRule.get('SA009')).toMatchObject({
+      severity: 'warning',
+      path: '/agents/0/accounts/0',
+      line: lineOf(RISKY, '- name: wide'),
+    });
   });
 
   it('human output names rule, file:line and a summary line', async () => {
     const r = await cli(['check', risky]);
     expect(r.code).toBe(1);
     expect(r.stdout).toContain(`error SA003 wildcard-rbac: ${risky}:${lineOf(RISKY, "apiGroups: ['*']")}:`);
-    expect(r.stdout).toContain(`${risky}: 3 error(s), 3 warning(s)`);
+    expect(r.stdout).toContain(`${risky}: 3 error(s), 4 warning(s)`);
   });
 
   it('warnings pass by default and fail with --fail-on warning', async () => {
-    // examples/infrastructure.yaml omits kube-system from a cluster-wide account: SA007 and SA008 are warnings.
+    // examples/infrastructure.yaml omits kube-system from a cluster-wide account (SA007, SA008), has two
+    // cluster-wide read-write accounts (SA009) and an internal load balancer without source ranges (SA010).
     const example = join(root, 'examples', 'infrastructure.yaml');
     const lenient = await cli(['check', example, '--json']);
     expect(lenient.code).toBe(0);
     const report = JSON.parse(lenient.stdout) as { ok: boolean; errors: number; violations: Violation[] };
     expect(report).toMatchObject({ ok: true, errors: 0 });
-    expect(report.violations.map((v) => v.rule).sort()).toEqual(['SA007', 'SA008']);
+    expect(report.violations.map((v) => v.rule).sort()).toEqual(['SA007', 'SA008', 'SA009', 'SA009', 'SA010']);
     const strict = await cli(['check', example, '--fail-on', 'warning']);
     expect(strict.code).toBe(1);
   });
 
-  it('the shipped examples other than infrastructure pass every rule', async () => {
-    for (const name of ['service', 'agent', 'mixed']) {
+  it('mixed warns only about its cluster-wide read-write account, located at it', async () => {
+    const file = join(root, 'examples', 'mixed.yaml');
+    const r = await cli(['check', file, '--json']);
+    expect(r.code).toBe(0);
+    const { violations } = JSON.parse(r.stdout) as { violations: Violation[] };
+    const text = readFileSync(file, 'utf8');
+    expect(violations).toEqual([
+      expect.objectContaining({ rule: 'SA009', severity: 'warning', line: lineOf(text, '- name: remote-prod') }),
+    ]);
+  });
+
+  it('the shipped service and agent examples pass every rule', async () => {
+    for (const name of ['service', 'agent']) {
       const r = await cli(['check', join(root, 'examples', `${name}.yaml`), '--json', '--fail-on', 'warning']);
       expect(JSON.parse(r.stdout), name).toMatchObject({ ok: true, errors: 0, warnings: 0, violations: [] });
       expect(r.code, name).toBe(0);
@@ -101,7 +118,19 @@ describe('scale-agent check', () => {
     const r = await cli(['check', '--list-rules', '--json']);
     expect(r.code).toBe(0);
     const { rules } = JSON.parse(r.stdout) as { rules: { id: string; name: string; summary: string }[] };
-    expect(rules.map((x) => x.id)).toEqual(['SA001', 'SA002', 'SA003', 'SA004', 'SA005', 'SA006', 'SA007', 'SA008']);
+    expect(rules.map((x) => x.id)).toEqual([
+      'SA001',
+      'SA002',
+      'SA003',
+      'SA004',
+      'SA005',
+      'SA006',
+      'SA007',
+      'SA008',
+      'SA009',
+      'SA010',
+      'SA011',
+    ]);
     for (const x of rules) expect(x.summary.length, x.id).toBeGreaterThan(40);
   });
 });

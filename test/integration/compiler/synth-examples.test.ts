@@ -3,7 +3,8 @@
  * the matching manifests file; `helm lint --strict` and `helm template` accept every values file; the API server
  * accepts every manifest (`kubectl apply --dry-run=server`).
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
@@ -76,6 +77,105 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
+/** The three projections of one model agree: kustomize build of each overlay is its manifests file. */
+async function expectKustomizeEqualsManifests(out: string, places: string[]): Promise<void> {
+  for (const place of places) {
+    const built = await kustomize(['build', join(out, 'kustomize', 'overlays', place)]);
+    const manifests = await readFile(join(out, 'manifests', `${place}.yaml`), 'utf8');
+    const a = byId(built.stdout);
+    const b = byId(manifests);
+    expect([...a.keys()].sort(), place).toEqual([...b.keys()].sort());
+    for (const [id, obj] of a) expect(obj, `${place} ${id}`).toEqual(b.get(id));
+  }
+}
+
+/** ... and helm template of each values file, as the summary's release and namespace, is the same objects. */
+async function expectHelmEqualsManifests(out: string): Promise<void> {
+  const summary = JSON.parse(await readFile(join(out, 'summary.json'), 'utf8')) as {
+    places: { name: string; namespace: string; apply: string[] }[];
+  };
+  for (const p of summary.places) {
+    const release = /helm upgrade --install (\S+)/.exec(p.apply.join('\n'))?.[1] as string;
+    const values = join(out, 'helm', `${p.name}.values.yaml`);
+    const tpl = await helm(['template', release, CHART, '--namespace', p.namespace, '-f', values]);
+    const fromHelm = comparable(tpl.stdout, p.namespace);
+    // `helm install --create-namespace` makes the namespace that manifests list as an object.
+    const fromManifests = comparable(await readFile(join(out, 'manifests', `${p.name}.yaml`), 'utf8'), p.namespace);
+    for (const id of [...fromManifests.keys()]) if (id.startsWith('Namespace/')) fromManifests.delete(id);
+    expect([...fromHelm.keys()].sort(), p.name).toEqual([...fromManifests.keys()].sort());
+    for (const [id, obj] of fromHelm) expect(obj, `${p.name} ${id}`).toEqual(fromManifests.get(id));
+  }
+}
+
+// The examples use generated TLS; this covers the cert-manager path, HA replicas (PDBs), source ranges and the
+// topology's pod settings (scheduling, pod metadata, ServiceAccount annotations for workload identity).
+const CERT_MANAGER_TOPOLOGY = `apiVersion: scale-agent.io/v1alpha1
+kind: Topology
+metadata: { name: cm }
+pluginServer:
+  namespace: spinnaker
+  replicas: 2
+  storage: { type: mysql, secretRef: { name: mysql, key: url } }
+  tls: { mode: mtls, certificates: { source: cert-manager, issuerRef: { name: ca } } }
+  grpc:
+    exposure: { type: LoadBalancer, provider: aws, address: grpc.example.com, loadBalancerSourceRanges: [10.0.0.0/8] }
+  pod:
+    nodeSelector: { kubernetes.io/os: linux }
+    tolerations: [{ key: dedicated, operator: Equal, value: spinnaker, effect: NoSchedule }]
+    topologySpreadConstraints:
+      - maxSkew: 1
+        topologyKey: topology.kubernetes.io/zone
+        whenUnsatisfiable: ScheduleAnyway
+        labelSelector: { matchLabels: { app.kubernetes.io/component: plugin-server } }
+    priorityClassName: system-cluster-critical
+    annotations: { example.com/team: platform }
+    labels: { example.com/tier: control }
+agents:
+  - name: fleet
+    mode: infrastructure
+    replicas: 3
+    pod:
+      affinity:
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 100
+              podAffinityTerm:
+                topologyKey: kubernetes.io/hostname
+                labelSelector: { matchLabels: { app.kubernetes.io/component: agent } }
+      serviceAccountAnnotations: { eks.amazonaws.com/role-arn: 'arn:aws:iam::123456789012:role/scale-agent' }
+    accounts:
+      - { name: a, namespaces: [apps], kubeconfigSecret: { name: kc, key: a } }
+`;
+
+describe('cert-manager TLS with HA replicas', () => {
+  let out: string;
+  let places: string[];
+  beforeAll(async () => {
+    out = join(work, 'cert-manager');
+    const file = join(work, 'cert-manager.yaml');
+    await writeFile(file, CERT_MANAGER_TOPOLOGY);
+    places = (await synthFile(file, { out })).summary.places.map((p) => p.name);
+  });
+
+  it('kustomize build, manifests and helm template agree', async () => {
+    await expectKustomizeEqualsManifests(out, places);
+    await expectHelmEqualsManifests(out);
+    const kinds = places.flatMap((p) => [...byId(readFileSync(join(out, 'manifests', `${p}.yaml`), 'utf8')).keys()]);
+    expect(kinds.filter((k) => k.startsWith('Certificate/')).length).toBe(2);
+    expect(kinds.filter((k) => k.startsWith('PodDisruptionBudget/')).length).toBe(2);
+    const ps = [...byId(readFileSync(join(out, 'manifests', 'plugin-server.yaml'), 'utf8')).values()].find(
+      (o) => (o as Obj).kind === 'Deployment',
+    ) as { spec: { template: { metadata: { labels: Record<string, string> }; spec: Record<string, unknown> } } };
+    expect(ps.spec.template.spec.priorityClassName).toBe('system-cluster-critical');
+    expect(ps.spec.template.spec.nodeSelector).toEqual({ 'kubernetes.io/os': 'linux' });
+    expect(ps.spec.template.metadata.labels['example.com/tier']).toBe('control');
+    const sa = byId(readFileSync(join(out, 'manifests', 'agent-fleet.yaml'), 'utf8')).get(
+      'ServiceAccount/scale-agent/scale-agent-agent-fleet',
+    ) as { metadata: { annotations?: Record<string, string> } };
+    expect(sa.metadata.annotations?.['eks.amazonaws.com/role-arn']).toBe('arn:aws:iam::123456789012:role/scale-agent');
+  });
+});
+
 describe.each(EXAMPLES)('example %s', (example) => {
   let out: string;
   let places: string[];
@@ -87,38 +187,11 @@ describe.each(EXAMPLES)('example %s', (example) => {
   });
 
   it('kustomize build of every overlay equals its manifests', async () => {
-    for (const place of places) {
-      const built = await kustomize(['build', join(out, 'kustomize', 'overlays', place)]);
-      const manifests = await readFile(join(out, 'manifests', `${place}.yaml`), 'utf8');
-      const a = byId(built.stdout);
-      const b = byId(manifests);
-      expect([...a.keys()].sort(), place).toEqual([...b.keys()].sort());
-      for (const [id, obj] of a) expect(obj, `${place} ${id}`).toEqual(b.get(id));
-    }
+    await expectKustomizeEqualsManifests(out, places);
   });
 
   it('helm template of every values file gives the objects of its manifests (modulo what Helm adds)', async () => {
-    const summary = JSON.parse(await readFile(join(out, 'summary.json'), 'utf8')) as {
-      places: { name: string; namespace: string; apply: string[] }[];
-    };
-    for (const p of summary.places) {
-      const release = /helm upgrade --install (\S+)/.exec(p.apply.join('\n'))?.[1] as string;
-      const tpl = await helm([
-        'template',
-        release,
-        CHART,
-        '--namespace',
-        p.namespace,
-        '-f',
-        join(out, 'helm', `${p.name}.values.yaml`),
-      ]);
-      const fromHelm = comparable(tpl.stdout, p.namespace);
-      // `helm install --create-namespace` makes the namespace that manifests list as an object.
-      const fromManifests = comparable(await readFile(join(out, 'manifests', `${p.name}.yaml`), 'utf8'), p.namespace);
-      for (const id of [...fromManifests.keys()]) if (id.startsWith('Namespace/')) fromManifests.delete(id);
-      expect([...fromHelm.keys()].sort(), p.name).toEqual([...fromManifests.keys()].sort());
-      for (const [id, obj] of fromHelm) expect(obj, `${p.name} ${id}`).toEqual(fromManifests.get(id));
-    }
+    await expectHelmEqualsManifests(out);
   });
 
   it('kube-score finds no CRITICAL in the manifests beyond the deliberate ones', async () => {

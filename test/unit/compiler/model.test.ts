@@ -105,4 +105,68 @@ describe('one model behind manifests, Helm values and summary.json', () => {
     expect(fleet.agent.replicas).toBe(3);
     expect(fleet.agent.kubeconfigSecrets).toEqual(['kc-a', 'kc-b']);
   });
+
+  it('REST authentication is on by default: config, mount, prerequisite and Spinnaker settings agree', async () => {
+    await using tmp = await tempDir();
+    const r = await synthText(CERT_MANAGER, tmp.dir);
+    const objects = docs(r.files.get('manifests/plugin-server.yaml') as string);
+    const cm = objects.find((o) => o.kind === 'ConfigMap') as unknown as { data: Record<string, string> };
+    const config = parse(cm.data['config.yaml'] as string) as {
+      http: { auth?: { tokensFile: string; trustedNetworks: string[] } };
+    };
+    expect(config.http.auth).toEqual({ tokensFile: '/etc/scale-agent/rest-tokens/tokens', trustedNetworks: [] });
+    const pod = (
+      objects.find((o) => o.kind === 'Deployment') as unknown as {
+        spec: {
+          template: {
+            spec: {
+              volumes: { name: string; secret?: { secretName: string } }[];
+              containers: { volumeMounts: { name: string; mountPath: string }[] }[];
+            };
+          };
+        };
+      }
+    ).spec.template.spec;
+    expect(pod.volumes).toContainEqual({ name: 'rest-tokens', secret: { secretName: 'scale-agent-rest-tokens' } });
+    expect(pod.containers[0]?.volumeMounts).toContainEqual(
+      expect.objectContaining({ name: 'rest-tokens', mountPath: '/etc/scale-agent/rest-tokens' }),
+    );
+    const ps = r.summary.places.find((p) => p.name === 'plugin-server');
+    expect(ps?.requires.some((x) => x.startsWith('Secret scale-agent-rest-tokens (key tokens'))).toBe(true);
+    expect(r.summary.spinnaker.join('\n')).toMatch(/no trusted networks/);
+    const values = parse(r.files.get('helm/plugin-server.values.yaml') as string) as {
+      pluginServer: Record<string, unknown>;
+    };
+    expect(values.pluginServer.restTokensSecret).toBe('scale-agent-rest-tokens');
+  });
+
+  it('rest.auth: trusted networks reach the config and the summary; enabled false removes auth, mount and Secret', async () => {
+    await using tmp = await tempDir();
+    const trusted = CERT_MANAGER.replace(
+      '  namespace: spinnaker\n',
+      '  namespace: spinnaker\n  rest: { auth: { trustedNetworks: [10.8.0.0/14] } }\n',
+    );
+    const t = await synthText(trusted, tmp.dir);
+    const cfg = (o: ReturnType<typeof docs>) =>
+      parse(
+        (o.find((x) => x.kind === 'ConfigMap') as unknown as { data: Record<string, string> }).data[
+          'config.yaml'
+        ] as string,
+      ) as {
+        http: { auth?: { trustedNetworks: string[] } };
+      };
+    expect(cfg(docs(t.files.get('manifests/plugin-server.yaml') as string)).http.auth?.trustedNetworks).toEqual([
+      '10.8.0.0/14',
+    ]);
+    expect(t.summary.spinnaker.join('\n')).toContain('without a token from 10.8.0.0/14');
+    const open = CERT_MANAGER.replace(
+      '  namespace: spinnaker\n',
+      '  namespace: spinnaker\n  rest: { auth: { enabled: false } }\n',
+    );
+    const o = await synthText(open, tmp.dir);
+    const text = o.files.get('manifests/plugin-server.yaml') as string;
+    expect(cfg(docs(text)).http.auth).toBeUndefined();
+    expect(text).not.toContain('rest-tokens');
+    expect(o.summary.places.find((p) => p.name === 'plugin-server')?.requires.join()).not.toContain('rest-tokens');
+  });
 });
