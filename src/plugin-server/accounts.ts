@@ -1,10 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from '../shared/logging.js';
 import type { Account, KindKey } from '../shared/proto.js';
-import type { AccountRecord, CacheStore } from './cache/store.js';
+import { leaseLive, type AccountLease, type AccountRecord, type CacheStore } from './cache/store.js';
 
 /**
- * ACTIVE: held by a connected agent. ORPHANED: its agent left (or the server restarted); the cache is kept and
- * served for the grace period, then removed. FAILED: held by an agent that reports it cannot reach the cluster.
+ * ACTIVE: held by a connected agent (on this replica or a peer). ORPHANED: no replica's agent holds it; the cache
+ * is kept and served for the grace period, then removed. FAILED: held by an agent that reports it cannot reach the
+ * cluster.
  */
 export type AccountState = 'ACTIVE' | 'ORPHANED' | 'FAILED';
 
@@ -19,14 +21,27 @@ export interface AgentReportedStatus {
 export interface RegisteredAccount {
   record: AccountRecord;
   state: AccountState;
-  /** Session holding the account; undefined when ORPHANED. */
+  /** Session of this replica holding the account; undefined when ORPHANED or held by a peer. */
   sessionId?: string | undefined;
+  /** The peer replica holding it, when one does (its agent's stream ends there). */
+  peer?: { replica: string; url: string; agentId: string } | undefined;
   orphanedAt?: number | undefined;
   lastUpdated: number;
   reported?: AgentReportedStatus | undefined;
 }
 
-export type RegistrationResult = { accepted: true } | { accepted: false; reason: string };
+export type RegistrationResult =
+  | { accepted: true }
+  | { accepted: false; reason: string; /** Another replica of the same agent group holds it. */ standby?: boolean };
+
+export interface RegistryOptions {
+  gracePeriodMs: number;
+  /** This process among the replicas sharing the store. */
+  replica?: { id: string; url: string };
+  /** How long a holder's lease lasts without renewal (a killed replica's accounts are free after this). */
+  leaseMs?: number;
+  now?: () => number;
+}
 
 export interface SessionRef {
   id: string;
@@ -43,19 +58,28 @@ const ACCOUNT_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$/;
 export class AccountRegistry {
   private readonly accounts = new Map<string, RegisteredAccount>();
   private readonly listeners = new Set<(name: string, state: AccountState | 'REMOVED') => void>();
+  private readonly gracePeriodMs: number;
+  private readonly now: () => number;
+  readonly replica: { id: string; url: string };
+  readonly leaseMs: number;
+  private readonly pendingWrites = new Set<Promise<unknown>>();
+  /** Time of the last successful lease renewal (for readiness: a replica that lost the store holds nothing). */
+  lastRenewedAt = 0;
 
   constructor(
     private readonly store: CacheStore,
     private readonly log: Logger,
-    private readonly gracePeriodMs: number,
-    private readonly now: () => number = Date.now,
-  ) {}
+    options: RegistryOptions,
+  ) {
+    this.gracePeriodMs = options.gracePeriodMs;
+    this.now = options.now ?? Date.now;
+    this.replica = options.replica ?? { id: `replica-${randomUUID()}`, url: '' };
+    this.leaseMs = options.leaseMs ?? 15_000;
+  }
 
-  /** Accounts persisted by a previous run start ORPHANED: their agents must come back within the grace period. */
+  /** Accounts known to the store: held by a peer (live lease) or ORPHANED since their lease ended. */
   async load(): Promise<void> {
-    for (const record of await this.store.listAccounts()) {
-      this.accounts.set(record.name, { record, state: 'ORPHANED', orphanedAt: this.now(), lastUpdated: this.now() });
-    }
+    await this.refresh();
   }
 
   onChange(listener: (name: string, state: AccountState | 'REMOVED') => void): void {
@@ -64,6 +88,19 @@ export class AccountRegistry {
 
   private emit(name: string, state: AccountState | 'REMOVED'): void {
     for (const l of this.listeners) l(name, state);
+  }
+
+  private lease(name: string, sessionId: string, agentId: string, state: 'ACTIVE' | 'FAILED'): AccountLease {
+    return {
+      account: name,
+      replica: this.replica.id,
+      replicaUrl: this.replica.url,
+      sessionId,
+      agentId,
+      state,
+      expiresAt: this.now() + this.leaseMs,
+      releasedAt: 0,
+    };
   }
 
   async register(session: SessionRef, account: Account): Promise<RegistrationResult> {
@@ -80,6 +117,19 @@ export class AccountRegistry {
           `account name ${account.name} is already registered by agent ${existing.record.agentId} for cluster ` +
           `${existing.record.apiServerHost} (CA ${shortFingerprint(existing.record.caFingerprint)}); this agent ` +
           `offers cluster ${host} (CA ${shortFingerprint(fingerprint)})`,
+      };
+    }
+    // Another replica of the agent group (another agentId) holding it through a live stream keeps it: one writer per
+    // account. This one is its standby and is asked to reconnect when the holder goes (promote()). The same agentId
+    // coming back through a new stream is a reconnect and takes the account over from its stale stream.
+    const holderAgent = existing?.peer?.agentId ?? (existing?.sessionId ? existing.record.agentId : undefined);
+    if (holderAgent !== undefined && holderAgent !== session.agentId && existing?.state !== 'ORPHANED') {
+      return {
+        accepted: false,
+        standby: true,
+        reason:
+          `standby: account ${account.name} is held by agent ${holderAgent}` +
+          `${existing?.peer ? ` on replica ${existing.peer.replica}` : ''}; this agent takes over when it leaves`,
       };
     }
     if (existing?.sessionId && existing.sessionId !== session.id) {
@@ -100,7 +150,12 @@ export class AccountRegistry {
       omitKinds: [...account.omitKinds],
       registeredAt: this.now(),
     };
+    // The lease first: a peer sweeping the account at this moment either removed it before (this registration then
+    // starts from an empty cache) or sees the lease and keeps it (dropAccountIfUnheld is atomic with the check).
+    await this.store.holdAccount(this.lease(account.name, session.id, session.agentId, 'ACTIVE'));
     await this.store.saveAccount(record);
+    // A peer may have written the account's sync state since this process last did.
+    this.store.reloadAccountState(account.name);
     this.accounts.set(account.name, {
       record,
       state: 'ACTIVE',
@@ -127,8 +182,14 @@ export class AccountRegistry {
       a.orphanedAt = this.now();
       a.lastUpdated = this.now();
       released.push(name);
-      this.emit(name, 'ORPHANED');
     }
+    // Peers learn it from the store; if that write fails the lease simply expires (leaseMs) and they learn it then.
+    const write = this.store
+      .releaseAccounts(this.replica.id, sessionId, released, this.now())
+      .catch((e: unknown) => this.log.warn({ err: e, accounts: released }, 'could not release leases; they expire'))
+      .finally(() => this.pendingWrites.delete(write));
+    this.pendingWrites.add(write);
+    for (const name of released) this.emit(name, 'ORPHANED');
     return released;
   }
 
@@ -160,28 +221,86 @@ export class AccountRegistry {
     a.reported = { ...status, at: this.now() };
     a.state = status.state === 'FAILED' ? 'FAILED' : 'ACTIVE';
     a.lastUpdated = this.now();
+    void this.store
+      .holdAccount(this.lease(name, sessionId, a.record.agentId, a.state))
+      .catch((e: unknown) => this.log.warn({ err: e, account: name }, 'could not record account state'));
     this.emit(name, a.state);
   }
 
-  /** Removes ORPHANED accounts whose grace period is over, with their cache. Returns the names removed. */
+  /**
+   * Renews this replica's leases and takes in what peers hold from the store: accounts a peer's agent holds are
+   * served here too (reads, and operations through that replica), and accounts no replica holds become ORPHANED
+   * from the moment their holder left. Runs every leaseMs / 3.
+   */
+  async refresh(): Promise<void> {
+    const now = this.now();
+    await this.store.renewLeases(this.replica.id, now + this.leaseMs);
+    this.lastRenewedAt = now;
+    const [records, leases] = await Promise.all([this.store.listAccounts(), this.store.listLeases()]);
+    const leaseOf = new Map(leases.map((l) => [l.account, l]));
+    const known = new Set<string>();
+    for (const record of records) {
+      known.add(record.name);
+      const a = this.accounts.get(record.name);
+      const l = leaseOf.get(record.name);
+      const peerHolds = l !== undefined && l.replica !== this.replica.id && leaseLive(l, now);
+      if (a?.sessionId) {
+        if (!peerHolds) continue;
+        // A peer's agent took the account over (its stream is newer): this replica's stream stops writing it.
+        this.log.info({ account: record.name, replica: l.replica }, 'account taken over through another replica');
+        a.sessionId = undefined;
+      }
+      const next: RegisteredAccount = a ?? { record, state: 'ORPHANED', lastUpdated: now };
+      next.record = record;
+      const before = next.state;
+      if (peerHolds) {
+        next.peer = { replica: l.replica, url: l.replicaUrl, agentId: l.agentId };
+        next.state = l.state;
+        next.orphanedAt = undefined;
+      } else {
+        next.peer = undefined;
+        next.state = 'ORPHANED';
+        // Orphaned since its holder released or stopped renewing; a record without any lease since now.
+        next.orphanedAt = next.orphanedAt ?? (l ? Math.min(now, l.releasedAt || l.expiresAt) : now);
+      }
+      if (!a || before !== next.state) next.lastUpdated = now;
+      this.accounts.set(record.name, next);
+      if (!a || before !== next.state) this.emit(record.name, next.state);
+    }
+    for (const [name, a] of [...this.accounts]) {
+      if (known.has(name) || a.sessionId) continue;
+      // Removed by a peer (grace period over, or the agent dropped it there).
+      this.accounts.delete(name);
+      this.emit(name, 'REMOVED');
+    }
+  }
+
+  /**
+   * Removes ORPHANED accounts whose grace period is over, with their cache, unless a replica's agent holds them
+   * again (checked in the store, atomically with the removal). Returns the names removed.
+   */
   async sweep(): Promise<string[]> {
     const removed: string[] = [];
     for (const [name, a] of [...this.accounts]) {
       if (a.state !== 'ORPHANED' || a.orphanedAt === undefined) continue;
       if (this.now() - a.orphanedAt < this.gracePeriodMs) continue;
-      this.accounts.delete(name);
       try {
-        await this.store.dropAccount(name);
+        if (!(await this.store.dropAccountIfUnheld(name, this.now()))) continue;
+        if (this.accounts.get(name) === a && !a.sessionId) this.accounts.delete(name);
         removed.push(name);
         this.emit(name, 'REMOVED');
         this.log.info({ account: name }, 'orphaned account removed with its cache after the grace period');
       } catch (e) {
         // Try again on the next sweep.
-        this.accounts.set(name, a);
         this.log.warn({ account: name, err: e }, 'could not remove orphaned account; will retry');
       }
     }
     return removed;
+  }
+
+  /** Waits for lease releases still being written (a stopping replica hands its accounts to peers at once). */
+  async flush(): Promise<void> {
+    await Promise.all([...this.pendingWrites]);
   }
 
   get(name: string): RegisteredAccount | undefined {

@@ -31,9 +31,14 @@ export interface PluginServerConfig {
     port: number;
     tls?: { certFile: string; keyFile: string; clientCaFile?: string; requireClientCert: boolean; crlFile?: string };
   };
-  http: { host: string; port: number; auth?: { tokensFile: string; trustedNetworks: string[] } };
+  http: {
+    host: string;
+    port: number;
+    advertiseUrl?: string;
+    auth?: { tokensFile: string; trustedNetworks: string[] };
+  };
   storage: StorageConfig;
-  accounts: { gracePeriodSeconds: number };
+  accounts: { gracePeriodSeconds: number; leaseSeconds: number };
   operations: {
     agentWaitSeconds: number;
     cacheWaitSeconds: number;

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import { ScaleAgentError } from '../shared/errors.js';
@@ -64,6 +66,7 @@ export class PluginServer {
   private http: FastifyInstance | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private stopping = false;
+  private housekeepingRunning = false;
   grpcPort = 0;
   httpPort = 0;
 
@@ -75,7 +78,11 @@ export class PluginServer {
     // Every write is observed: tasks wait on it for the cache to catch up with what their operation wrote.
     const watched = new WatchedStore(options.store ?? createStore(config));
     this.store = watched;
-    this.accounts = new AccountRegistry(this.store, this.log, config.accounts.gracePeriodSeconds * 1000);
+    this.accounts = new AccountRegistry(this.store, this.log, {
+      gracePeriodMs: config.accounts.gracePeriodSeconds * 1000,
+      leaseMs: config.accounts.leaseSeconds * 1000,
+      replica: { id: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`, url: config.http.advertiseUrl ?? '' },
+    });
     this.metrics = new PluginServerMetrics({ store: this.store, accounts: this.accounts });
     this.audit = new AuditLog(this.log);
     this.policy = new AuthorizationPolicy(config.authorization, config.grpc.tls?.requireClientCert ?? false);
@@ -118,6 +125,9 @@ export class PluginServer {
       accounts: this.accounts,
       dispatcher: this.dispatcher,
       timeoutMs: ops.liveReadTimeoutSeconds * 1000,
+    });
+    this.accounts.onChange((name, state) => {
+      if (state === 'ORPHANED') this.promoteStandbys(name);
     });
     this.accounts.onChange((name, state) => {
       const holder = [...this.sessions].find((s) => this.accounts.holds(s.id, name));
@@ -182,15 +192,43 @@ export class PluginServer {
     await this.http.listen({ host: this.config.http.host, port: this.config.http.port });
     const address = this.http.server.address();
     this.httpPort = typeof address === 'object' && address ? address.port : this.config.http.port;
-    // Orphan sweeps run often enough that the grace period is honoured within a few seconds.
-    const sweepMs = Math.max(200, Math.min(5000, (this.config.accounts.gracePeriodSeconds * 1000) / 4));
-    this.sweepTimer = setInterval(() => void this.accounts.sweep().catch(() => undefined), sweepMs);
+    // Leases are renewed, peers' accounts taken in and orphans swept often enough that a lease never lapses while
+    // this replica lives and the grace period is honoured within a few seconds.
+    const sweepMs = Math.max(
+      200,
+      Math.min(5000, (this.config.accounts.gracePeriodSeconds * 1000) / 4, this.accounts.leaseMs / 3),
+    );
+    this.sweepTimer = setInterval(() => void this.housekeeping(), sweepMs);
     this.sweepTimer.unref();
     this.log.info(
       { grpcPort: this.grpcPort, httpPort: this.httpPort, store: this.store.type, version: versionInfo().version },
       'plugin-server listening',
     );
     return { grpcPort: this.grpcPort, httpPort: this.httpPort };
+  }
+
+  private housekeeping(): void {
+    if (this.housekeepingRunning) return;
+    this.housekeepingRunning = true;
+    this.accounts
+      .refresh()
+      .then(() => this.accounts.sweep())
+      .catch((e: unknown) => this.log.warn({ err: e }, 'account leases: refresh failed (store unreachable?)'))
+      .finally(() => (this.housekeepingRunning = false));
+  }
+
+  /**
+   * The account has no holder any more: streams that offered it as standby (another replica of the agent group) are
+   * asked to reconnect, and the first to register again takes it over, resuming from the cache's resume points.
+   */
+  private promoteStandbys(account: string): void {
+    for (const s of this.sessions) {
+      if (!s.standbyFor.has(account)) continue;
+      s.close(
+        new ScaleAgentError('UNAVAILABLE', `account ${account} lost its holder; reconnect to take it over`),
+        'promoted',
+      );
+    }
   }
 
   private connect(call: ServerDuplexStream<AgentMessage, ServerMessage>): void {
@@ -227,6 +265,11 @@ export class PluginServer {
     } catch (e) {
       reasons.push(`store: ${(e as Error).message}`);
     }
+    // A replica that cannot renew its leases will lose its accounts to peers: it must not take traffic meanwhile.
+    const renewedAgo = Date.now() - this.accounts.lastRenewedAt;
+    if (this.grpc && renewedAgo > this.accounts.leaseMs) {
+      reasons.push(`account leases not renewed for ${Math.round(renewedAgo / 1000)} s`);
+    }
     return { ready: reasons.length === 0, reasons };
   }
 
@@ -244,6 +287,7 @@ export class PluginServer {
     await this.grpc?.stop(2000);
     await this.http?.close();
     await this.runner.flush();
+    await this.accounts.flush();
     await this.store.close();
     await this.tasks.close();
     await this.dynamicStore.close();

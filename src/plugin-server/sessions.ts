@@ -99,6 +99,8 @@ export class AgentSession implements GatedSession {
   readonly id = randomUUID();
   readonly identity: Identity;
   private readonly rejectedAccounts = new Map<string, string>();
+  /** Accounts this stream offered while another agent of its group held them (promoted by reconnecting). */
+  readonly standbyFor = new Set<string>();
   private hello: Hello | undefined;
   private readonly queue: WorkItem[] = [];
   private pendingBytes = 0;
@@ -391,6 +393,14 @@ export class AgentSession implements GatedSession {
       const r = verdict.ok
         ? await this.deps.accounts.register({ id: this.id, agentId: this.agentId }, account)
         : { accepted: false as const, reason: verdict.reason };
+      if (!r.accepted && 'standby' in r && r.standby) {
+        // Not an error: a hot standby for an account another replica of this agent group holds.
+        this.standbyFor.add(account.name);
+        rejected.push({ name: account.name, reason: r.reason });
+        this.rejectedAccounts.set(account.name, r.reason);
+        this.log.info({ account: account.name, reason: r.reason }, 'agent is standby for the account');
+        continue;
+      }
       if (!r.accepted) {
         const metricReason = !verdict.ok
           ? verdict.metricReason
@@ -405,6 +415,7 @@ export class AgentSession implements GatedSession {
         continue;
       }
       this.rejectedAccounts.delete(account.name);
+      this.standbyFor.delete(account.name);
       accepted.push(account.name);
       for (const p of await this.deps.store.resumePoints(account.name)) {
         resumePoints.push({

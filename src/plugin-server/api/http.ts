@@ -92,6 +92,8 @@ function accountView(a: RegisteredAccount) {
     lastUpdated: a.lastUpdated,
     orphanedAt: a.orphanedAt,
     registeredAt: a.record.registeredAt,
+    // Which plugin-server replica the agent's stream ends on: this one (local) or a peer sharing the store.
+    heldBy: a.sessionId ? 'local' : a.peer ? { replica: a.peer.replica, url: a.peer.url } : null,
   };
 }
 

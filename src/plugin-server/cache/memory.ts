@@ -1,5 +1,7 @@
 import { compareResourceVersions, isNewerResourceVersion, parseApiVersion } from '../../shared/proto.js';
 import {
+  leaseLive,
+  type AccountLease,
   type AccountRecord,
   type ApplyStats,
   type CachedObject,
@@ -63,6 +65,7 @@ export class MemoryCacheStore implements CacheStore {
   private readonly objects = new Map<string, Map<KindId, Map<NameId, Entry>>>();
   private readonly scopes = new ScopeTable();
   private readonly accounts = new Map<string, AccountRecord>();
+  private readonly leases = new Map<string, AccountLease>();
   /**
    * Where the previous change went: consecutive changes almost always share account, kind and namespace (a list
    * or a watch), so the group parse, scope lookup and map walk are done once per run instead of once per change.
@@ -242,6 +245,44 @@ export class MemoryCacheStore implements CacheStore {
     this.accounts.delete(name);
     this.objects.delete(name);
     this.scopes.dropAccount(name);
+    this.leases.delete(name);
+  }
+
+  // Leases: one process holds this store, so they only keep the registry's rules the same for both stores.
+  async holdAccount(lease: AccountLease): Promise<void> {
+    this.leases.set(lease.account, { ...lease });
+  }
+
+  async releaseAccounts(replica: string, sessionId: string, accounts: readonly string[], at: number): Promise<void> {
+    for (const a of accounts) {
+      const l = this.leases.get(a);
+      if (l && l.replica === replica && l.sessionId === sessionId) l.releasedAt = at;
+    }
+  }
+
+  async renewLeases(replica: string, expiresAt: number): Promise<number> {
+    let n = 0;
+    for (const l of this.leases.values()) {
+      if (l.replica !== replica || l.releasedAt !== 0) continue;
+      l.expiresAt = expiresAt;
+      n += 1;
+    }
+    return n;
+  }
+
+  async listLeases(): Promise<AccountLease[]> {
+    return [...this.leases.values()].map((l) => ({ ...l }));
+  }
+
+  async dropAccountIfUnheld(name: string, now: number): Promise<boolean> {
+    const l = this.leases.get(name);
+    if (l && leaseLive(l, now)) return false;
+    await this.dropAccount(name);
+    return true;
+  }
+
+  reloadAccountState(): void {
+    // The memory store is this process's own: nothing another replica could have written.
   }
 
   async ping(): Promise<void> {}

@@ -4,6 +4,7 @@ import { ScaleAgentError } from '../../shared/errors.js';
 import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js';
 import {
   scopeId,
+  type AccountLease,
   type AccountRecord,
   type ApplyStats,
   type CachedObject,
@@ -60,6 +61,21 @@ const MIGRATIONS: readonly string[][] = [
       name VARCHAR(253) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
       record LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
       updated_at BIGINT NOT NULL
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+  ],
+  // 2: who holds each account (replicas share it). A new table only, so a replica of the previous version running
+  // beside this one during a rolling upgrade is unaffected.
+  [
+    `CREATE TABLE IF NOT EXISTS sa_account_leases (
+      account VARCHAR(253) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+      replica VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      replica_url VARCHAR(512) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      session_id VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      agent_id VARCHAR(253) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+      state VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      expires_at BIGINT NOT NULL,
+      released_at BIGINT NOT NULL,
+      KEY sa_account_leases_by_replica (replica)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
   ],
 ];
@@ -393,6 +409,85 @@ export class MysqlCacheStore implements CacheStore {
     }
     await this.pool.query('DELETE FROM sa_sync_state WHERE account = ?', [name]);
     await this.pool.query('DELETE FROM sa_accounts WHERE name = ?', [name]);
+    await this.pool.query('DELETE FROM sa_account_leases WHERE account = ?', [name]);
+    this.reloadAccountState(name);
+  }
+
+  async holdAccount(l: AccountLease): Promise<void> {
+    await this.query(
+      'INSERT INTO sa_account_leases (account, replica, replica_url, session_id, agent_id, state, expires_at, ' +
+        'released_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE replica = VALUES(replica), ' +
+        'replica_url = VALUES(replica_url), session_id = VALUES(session_id), agent_id = VALUES(agent_id), ' +
+        'state = VALUES(state), expires_at = VALUES(expires_at), released_at = VALUES(released_at)',
+      [l.account, l.replica, l.replicaUrl, l.sessionId, l.agentId, l.state, l.expiresAt, l.releasedAt],
+    );
+  }
+
+  async releaseAccounts(replica: string, sessionId: string, accounts: readonly string[], at: number): Promise<void> {
+    if (accounts.length === 0) return;
+    await this.query(
+      'UPDATE sa_account_leases SET released_at = ? WHERE replica = ? AND session_id = ? AND account IN (?)',
+      [at, replica, sessionId, accounts],
+    );
+  }
+
+  async renewLeases(replica: string, expiresAt: number): Promise<number> {
+    const [res] = await this.query(
+      'UPDATE sa_account_leases SET expires_at = ? WHERE replica = ? AND released_at = 0',
+      [expiresAt, replica],
+    );
+    return (res as unknown as { affectedRows: number }).affectedRows;
+  }
+
+  async listLeases(): Promise<AccountLease[]> {
+    const [rows] = await this.query(
+      'SELECT account, replica, replica_url, session_id, agent_id, state, expires_at, released_at ' +
+        'FROM sa_account_leases ORDER BY account',
+      [],
+    );
+    return rows.map((r) => ({
+      account: r.account as string,
+      replica: r.replica as string,
+      replicaUrl: r.replica_url as string,
+      sessionId: r.session_id as string,
+      agentId: r.agent_id as string,
+      state: r.state === 'FAILED' ? 'FAILED' : 'ACTIVE',
+      expiresAt: Number(r.expires_at),
+      releasedAt: Number(r.released_at),
+    }));
+  }
+
+  async dropAccountIfUnheld(name: string, now: number): Promise<boolean> {
+    const conn = await this.connection();
+    try {
+      await conn.beginTransaction();
+      // The row lock (or, with no row, the gap lock) makes a peer registering the account wait for this decision.
+      const [rows] = await conn.query<RowDataPacket[]>(
+        'SELECT released_at, expires_at FROM sa_account_leases WHERE account = ? FOR UPDATE',
+        [name],
+      );
+      const row = rows[0];
+      if (row && Number(row.released_at) === 0 && Number(row.expires_at) > now) {
+        await conn.rollback();
+        return false;
+      }
+      // One transaction, objects included: a peer taking the account over right after must not see half of them.
+      await conn.query('DELETE FROM sa_objects WHERE account = ?', [name]);
+      await conn.query('DELETE FROM sa_sync_state WHERE account = ?', [name]);
+      await conn.query('DELETE FROM sa_accounts WHERE name = ?', [name]);
+      await conn.query('DELETE FROM sa_account_leases WHERE account = ?', [name]);
+      await conn.commit();
+      this.reloadAccountState(name);
+      return true;
+    } catch (e) {
+      await conn.rollback().catch(() => undefined);
+      throw new ScaleAgentError('UNAVAILABLE', `MySQL store query failed: ${(e as Error).message}`, { cause: e });
+    } finally {
+      conn.release();
+    }
+  }
+
+  reloadAccountState(name: string): void {
     this.scopes.dropAccount(name);
     this.loadedAccounts.delete(name);
   }

@@ -99,6 +99,30 @@ export interface AccountRecord {
   registeredAt: number;
 }
 
+/**
+ * Who holds an account right now, shared by every replica on the same store: a replica renews the leases of the
+ * accounts its agents hold, peers read them to answer for those accounts, and no replica removes an account whose
+ * lease is live (a restarted replica used to remove accounts its peers' agents held, with their cache).
+ */
+export interface AccountLease {
+  account: string;
+  /** Id of the replica holding it (unique per process). */
+  replica: string;
+  /** That replica's REST base URL as its peers reach it ('' when not advertised). */
+  replicaUrl: string;
+  sessionId: string;
+  agentId: string;
+  state: 'ACTIVE' | 'FAILED';
+  /** ms since the epoch; live while expiresAt > now and releasedAt is 0. */
+  expiresAt: number;
+  /** ms since the epoch when its stream ended (0 while held). */
+  releasedAt: number;
+}
+
+export function leaseLive(l: AccountLease, now: number): boolean {
+  return l.releasedAt === 0 && l.expiresAt > now;
+}
+
 export interface ListFilter {
   account: string;
   group?: string | undefined;
@@ -120,8 +144,22 @@ export interface CacheStore {
   counts(): Promise<KindCount[]>;
   saveAccount(record: AccountRecord): Promise<void>;
   listAccounts(): Promise<AccountRecord[]>;
-  /** Removes the account record, its objects and its sync state. */
+  /** Removes the account record, its objects, its sync state and its lease. */
   dropAccount(name: string): Promise<void>;
+  /** Records that `lease.replica` holds the account (replacing any other holder). */
+  holdAccount(lease: AccountLease): Promise<void>;
+  /** The session's stream ended: its leases on these accounts are released at `at` (another holder's are kept). */
+  releaseAccounts(replica: string, sessionId: string, accounts: readonly string[], at: number): Promise<void>;
+  /** Extends every unreleased lease of the replica to `expiresAt`; returns how many it holds. */
+  renewLeases(replica: string, expiresAt: number): Promise<number>;
+  listLeases(): Promise<AccountLease[]>;
+  /**
+   * dropAccount, unless a live lease holds the account at `now`: checked and done atomically, so an agent
+   * registering the account on another replica at the same moment either keeps it or finds it gone, never half.
+   */
+  dropAccountIfUnheld(name: string, now: number): Promise<boolean>;
+  /** Forget what this process remembers of the account's sync state (another replica may have written it). */
+  reloadAccountState(name: string): void;
   /** Throws when the backend is unreachable (for /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -1,4 +1,5 @@
 import type {
+  AccountLease,
   AccountRecord,
   ApplyStats,
   CachedObject,
@@ -62,6 +63,30 @@ export class WatchedStore implements CacheStore {
 
   listAccounts(): Promise<AccountRecord[]> {
     return this.inner.listAccounts();
+  }
+
+  holdAccount(lease: AccountLease): Promise<void> {
+    return this.inner.holdAccount(lease);
+  }
+
+  releaseAccounts(replica: string, sessionId: string, accounts: readonly string[], at: number): Promise<void> {
+    return this.inner.releaseAccounts(replica, sessionId, accounts, at);
+  }
+
+  renewLeases(replica: string, expiresAt: number): Promise<number> {
+    return this.inner.renewLeases(replica, expiresAt);
+  }
+
+  listLeases(): Promise<AccountLease[]> {
+    return this.inner.listLeases();
+  }
+
+  dropAccountIfUnheld(name: string, now: number): Promise<boolean> {
+    return this.inner.dropAccountIfUnheld(name, now);
+  }
+
+  reloadAccountState(name: string): void {
+    this.inner.reloadAccountState(name);
   }
 
   dropAccount(name: string): Promise<void> {

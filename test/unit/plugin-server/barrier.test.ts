@@ -14,7 +14,7 @@ import { account } from './helpers.js';
 async function setup(kinds: string[] = []) {
   const store = new WatchedStore(new MemoryCacheStore());
   await store.init();
-  const accounts = new AccountRegistry(store, pino({ level: 'silent' }), 60_000);
+  const accounts = new AccountRegistry(store, pino({ level: 'silent' }), { gracePeriodMs: 60_000 });
   await accounts.register({ id: 's1', agentId: 'a1' }, { ...account('dev'), kinds });
   return { store, barrier: new CacheBarrier(store, accounts) };
 }

@@ -290,6 +290,43 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       expect(await rvOf('x')).toBe('rv-0');
     });
 
+    it('keeps account leases: held, renewed, released only by their holder, and an account is dropped only unheld', async () => {
+      const lease = (replica: string, sessionId: string, expiresAt: number) => ({
+        account: 'dev',
+        replica,
+        replicaUrl: `http://${replica}:7002`,
+        sessionId,
+        agentId: `agent-${replica}`,
+        state: 'ACTIVE' as const,
+        expiresAt,
+        releasedAt: 0,
+      });
+      await store.apply([syncStart(), change('ADDED', 'kept', '5'), syncEnd('5')]);
+      await store.holdAccount(lease('r1', 's1', 1_000));
+      expect(await store.listLeases()).toEqual([lease('r1', 's1', 1_000)]);
+      // Live at 500: not dropped, objects kept.
+      expect(await store.dropAccountIfUnheld('dev', 500)).toBe(false);
+      expect((await store.list({ account: 'dev' })).map((o) => o.name)).toEqual(['kept']);
+      // Renewal extends only the replica's own unreleased leases.
+      expect(await store.renewLeases('r2', 9_000)).toBe(0);
+      expect(await store.renewLeases('r1', 2_000)).toBe(1);
+      // Another replica takes the account over; the old holder's release must not free it.
+      await store.holdAccount(lease('r2', 's2', 3_000));
+      await store.releaseAccounts('r1', 's1', ['dev'], 1_500);
+      expect(await store.listLeases()).toEqual([lease('r2', 's2', 3_000)]);
+      expect(await store.dropAccountIfUnheld('dev', 1_600)).toBe(false);
+      // Expired (the holder stopped renewing): dropped with its objects and its lease.
+      expect(await store.dropAccountIfUnheld('dev', 3_001)).toBe(true);
+      expect(await store.list({ account: 'dev' })).toEqual([]);
+      expect(await store.listLeases()).toEqual([]);
+      // Released by its holder: free at once.
+      await store.holdAccount(lease('r1', 's3', 10_000));
+      await store.releaseAccounts('r1', 's3', ['dev'], 100);
+      expect((await store.listLeases())[0]?.releasedAt).toBe(100);
+      expect(await store.renewLeases('r1', 20_000)).toBe(0);
+      expect(await store.dropAccountIfUnheld('dev', 200)).toBe(true);
+    });
+
     it('handles a large batch in one call', async () => {
       const ops: StoreOp[] = [syncStart()];
       for (let i = 0; i < 2000; i++) ops.push(change('ADDED', `cm-${String(i).padStart(4, '0')}`, String(i + 1)));
