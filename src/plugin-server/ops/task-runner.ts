@@ -36,7 +36,7 @@ interface AgentResultJson {
   retryable?: boolean;
 }
 
-/** Operations whose task Orca waits on for a result object (reference/clouddriver-api.md §4.2). */
+/** Operations whose task Orca waits on for a result object (docs/clouddriver-compatibility.md, Tasks). */
 const RESULT_EXPECTED = new Set<OperationType>(['deployManifest', 'deleteManifest', 'patchManifest']);
 
 /**
