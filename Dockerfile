@@ -21,6 +21,7 @@ COPY bin ./bin
 COPY schemas ./schemas
 COPY proto ./proto
 COPY kustomize/base ./kustomize/base
+COPY kustomize/components ./kustomize/components
 COPY charts ./charts
 COPY examples ./examples
 # The node image's unprivileged user (uid 1000); the chart and kustomize base run it with runAsNonRoot.

@@ -18,7 +18,7 @@ export default tseslint.config(
     files: ['src/cli/**', 'bin/**', 'test/**', 'bench/**', 'tools/**', 'scripts/**'],
     rules: { 'no-console': 'off' },
   },
-  // Boundaries (DESIGN.md §6): the runtimes share only src/shared and the generated protocol; they never
+  // Boundaries (docs/architecture.md): the runtimes share only src/shared and the generated protocol; they never
   // import the compiler or cdk8s, and the compiler never imports a runtime.
   {
     files: ['src/agent/**'],

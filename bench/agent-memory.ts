@@ -5,7 +5,7 @@
  * process from dist/ (run `npm run build` first) and its RSS is sampled from /proc during and after the sync.
  *
  * Two sweeps: objects at 1 account (memory should be flat in cluster size: the agent keeps no object copies)
- * and accounts at the smallest object count (DESIGN.md §8: ≤ 150 MB RSS for 100 accounts).
+ * and accounts at the smallest object count (goal: ≤ 150 MB RSS for 100 accounts, README's Performance section).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';

@@ -2,7 +2,7 @@
  * Compiler: `scale-agent synth` of a generated topology with 1,000 accounts (10 agent groups: one in mode service,
  * nine in mode infrastructure; half the accounts namespace-scoped with two namespaces each), end to end as the
  * CLI runs it: read + validate + certificates (reused after the first run, as with --certs-dir) + synthesize +
- * write. Goal (DESIGN.md §8): ≤ 5 s.
+ * write. Goal (README's Performance section): ≤ 5 s.
  *
  *   npx tsx bench/compiler.ts [--quick] [--accounts 1000] [--runs 5]
  */

@@ -1,7 +1,7 @@
 /** Every benchmark `npm run bench` runs, and what a well-formed result must hold. */
 
 /**
- * In the order of DESIGN.md §8 / the benchmark issue. Initial sync is measured inside live-cache (same control
+ * In the order of the README's Performance table. Initial sync is measured inside live-cache (same control
  * plane and processes; `--objects N` sets its size, 10,000 by default, 100,000 for the DESIGN goal).
  */
 export const BENCHMARKS = [

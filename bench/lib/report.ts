@@ -1,6 +1,6 @@
 /**
  * What every benchmark prints: one JSON object with its parameters, the machine and versions it ran on, the
- * measured figures, the same-run baseline where it has one, the goal from DESIGN.md §8, and whether the goal
+ * measured figures, the same-run baseline where it has one, the goal from the README's Performance table, and whether the goal
  * is met — so a script can tell which goals hold, and a reader can judge the numbers.
  */
 import { readFileSync } from 'node:fs';

@@ -6,7 +6,7 @@ export interface BackoffOptions {
   maxMs: number;
 }
 
-/** The stream's reconnect policy (DESIGN.md §4, Armory's `clouddriver.backoff` defaults). */
+/** The stream's reconnect policy (the Armory agent's `clouddriver.backoff` defaults). */
 export const RECONNECT_BACKOFF: BackoffOptions = { baseMs: 1000, multiplier: 1.6, jitter: 0.2, maxMs: 120_000 };
 /** Watches retry faster than the stream: an API server hiccup should cost seconds, not minutes. */
 export const WATCH_BACKOFF: BackoffOptions = { baseMs: 500, multiplier: 2, jitter: 0.2, maxMs: 30_000 };

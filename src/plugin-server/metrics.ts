@@ -1,6 +1,10 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AccountRegistry } from './accounts.js';
+import { CountSnapshot } from './cache/count-snapshot.js';
 import type { CacheStore } from './cache/store.js';
+
+/** How old the cached-object counts on /metrics may be (each refresh counts the whole cache). */
+export const CACHED_OBJECTS_MAX_AGE_MS = 15_000;
 
 /** The plugin-server's metrics, on their own registry (two servers in one process, as in tests, do not clash). */
 export class PluginServerMetrics {
@@ -16,8 +20,9 @@ export class PluginServerMetrics {
   readonly droppedChanges: Counter<'reason'>;
   readonly accountRejections: Counter<'reason'>;
 
-  constructor(deps: { store: CacheStore; accounts: AccountRegistry }) {
+  constructor(deps: { store: CacheStore; accounts: AccountRegistry; now?: () => number }) {
     const registers = [this.registry];
+    const counts = new CountSnapshot(deps.store, CACHED_OBJECTS_MAX_AGE_MS, deps.now);
     collectDefaultMetrics({ register: this.registry, prefix: 'scale_agent_plugin_server_' });
     this.sessions = new Gauge({
       name: 'scale_agent_plugin_server_sessions',
@@ -88,12 +93,12 @@ export class PluginServerMetrics {
     });
     new Gauge({
       name: 'scale_agent_plugin_server_cached_objects',
-      help: 'Objects in the cache, by account and kind.',
+      help: `Objects in the cache, by account and kind (counted at most every ${CACHED_OBJECTS_MAX_AGE_MS / 1000} s).`,
       labelNames: ['account', 'kind'],
       registers,
       async collect() {
         this.reset();
-        for (const c of await deps.store.counts()) {
+        for (const c of await counts.get()) {
           this.set({ account: c.account, kind: c.group ? `${c.kind}.${c.group}` : c.kind }, c.count);
         }
       },

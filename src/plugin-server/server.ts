@@ -35,8 +35,22 @@ import {
   TaskRunner,
   WatchedStore,
 } from './ops/index.js';
+import { forwardOperation, registerPeerOperationRoute } from './ops/peer-forward.js';
 import { AgentSession } from './sessions.js';
 import { MemoryTaskRepository, MysqlTaskRepository, type TaskRepository } from './tasks/index.js';
+
+/**
+ * Where peers reach this replica's REST API (leases record it, operations are forwarded to it): http.advertiseUrl,
+ * else the pod's IP (POD_IP, from the downward API) when listening on all interfaces, else the listen address.
+ */
+function advertisedUrl(config: PluginServerConfig): string {
+  const { advertiseUrl, host, port } = config.http;
+  if (advertiseUrl) return advertiseUrl;
+  const wildcard = host === '0.0.0.0' || host === '::' || host === '';
+  const address = wildcard ? process.env.POD_IP : host;
+  if (!address || port === 0) return '';
+  return `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+}
 
 export function createStore(config: PluginServerConfig): CacheStore {
   const storage = config.storage;
@@ -59,6 +73,7 @@ export class PluginServer {
   readonly tasks: TaskRepository;
   readonly dispatcher: OperationDispatcher;
   readonly runner: TaskRunner;
+  private readonly barrier: CacheBarrier;
   private readonly liveReader: LiveReader;
   private readonly dynamicStore: DynamicAccountStore;
   private readonly sessions = new Set<AgentSession>();
@@ -81,7 +96,7 @@ export class PluginServer {
     this.accounts = new AccountRegistry(this.store, this.log, {
       gracePeriodMs: config.accounts.gracePeriodSeconds * 1000,
       leaseMs: config.accounts.leaseSeconds * 1000,
-      replica: { id: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`, url: config.http.advertiseUrl ?? '' },
+      replica: { id: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`, url: advertisedUrl(config) },
     });
     this.metrics = new PluginServerMetrics({ store: this.store, accounts: this.accounts });
     this.audit = new AuditLog(this.log);
@@ -111,11 +126,15 @@ export class PluginServer {
       session: (id) => [...this.sessions].find((s) => s.id === id),
       log: this.log,
       options: { agentWaitMs: ops.agentWaitSeconds * 1000, operationTimeoutMs: ops.timeoutSeconds * 1000 },
+      // Operations for accounts a peer replica's agent holds go to that replica (ops/peer-forward.ts).
+      forward: (url, req, answerWithinMs) =>
+        forwardOperation(url, req, { authorization: req.authorization, answerWithinMs }),
     });
+    this.barrier = new CacheBarrier(watched, this.accounts);
     this.runner = new TaskRunner({
       repo: this.tasks,
       dispatcher: this.dispatcher,
-      barrier: new CacheBarrier(watched, this.accounts),
+      barrier: this.barrier,
       log: this.log,
       options: { cacheWaitMs: ops.cacheWaitSeconds * 1000 },
       metrics: new OperationMetrics(this.metrics.registry),
@@ -189,6 +208,7 @@ export class PluginServer {
       live: this.liveReader,
       dynamic: this.dynamic,
     });
+    registerPeerOperationRoute(this.http, { dispatcher: this.dispatcher, barrier: this.barrier });
     await this.http.listen({ host: this.config.http.host, port: this.config.http.port });
     const address = this.http.server.address();
     this.httpPort = typeof address === 'object' && address ? address.port : this.config.http.port;

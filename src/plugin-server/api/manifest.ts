@@ -19,7 +19,7 @@ export interface Artifact {
   location?: string;
 }
 
-/** Clouddriver's KubernetesManifestContainer (reference/clouddriver-api.md §2.2). */
+/** Clouddriver's KubernetesManifestContainer (docs/clouddriver-compatibility.md, Manifests). */
 export interface ManifestContainer {
   account: string;
   name: string;

@@ -58,7 +58,7 @@ export function registerOpsRoutes(app: FastifyInstance, deps: OpsRouteDeps): voi
       });
     }
     const who = request.principal?.who ?? `network:${request.ip}`;
-    const { task } = await deps.runner.submit(parsed.operations, requestId, who);
+    const { task } = await deps.runner.submit(parsed.operations, requestId, who, request.headers.authorization);
     return { id: task.id, resourceUri: `/task/${task.id}` };
   };
 

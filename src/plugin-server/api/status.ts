@@ -1,5 +1,5 @@
 /**
- * Clouddriver's manifest status rules per kind (reference/clouddriver-api.md §8): four conditions, each
+ * Clouddriver's manifest status rules per kind (docs/clouddriver-compatibility.md, Status rules): four conditions, each
  * `{state, message?}`, message left out when absent (Clouddriver serialises NON_NULL).
  */
 export interface Condition {

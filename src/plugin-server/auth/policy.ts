@@ -23,7 +23,7 @@ export type PolicyMode = 'enforce' | 'deny-all' | 'open';
 export type Verdict = { ok: true } | { ok: false; reason: string };
 
 /**
- * Which identity may register which account names (DESIGN.md §9). Modes:
+ * Which identity may register which account names (docs/architecture.md). Modes:
  * - enforce: the configured identities, nothing else;
  * - deny-all: mTLS on and no policy configured: locked down, every registration is refused;
  * - open: neither client certificates nor a policy (plaintext development setups): anything goes.

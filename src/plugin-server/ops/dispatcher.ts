@@ -2,6 +2,8 @@ import type { Logger } from '../../shared/logging.js';
 import { IDEMPOTENT_OPERATIONS, type OperationType } from '../../shared/ops/types.js';
 import type { Operation, OperationResult } from '../../shared/proto.js';
 import type { AccountRegistry } from '../accounts.js';
+import type { BarrierOutcome } from './barrier.js';
+import type { ForwardOutcome } from './peer-forward.js';
 
 /** What the dispatcher needs of an agent stream (sessions.ts AgentSession). */
 export interface OperationSession {
@@ -19,11 +21,26 @@ export interface DispatchRequest {
   /** Overrides of the dispatcher's bounds for this request (live reads use short ones). */
   agentWaitMs?: number;
   timeoutMs?: number;
+  /** Only this replica's streams (a request a peer forwarded here is never forwarded again). */
+  localOnly?: boolean;
+  /** How long the replica holding the stream waits for its cache (forwarded operations). */
+  cacheWaitMs?: number;
+  /** The caller's credentials, carried to the peer a forwarded operation goes to. */
+  authorization?: string | undefined;
 }
 
 export type DispatchOutcome =
-  | { kind: 'result'; result: OperationResult; agentId: string }
-  | { kind: 'failed'; message: string; retryable: boolean };
+  /** barrier: already awaited by the peer replica holding the agent (forwarded operations). */
+  | { kind: 'result'; result: OperationResult; agentId: string; barrier?: BarrierOutcome }
+  /** notHeld: no stream of this replica holds the account (localOnly). */
+  | { kind: 'failed'; message: string; retryable: boolean; notHeld?: boolean };
+
+/** Sends an operation to the peer replica at `url`, whose agent holds the account. */
+export type PeerForward = (
+  url: string,
+  req: DispatchRequest & { cacheWaitMs: number },
+  answerWithinMs: number,
+) => Promise<ForwardOutcome>;
 
 export interface DispatchEvents {
   waitingForAgent?(): void;
@@ -36,6 +53,12 @@ export interface DispatcherOptions {
   /** Deadline the agent gets for running one operation; the server gives up a little after it. */
   operationTimeoutMs: number;
 }
+
+type Route = { session: OperationSession } | { peer: { url: string; replica: string; agentId: string } };
+
+/** Tries at a peer before giving up, and the pause between them (about a lease heartbeat). */
+const MAX_PEER_ATTEMPTS = 20;
+const PEER_RETRY_MS = 500;
 
 /** Slack after the agent's own deadline before the server stops waiting for its answer. */
 const ANSWER_SLACK_MS = 10_000;
@@ -60,6 +83,7 @@ export class OperationDispatcher {
       session(id: string): OperationSession | undefined;
       log: Logger;
       options: DispatcherOptions;
+      forward?: PeerForward;
     },
   ) {
     deps.accounts.onChange((name, state) => {
@@ -76,11 +100,18 @@ export class OperationDispatcher {
     const operationTimeoutMs = req.timeoutMs ?? this.deps.options.operationTimeoutMs;
     const answerWithinMs = operationTimeoutMs + Math.min(ANSWER_SLACK_MS, operationTimeoutMs);
     for (let attempt = 1; ; attempt++) {
-      const session = await this.holder(req.account, agentWaitMs, events);
+      const route = await this.holder(req.account, agentWaitMs, events, req.localOnly ?? false);
+      if (route && 'peer' in route) {
+        const o = await this.forwardToPeer(route.peer, req, answerWithinMs, events, attempt);
+        if (o === 'retry') continue;
+        return o;
+      }
+      const session = route?.session;
       if (!session) {
         return {
           kind: 'failed',
           retryable: true,
+          notHeld: req.localOnly,
           message:
             `no agent holds account ${req.account}` +
             (attempt > 1 ? ' after its agent disconnected mid-operation' : '') +
@@ -136,6 +167,48 @@ export class OperationDispatcher {
     }
   }
 
+  /**
+   * The account's agent is on a peer replica: that replica runs the operation and its cache barrier. When the peer
+   * no longer holds it (the agent moved), look again; when the peer died mid-operation, an idempotent operation
+   * goes again to wherever the agent reconnects, any other fails as retryable (it may or may not have run).
+   */
+  private async forwardToPeer(
+    peer: { url: string; replica: string; agentId: string },
+    req: DispatchRequest,
+    answerWithinMs: number,
+    events: DispatchEvents,
+    attempt: number,
+  ): Promise<DispatchOutcome | 'retry'> {
+    const forward = this.deps.forward;
+    if (!forward) throw new Error('no peer forwarding configured');
+    events.sent?.({ id: `replica:${peer.replica}`, agentId: peer.agentId, open: true, sendOperation() {} }, attempt);
+    const cacheWaitMs = req.cacheWaitMs ?? 0;
+    const o = await forward(peer.url, { ...req, cacheWaitMs }, answerWithinMs + cacheWaitMs);
+    if (o.kind === 'not-held') {
+      // Give the registry a heartbeat to learn who holds it now; bounded by the retry budget of execute's caller.
+      if (attempt >= MAX_PEER_ATTEMPTS) {
+        return { kind: 'failed', retryable: true, message: `account ${req.account} kept moving between replicas` };
+      }
+      await new Promise((r) => setTimeout(r, PEER_RETRY_MS));
+      return 'retry';
+    }
+    if (o.kind === 'unreachable') {
+      if (!IDEMPOTENT_OPERATIONS.has(req.type)) {
+        return {
+          kind: 'failed',
+          retryable: true,
+          message:
+            `${o.message}; ${req.type} on account ${req.account} may or may not have run and is not idempotent, ` +
+            'so it was not sent again: check the cluster before retrying',
+        };
+      }
+      if (attempt >= MAX_PEER_ATTEMPTS) return { kind: 'failed', retryable: true, message: o.message };
+      await new Promise((r) => setTimeout(r, PEER_RETRY_MS));
+      return 'retry';
+    }
+    return o;
+  }
+
   /** An OperationResult from a stream; results from a stream the operation was not sent on are ignored. */
   onResult(sessionId: string, result: OperationResult): void {
     const f = this.inFlight.get(result.operationId);
@@ -155,15 +228,23 @@ export class OperationDispatcher {
     return this.inFlight.size;
   }
 
-  private holdingSession(account: string): OperationSession | undefined {
+  private holdingSession(account: string, localOnly: boolean): Route | undefined {
     const a = this.deps.accounts.get(account);
-    if (!a?.sessionId) return undefined;
-    const s = this.deps.session(a.sessionId);
-    return s?.open ? s : undefined;
+    if (a?.sessionId) {
+      const s = this.deps.session(a.sessionId);
+      return s?.open ? { session: s } : undefined;
+    }
+    if (!localOnly && this.deps.forward && a?.peer?.url && a.state !== 'ORPHANED') return { peer: a.peer };
+    return undefined;
   }
 
-  private async holder(account: string, waitMs: number, events: DispatchEvents): Promise<OperationSession | undefined> {
-    const now = this.holdingSession(account);
+  private async holder(
+    account: string,
+    waitMs: number,
+    events: DispatchEvents,
+    localOnly: boolean,
+  ): Promise<Route | undefined> {
+    const now = this.holdingSession(account, localOnly);
     if (now) return now;
     events.waitingForAgent?.();
     const until = Date.now() + waitMs;
@@ -182,7 +263,7 @@ export class OperationDispatcher {
         timer.unref();
         waiters.add(wake);
       });
-      const s = this.holdingSession(account);
+      const s = this.holdingSession(account, localOnly);
       if (s) return s;
     }
   }

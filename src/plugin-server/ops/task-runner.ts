@@ -36,7 +36,7 @@ interface AgentResultJson {
   retryable?: boolean;
 }
 
-/** Operations whose task Orca waits on for a result object (reference/clouddriver-api.md §4.2). */
+/** Operations whose task Orca waits on for a result object (docs/clouddriver-compatibility.md, Tasks). */
 const RESULT_EXPECTED = new Set<OperationType>(['deployManifest', 'deleteManifest', 'patchManifest']);
 
 /**
@@ -50,6 +50,8 @@ export class TaskRunner {
   private readonly saving = new Map<string, Promise<void>>();
   /** Who asked for each running task, for its operations' audit lines. */
   private readonly requesters = new Map<string, string>();
+  /** The caller's Authorization header per running task, for operations forwarded to a peer replica. */
+  private readonly credentials = new Map<string, string>();
 
   constructor(
     private readonly deps: {
@@ -87,6 +89,7 @@ export class TaskRunner {
     operations: NormalizedOperation[],
     requestId?: string,
     requestedBy = 'unknown',
+    authorization?: string,
   ): Promise<{ task: Task; created: boolean }> {
     let replaces: string | undefined;
     if (requestId) {
@@ -109,9 +112,11 @@ export class TaskRunner {
     if (!r.created) return r;
     this.running.set(task.id, task);
     this.requesters.set(task.id, requestedBy);
+    if (authorization) this.credentials.set(task.id, authorization);
     void this.run(task, operations).finally(() => {
       this.running.delete(task.id);
       this.requesters.delete(task.id);
+      this.credentials.delete(task.id);
     });
     return r;
   }
@@ -192,7 +197,14 @@ export class TaskRunner {
     void this.save(task);
     const started = Date.now();
     const outcome = await this.deps.dispatcher.execute(
-      { operationId: rec.operationId, account: op.account, type: op.type, payload: op.payload },
+      {
+        operationId: rec.operationId,
+        account: op.account,
+        type: op.type,
+        payload: op.payload,
+        cacheWaitMs: this.deps.options.cacheWaitMs,
+        authorization: this.credentials.get(task.id),
+      },
       {
         waitingForAgent: () => {
           rec.state = 'waiting-for-agent';
@@ -256,7 +268,10 @@ export class TaskRunner {
       return false;
     }
     rec.state = 'waiting-for-cache';
-    const barrier = await this.deps.barrier.waitFor(op.account, r.resourceVersions, this.deps.options.cacheWaitMs);
+    // A peer replica holding the agent already waited for its cache (it writes the account's cache).
+    const barrier =
+      outcome.barrier ??
+      (await this.deps.barrier.waitFor(op.account, r.resourceVersions, this.deps.options.cacheWaitMs));
     this.deps.metrics?.barrierWait.observe((Date.now() - rec.resultAt) / 1000);
     if (!barrier.ok) {
       finish(false, 'cache_behind');

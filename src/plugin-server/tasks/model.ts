@@ -1,5 +1,5 @@
 /**
- * A task as Clouddriver reports it (`GET /task/{id}`, reference/clouddriver-api.md §4.1): status flags mirroring the
+ * A task as Clouddriver reports it (`GET /task/{id}`, docs/clouddriver-compatibility.md, Tasks): status flags mirroring the
  * last history line, the history itself and the operations' result objects. We keep one record per operation next
  * to it (which agent ran it, when, how long) for the admin API; `GET /task` leaves those out.
  */

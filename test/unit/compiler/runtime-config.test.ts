@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadTopology, synthesize } from '../../../src/compiler/index.js';
 import { ensureTopologyCerts } from '../../../src/compiler/certs.js';
+import { AuthorizationPolicy } from '../../../src/plugin-server/auth/policy.js';
 import { ROOT, docs, tempDir } from './_helpers.js';
 
 const Ajv2020 = _Ajv2020 as unknown as typeof _Ajv2020.default;
@@ -98,5 +99,23 @@ describe('emitted runtime configs', () => {
     expect(e.values.length).toBeGreaterThanOrEqual(18);
     for (const [where, values] of e.values) expect(validate(values) ? [] : validate.errors, where).toEqual([]);
     expect(validate({ pluginServer: { enabeld: true } })).toBe(false);
+  });
+
+  it("the plugin-server's own policy places a dynamic account of a group's zone on that group only", async () => {
+    const e = await emitted();
+    const mixed = e.pluginServer.find(([w]) => w.startsWith('mixed:'))?.[1] as {
+      authorization: ConstructorParameters<typeof AuthorizationPolicy>[0];
+    };
+    const policy = new AuthorizationPolicy(mixed.authorization, true);
+    const agent = (group: string) => ({
+      name: group,
+      via: 'certificate' as const,
+      uris: [`spiffe://scale-agent/mixed/agent/${group}`],
+      dnsNames: [],
+    });
+    // examples/mixed.yaml: group remote runs in zone westeurope; core and edge name no zone.
+    expect(policy.mayServeDynamic(agent('remote'), 'dyn-eu', 'westeurope').ok).toBe(true);
+    expect(policy.mayServeDynamic(agent('remote'), 'dyn-us', 'us-east-1').ok).toBe(false);
+    expect(policy.mayServeDynamic(agent('core'), 'dyn-eu', 'westeurope').ok).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Status rules as reference/clouddriver-api.md §8 states them (after Clouddriver's Kubernetes*HandlerTest
+ * Status rules as docs/clouddriver-compatibility.md (Status rules) states them (after Clouddriver's Kubernetes*HandlerTest
  * fixtures, §9.3). Each case is a hand-written manifest and the expected four conditions.
  */
 import { describe, expect, it } from 'vitest';

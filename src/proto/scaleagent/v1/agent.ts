@@ -25,7 +25,7 @@ export const protobufFileName = "scaleagent/v1/agent.proto";
 /**
  * scale-agent wire protocol, version 1.
  *
- * One bidirectional stream per agent connection (DESIGN.md §3). The agent dials out and speaks first with
+ * One bidirectional stream per agent connection (docs/architecture.md, Wire protocol). The agent dials out and speaks first with
  * Hello; the server answers with Welcome and from then on both sides send whatever they have.
  *
  * Ordering and flow control: SyncStart, SyncEnd, ChangeBatch and Bookmark are "data" messages. Each carries a

@@ -1,0 +1,109 @@
+/**
+ * Operations posted to a plugin-server replica whose peer holds the account's agent, end to end with real
+ * processes on one MariaDB: the task runs through the peer (forwarded to its REST address), completes only once
+ * the cache holds what it wrote — read back from the replica it was posted to, right away (the barrier across
+ * replicas) — and clientRequestId dedupes across replicas.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
+import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { OpsClient, type Obj } from './operations-helpers.js';
+
+const configMap = (name: string, round: number): Obj => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  // Unversioned, so every round replaces the same object.
+  metadata: { name, annotations: { 'strategy.spinnaker.io/versioned': 'false' } },
+  data: { round: String(round) },
+});
+
+describe('operations posted to any replica', () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  let a: PluginServerProcess;
+  let b: PluginServerProcess;
+  let ns: string;
+  const account = 'ops-shared';
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-replica-ops-'));
+    ns = await createNamespace('replica-ops');
+    const db = await createTestDatabase('e2e_replica_ops');
+    cleanups.push(() => db.drop());
+    const storage = { type: 'mysql' as const, url: db.url };
+    const extra = { accounts: { gracePeriodSeconds: 30, leaseSeconds: 3 } };
+    a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
+    cleanups.push(() => a.stop());
+    b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
+    cleanups.push(() => b.stop());
+    const spec = { name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
+    const agent = await AgentProcess.start({ dir, serverAddress: a.grpcAddress, accounts: [spec] });
+    cleanups.push(() => agent.stop());
+    // B learns from the shared leases that A holds the account.
+    for (let i = 0; ; i++) {
+      const r = await b.get<{ state: string; heldBy: unknown }>(`/armory/accounts/${account}`);
+      if (r.status === 200 && r.body.state === 'ACTIVE') break;
+      if (i > 300) throw new Error(`replica B never saw ${account} held: ${JSON.stringify(r.body)}`);
+      await sleep(100);
+    }
+  });
+
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+  });
+
+  it('a deploy posted to the replica without the agent runs through its peer; its reads show it at once', async () => {
+    const viaB = new OpsClient(b);
+    const viaA = new OpsClient(a);
+    for (let round = 1; round <= 10; round++) {
+      const task = await viaB.run([
+        {
+          deployManifest: {
+            account,
+            moniker: { app: 'fwd' },
+            namespaceOverride: ns,
+            manifests: [configMap('fwd', round)],
+          },
+        },
+      ]);
+      expect(task.history.map((h) => h.status).join('\n')).toMatch(/Sent deployManifest to agent /);
+      // The barrier across replicas: the replica the task was posted to (and its peer) already serve this round.
+      for (const ops of [viaB, viaA]) {
+        const read = await ops.manifest(account, ns, 'configMap fwd');
+        expect(read.status, `${ops.server.httpBase} ${JSON.stringify(task.history)}`).toBe(200);
+        expect(read.body.manifest.data).toEqual({ round: String(round) });
+      }
+    }
+    const live = JSON.parse((await kubectl(['get', 'configmap', 'fwd', '-n', ns, '-o', 'json'])).stdout) as Obj;
+    expect(live.data).toEqual({ round: '10' });
+  });
+
+  it('the same clientRequestId posted to both replicas is one task', async () => {
+    const body = [
+      {
+        deployManifest: { account, moniker: { app: 'idem' }, namespaceOverride: ns, manifests: [configMap('idem', 1)] },
+      },
+    ];
+    const first = await new OpsClient(b).submit(body, 'replicas-idem-1');
+    const second = await new OpsClient(a).submit(body, 'replicas-idem-1');
+    expect(second).toBe(first);
+    const done = await new OpsClient(a).waitTask(first);
+    expect(done.status.failed).toBe(false);
+    // Ran once: one history line saying it was sent.
+    expect(done.history.filter((h) => /^Sent deployManifest/.test(h.status))).toHaveLength(1);
+  });
+
+  it('the forwarding route refuses a malformed request with a stable code, nothing run', async () => {
+    const res = await fetch(`${a.httpBase}/internal/operations`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ account, type: 'rmRf' }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { code: string }).code).toBe('SA_ERR_INVALID_INPUT');
+  });
+});
