@@ -12,12 +12,55 @@ export function kindMatches(entry: string, r: Pick<ApiResource, 'group' | 'kind'
   return dot < 0 || entry.slice(dot + 1).toLowerCase() === r.group.toLowerCase();
 }
 
+const group = (g: string, kinds: string[]): [string, string][] => kinds.map((k) => [g, k]);
+
+/**
+ * The kinds an account without `kinds` caches: Clouddriver's built-in kinds (KubernetesKindProperties'
+ * global kind list), without Event — Clouddriver reads a manifest's events live, and caching every Event of
+ * hundreds of clusters is most of their API-server and stream load — and without kinds no API server serves any
+ * more (PodPreset, PodSecurityPolicy: discovery would not find them anyway). Leases, EndpointSlices and the
+ * like are not Spinnaker's business. Custom resources are cached when the account lists them in `customResources`.
+ */
+export const DEFAULT_KINDS: ReadonlySet<string> = new Set(
+  [
+    ...group('', [
+      'ConfigMap',
+      'Namespace',
+      'PersistentVolume',
+      'PersistentVolumeClaim',
+      'Pod',
+      'LimitRange',
+      'Secret',
+      'Service',
+      'ServiceAccount',
+    ]),
+    ...group('apps', ['ControllerRevision', 'DaemonSet', 'Deployment', 'ReplicaSet', 'StatefulSet']),
+    ...group('batch', ['CronJob', 'Job']),
+    ...group('autoscaling', ['HorizontalPodAutoscaler']),
+    ...group('networking.k8s.io', ['Ingress', 'NetworkPolicy']),
+    ...group('extensions', ['Ingress']),
+    ...group('policy', ['PodDisruptionBudget']),
+    ...group('rbac.authorization.k8s.io', ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']),
+    ...group('storage.k8s.io', ['StorageClass']),
+    ...group('admissionregistration.k8s.io', ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']),
+    ...group('apiregistration.k8s.io', ['APIService']),
+    ...group('apiextensions.k8s.io', ['CustomResourceDefinition']),
+  ].map(([g, k]) => `${k}.${g}`),
+);
+
+const isDefaultKind = (r: Pick<ApiResource, 'group' | 'kind'>): boolean => DEFAULT_KINDS.has(`${r.kind}.${r.group}`);
+
 /** The resources an account caches, from everything discovery found. */
 export function selectResources(account: AccountConfig, discovered: readonly ApiResource[]): ApiResource[] {
   const namespacedOnly = account.onlyNamespacedResources || account.namespaces.length > 0;
+  const custom = account.customResources ?? [];
   return discovered.filter((r) => {
     if (namespacedOnly && !r.namespaced) return false;
-    if (account.kinds.length > 0 && !account.kinds.some((k) => kindMatches(k, r))) return false;
+    if (account.kinds.length > 0) {
+      if (!account.kinds.some((k) => kindMatches(k, r))) return false;
+    } else if (!isDefaultKind(r) && !custom.some((k) => kindMatches(k, r))) {
+      return false;
+    }
     if (account.omitKinds.some((k) => kindMatches(k, r))) return false;
     return true;
   });

@@ -39,8 +39,24 @@ describe('kind filters', () => {
     expect(kindMatches('Pod', r('PodTemplate'))).toBe(false);
   });
 
+  it('without kinds, caches the kinds Spinnaker uses, plus the custom resources the account lists', () => {
+    const cluster = [...all, r('Event'), r('Lease', 'coordination.k8s.io'), r('Deployment', 'example.com')];
+    expect(names(selectResources(account({}), cluster))).toEqual([
+      'Pod',
+      'Deployment.apps',
+      'Ingress.networking.k8s.io',
+      'Ingress.extensions',
+      'Namespace',
+    ]);
+    expect(names(selectResources(account({ customResources: ['Widget.example.com'] }), cluster))).toContain(
+      'Widget.example.com',
+    );
+    // Listing kinds replaces the defaults: Events can still be cached on purpose.
+    expect(names(selectResources(account({ kinds: ['Event'] }), cluster))).toEqual(['Event']);
+  });
+
   it('selects by kinds, omitKinds and scope', () => {
-    expect(names(selectResources(account({}), all))).toEqual(names(all));
+    expect(names(selectResources(account({ customResources: ['Widget.example.com'] }), all))).toEqual(names(all));
     expect(names(selectResources(account({ kinds: ['Deployment', 'Ingress.networking.k8s.io'] }), all))).toEqual([
       'Deployment.apps',
       'Ingress.networking.k8s.io',
@@ -48,7 +64,6 @@ describe('kind filters', () => {
     expect(names(selectResources(account({ omitKinds: ['Ingress', 'Pod'] }), all))).toEqual([
       'Deployment.apps',
       'Namespace',
-      'Widget.example.com',
     ]);
     expect(names(selectResources(account({ onlyNamespacedResources: true }), all))).not.toContain('Namespace');
     expect(names(selectResources(account({ namespaces: ['x'] }), all))).not.toContain('Namespace');
