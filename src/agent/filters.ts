@@ -1,3 +1,4 @@
+import { KINDS } from '../shared/kinds.js';
 import type { AccountConfig } from './config.js';
 import type { ApiResource } from './kube/resources.js';
 
@@ -12,40 +13,14 @@ export function kindMatches(entry: string, r: Pick<ApiResource, 'group' | 'kind'
   return dot < 0 || entry.slice(dot + 1).toLowerCase() === r.group.toLowerCase();
 }
 
-const group = (g: string, kinds: string[]): [string, string][] => kinds.map((k) => [g, k]);
-
 /**
- * The kinds an account without `kinds` caches: Clouddriver's built-in kinds (KubernetesKindProperties'
- * global kind list), without Event — Clouddriver reads a manifest's events live, and caching every Event of
- * hundreds of clusters is most of their API-server and stream load — and without kinds no API server serves any
- * more (PodPreset, PodSecurityPolicy: discovery would not find them anyway). Leases, EndpointSlices and the
- * like are not Spinnaker's business. Custom resources are cached when the account lists them in `customResources`.
+ * The kinds an account without `kinds` caches: the kinds table's `cachedByDefault` rows (Clouddriver's built-in
+ * kinds Spinnaker shows, the same set the compiler grants RBAC for), matched by group and kind. Leases,
+ * EndpointSlices, webhooks and the like are not Spinnaker's business and would multiply API-server and stream load
+ * per cluster. Custom resources are cached when the account lists them in `customResources`.
  */
 export const DEFAULT_KINDS: ReadonlySet<string> = new Set(
-  [
-    ...group('', [
-      'ConfigMap',
-      'Namespace',
-      'PersistentVolume',
-      'PersistentVolumeClaim',
-      'Pod',
-      'LimitRange',
-      'Secret',
-      'Service',
-      'ServiceAccount',
-    ]),
-    ...group('apps', ['ControllerRevision', 'DaemonSet', 'Deployment', 'ReplicaSet', 'StatefulSet']),
-    ...group('batch', ['CronJob', 'Job']),
-    ...group('autoscaling', ['HorizontalPodAutoscaler']),
-    ...group('networking.k8s.io', ['Ingress', 'NetworkPolicy']),
-    ...group('extensions', ['Ingress']),
-    ...group('policy', ['PodDisruptionBudget']),
-    ...group('rbac.authorization.k8s.io', ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']),
-    ...group('storage.k8s.io', ['StorageClass']),
-    ...group('admissionregistration.k8s.io', ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']),
-    ...group('apiregistration.k8s.io', ['APIService']),
-    ...group('apiextensions.k8s.io', ['CustomResourceDefinition']),
-  ].map(([g, k]) => `${k}.${g}`),
+  KINDS.filter((r) => r.rbac.cachedByDefault).map((r) => `${r.kind}.${r.group}`),
 );
 
 const isDefaultKind = (r: Pick<ApiResource, 'group' | 'kind'>): boolean => DEFAULT_KINDS.has(`${r.kind}.${r.group}`);
