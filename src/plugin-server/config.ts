@@ -44,6 +44,8 @@ export interface PluginServerConfig {
     cacheWaitSeconds: number;
     timeoutSeconds: number;
     liveReadTimeoutSeconds: number;
+    historyDays: number;
+    historyMaxTasks: number;
   };
   authorization?: AuthorizationConfig;
   dynamicAccounts: { encryptionKeyFile?: string; encryptionKeyEnv?: string };

@@ -39,6 +39,11 @@ import { forwardOperation, registerPeerOperationRoute } from './ops/peer-forward
 import { AgentSession } from './sessions.js';
 import { MemoryTaskRepository, MysqlTaskRepository, type TaskRepository } from './tasks/index.js';
 
+/** Running tasks are marked alive this often; unmarked for TASK_STALE_MS, any replica fails them (retryable). */
+const TASK_HEARTBEAT_MS = 2000;
+const TASK_STALE_MS = 10_000;
+const TASK_PURGE_MS = 60_000;
+
 /**
  * Where peers reach this replica's REST API (leases record it, operations are forwarded to it): http.advertiseUrl,
  * else the pod's IP (POD_IP, from the downward API) when listening on all interfaces, else the listen address.
@@ -80,6 +85,8 @@ export class PluginServer {
   private grpc: GrpcEndpoint | undefined;
   private http: FastifyInstance | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  private taskTimer: NodeJS.Timeout | undefined;
+  private lastPurgeAt = 0;
   private stopping = false;
   private housekeepingRunning = false;
   grpcPort = 0;
@@ -175,8 +182,7 @@ export class PluginServer {
           );
     }
     await this.tasks.init();
-    const abandoned = await this.runner.recover();
-    if (abandoned > 0) this.log.warn({ tasks: abandoned }, 'failed tasks left running by the previous run');
+    await this.runner.heartbeat();
     await this.accounts.load();
     await this.dynamic.load();
     if (this.policy.mode === 'open') {
@@ -220,11 +226,39 @@ export class PluginServer {
     );
     this.sweepTimer = setInterval(() => void this.housekeeping(), sweepMs);
     this.sweepTimer.unref();
+    let taskHousekeeping: Promise<void> | undefined;
+    this.taskTimer = setInterval(() => {
+      taskHousekeeping ??= this.taskHousekeeping().finally(() => (taskHousekeeping = undefined));
+    }, TASK_HEARTBEAT_MS);
+    this.taskTimer.unref();
     this.log.info(
       { grpcPort: this.grpcPort, httpPort: this.httpPort, store: this.store.type, version: versionInfo().version },
       'plugin-server listening',
     );
     return { grpcPort: this.grpcPort, httpPort: this.httpPort };
+  }
+
+  /**
+   * Tasks: mark this replica's as alive, fail (retryable) those of replicas that died, purge old history. Any
+   * replica does it; the conditional writes in the repository make doing it twice harmless.
+   */
+  private async taskHousekeeping(): Promise<void> {
+    const ops = this.config.operations;
+    try {
+      await this.runner.heartbeat();
+      const reaped = await this.runner.reap(TASK_STALE_MS);
+      if (reaped > 0) this.log.warn({ tasks: reaped }, 'failed tasks whose replica stopped running them');
+      if (Date.now() - this.lastPurgeAt > TASK_PURGE_MS) {
+        this.lastPurgeAt = Date.now();
+        const purged = await this.tasks.purge({
+          olderThan: Date.now() - ops.historyDays * 86_400_000,
+          keep: ops.historyMaxTasks,
+        });
+        if (purged > 0) this.log.info({ tasks: purged }, 'purged finished tasks past the history limits');
+      }
+    } catch (e) {
+      this.log.warn({ err: e }, 'task housekeeping failed (store unreachable?)');
+    }
   }
 
   private housekeeping(): void {
@@ -301,6 +335,7 @@ export class PluginServer {
     if (this.stopping) return;
     this.stopping = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
+    if (this.taskTimer) clearInterval(this.taskTimer);
     for (const s of [...this.sessions]) {
       s.close(new ScaleAgentError('UNAVAILABLE', 'plugin-server is shutting down'), 'shutdown');
     }

@@ -66,17 +66,24 @@ export class TaskRunner {
   ) {}
 
   /**
-   * Tasks this host was running when it stopped cannot finish: fail them (retryable) so pollers stop waiting. The
-   * owner id ends with the host name, which stays the same across restarts of one replica (a pod name).
+   * Marks this runner's tasks as alive (every few seconds), so no replica reaps them; see reap().
    */
-  async recover(): Promise<number> {
-    const mine = `@${hostname()}`;
+  heartbeat(): Promise<void> {
+    return this.deps.repo.heartbeat(this.ownerId, Date.now());
+  }
+
+  /**
+   * Tasks whose owner stopped marking them (the replica was killed, or lost the database) cannot finish: any
+   * replica fails them as retryable, once, so pollers stop waiting and Orca may run them again. Never a task whose
+   * owner is alive: the failure is written only if the owner is still silent.
+   */
+  async reap(staleMs: number): Promise<number> {
+    const staleBefore = Date.now() - staleMs;
     let n = 0;
-    for (const t of await this.deps.repo.list({ limit: 10_000, incompleteOnly: true })) {
-      if (!t.ownerId.endsWith(mine) || t.ownerId === this.ownerId) continue;
-      failTask(t, 'Orchestration failed: plugin-server restarted while the task was running', true);
-      await this.deps.repo.save(t);
-      n += 1;
+    for (const t of await this.deps.repo.abandoned(staleBefore)) {
+      if (this.running.has(t.id)) continue;
+      failTask(t, 'Orchestration failed: the plugin-server replica running the task stopped', true);
+      if (await this.deps.repo.saveIfAbandoned(t, staleBefore)) n += 1;
     }
     return n;
   }

@@ -48,6 +48,27 @@ export class MemoryTaskRepository implements TaskRepository {
     return out;
   }
 
+  // One process: its tasks die with it, nothing is ever abandoned by another owner.
+  async heartbeat(): Promise<void> {}
+  async abandoned(): Promise<Task[]> {
+    return [];
+  }
+  async saveIfAbandoned(): Promise<boolean> {
+    return false;
+  }
+
+  async purge(options: { olderThan: number; keep: number }): Promise<number> {
+    const newestFirst = [...this.tasks.values()].reverse();
+    let n = 0;
+    for (const [i, t] of newestFirst.entries()) {
+      if (!t.status.completed || (i < options.keep && t.updatedAtMs >= options.olderThan)) continue;
+      this.tasks.delete(t.id);
+      if (t.requestId && this.byRequest.get(t.requestId) === t.id) this.byRequest.delete(t.requestId);
+      n += 1;
+    }
+    return n;
+  }
+
   async close(): Promise<void> {}
 
   private evict(): void {

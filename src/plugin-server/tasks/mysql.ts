@@ -98,6 +98,49 @@ export class MysqlTaskRepository implements TaskRepository {
     return rows.map(parse);
   }
 
+  async heartbeat(ownerId: string, now: number): Promise<void> {
+    await this.pool.query('UPDATE sa_tasks SET updated_at = ? WHERE owner_id = ? AND completed = 0', [now, ownerId]);
+  }
+
+  async abandoned(staleBefore: number): Promise<Task[]> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      'SELECT body FROM sa_tasks WHERE completed = 0 AND updated_at < ? ORDER BY started_at LIMIT 1000',
+      [staleBefore],
+    );
+    return rows.map(parse);
+  }
+
+  async saveIfAbandoned(task: Task, staleBefore: number): Promise<boolean> {
+    // Conditional on the owner still being silent, so a live owner's task is never failed under it.
+    const [r] = await this.pool.query<ResultSetHeader>(
+      'UPDATE sa_tasks SET completed = ?, updated_at = ?, body = ? WHERE id = ? AND completed = 0 AND updated_at < ?',
+      [task.status.completed ? 1 : 0, task.updatedAtMs, JSON.stringify(task), task.id, staleBefore],
+    );
+    return r.affectedRows === 1;
+  }
+
+  async purge(options: { olderThan: number; keep: number }): Promise<number> {
+    let n = 0;
+    const [byAge] = await this.pool.query<ResultSetHeader>(
+      'DELETE FROM sa_tasks WHERE completed = 1 AND updated_at < ? LIMIT 10000',
+      [options.olderThan],
+    );
+    n += byAge.affectedRows;
+    // Beyond the newest `keep`: the started_at of the keep-th newest task is the cut.
+    const [cut] = await this.pool.query<RowDataPacket[]>(
+      'SELECT started_at FROM sa_tasks ORDER BY started_at DESC LIMIT 1 OFFSET ?',
+      [options.keep],
+    );
+    if (cut[0]) {
+      const [byCount] = await this.pool.query<ResultSetHeader>(
+        'DELETE FROM sa_tasks WHERE completed = 1 AND started_at <= ? LIMIT 10000',
+        [cut[0].started_at],
+      );
+      n += byCount.affectedRows;
+    }
+    return n;
+  }
+
   async close(): Promise<void> {
     await this.pool.end();
   }

@@ -19,5 +19,13 @@ export interface TaskRepository {
   getByRequestId(requestId: string): Promise<Task | undefined>;
   /** Newest first. */
   list(options: { limit: number; incompleteOnly?: boolean }): Promise<Task[]>;
+  /** The owner is alive: marks its incomplete tasks as running somewhere (replicas reap tasks nobody marks). */
+  heartbeat(ownerId: string, now: number): Promise<void>;
+  /** Incomplete tasks whose owner has not marked them since `staleBefore` (it died, or lost the database). */
+  abandoned(staleBefore: number): Promise<Task[]>;
+  /** Saves a task failed by a reaper, only if its owner still has not marked it since `staleBefore`. */
+  saveIfAbandoned(task: Task, staleBefore: number): Promise<boolean>;
+  /** Removes completed tasks finished before `olderThan`, and beyond the newest `keep`; returns how many. */
+  purge(options: { olderThan: number; keep: number }): Promise<number>;
   close(): Promise<void>;
 }

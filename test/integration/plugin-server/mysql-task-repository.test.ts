@@ -1,4 +1,5 @@
-import { MysqlTaskRepository, type TaskRepository } from '../../../src/plugin-server/tasks/index.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { failTask, MysqlTaskRepository, newTask, type TaskRepository } from '../../../src/plugin-server/tasks/index.js';
 import { createTestDatabase } from '../../infra/index.js';
 import { taskRepositoryContract } from '../../unit/plugin-server/task-repository-contract.js';
 
@@ -16,4 +17,36 @@ taskRepositoryContract('mysql', {
     await repo.close();
     await drops.get(repo)?.();
   },
+});
+
+describe('tasks of a replica that stopped (mysql)', () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+
+  it('are found once their owner stops marking them, and failed only while it stays silent', async () => {
+    const db = await createTestDatabase('sa_tasks_reap');
+    cleanups.push(db.drop);
+    const repo = new MysqlTaskRepository(db.url);
+    cleanups.push(() => repo.close());
+    await repo.init();
+    const t0 = Date.now();
+    await repo.create(newTask('dead-1', 'dead@a', undefined, t0 - 60_000));
+    await repo.create(newTask('live-1', 'live@b', undefined, t0 - 60_000));
+    await repo.heartbeat('live@b', t0);
+    const abandoned = await repo.abandoned(t0 - 10_000);
+    expect(abandoned.map((t) => t.id)).toEqual(['dead-1']);
+    const dead = abandoned[0]!;
+    failTask(dead, 'Orchestration failed: replica stopped', true);
+    // The owner comes back to life before the reaper writes: the write is refused.
+    await repo.heartbeat('dead@a', Date.now());
+    expect(await repo.saveIfAbandoned(dead, t0 - 10_000)).toBe(false);
+    expect((await repo.get('dead-1'))?.status.completed).toBe(false);
+    // Silent again past the bound: failed once, and a second reaper finds nothing.
+    const later = Date.now() + 20_000;
+    expect(await repo.saveIfAbandoned(dead, later)).toBe(true);
+    expect(await repo.get('dead-1')).toMatchObject({ status: { completed: true, failed: true, retryable: true } });
+    expect(await repo.saveIfAbandoned(dead, later)).toBe(false);
+  });
 });

@@ -27,6 +27,31 @@ export function taskRepositoryContract(name: string, factory: TaskRepositoryFact
       await factory.destroy(repo);
     });
 
+    it('purges finished tasks past the age limit and beyond the newest N, never running ones', async () => {
+      const now = Date.now();
+      const old = newTask('old', 'o@h', 'req-old', now - 50_000);
+      const running = newTask('running', 'o@h', undefined, now - 40_000);
+      await repo.create(old);
+      await repo.create(running);
+      completeTask(old);
+      old.updatedAtMs = now - 50_000;
+      await repo.save(old);
+      for (let i = 0; i < 5; i++) {
+        const t = newTask(`recent-${i}`, 'o@h', undefined, now - 10_000 + i);
+        await repo.create(t);
+        completeTask(t);
+        await repo.save(t);
+      }
+      // By age: 'old' finished 50 s ago, past a 30 s limit.
+      expect(await repo.purge({ olderThan: now - 30_000, keep: 100 })).toBe(1);
+      expect(await repo.get('old')).toBeUndefined();
+      expect(await repo.getByRequestId('req-old')).toBeUndefined();
+      // By count: the newest 3 of 6 stay, finished ones beyond go; the running one stays whatever its age.
+      expect(await repo.purge({ olderThan: 0, keep: 3 })).toBe(2);
+      const left = (await repo.list({ limit: 100 })).map((t) => t.id).sort();
+      expect(left).toEqual(['recent-2', 'recent-3', 'recent-4', 'running']);
+    });
+
     it('stores, updates and reads a task back unchanged', async () => {
       const t = newTask('t-1', 'owner@host', undefined, 1000);
       expect(await repo.create(t)).toEqual({ task: t, created: true });
