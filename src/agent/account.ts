@@ -10,7 +10,6 @@ import { Backoff, sleep, WATCH_BACKOFF } from './backoff.js';
 import type { AccountConfig } from './config.js';
 import { omitNamespacesSelector, selectResources, watchNamespaces } from './filters.js';
 import { KubeClient, type ClusterIdentity } from './kube/client.js';
-import { discoverResources } from './kube/discovery.js';
 import { CRD_RESOURCE, resourceId, type ApiResource } from './kube/resources.js';
 import type { AgentMetrics } from './metrics.js';
 import { Reflector, scopeId, type ReflectorSink, type WatchScope } from './reflector.js';
@@ -228,7 +227,7 @@ export class AccountRunner {
 
   private async discover(): Promise<void> {
     if (!this.client) return;
-    const all = await discoverResources(this.client, this.abort.signal);
+    const all = await this.client.discovery.watchable(this.abort.signal);
     const selected = selectResources(this.config, all);
     const before = new Set(this.resources.map(resourceId));
     const changed = selected.length !== before.size || selected.some((r) => !before.has(resourceId(r)));

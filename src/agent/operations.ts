@@ -1,9 +1,9 @@
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../shared/logging.js';
 import { exceptionResult } from '../shared/ops/results.js';
 import type { OperationType } from '../shared/ops/types.js';
 import type { Operation, OperationResult } from '../shared/proto.js';
 import type { AccountConfig } from './config.js';
+import { KubeClient } from './kube/client.js';
 import { executeWireOperation } from './ops/index.js';
 
 export interface OperationRunnerDeps {
@@ -16,12 +16,12 @@ export interface OperationRunnerDeps {
 
 /**
  * Runs the operations the plugin-server sends (ServerMessage.operation) with the account's credentials and sends
- * each OperationResult back. The watches use the agent's own light HTTP/2 client; operations need verbs, patch types
- * and exec/auth-provider credentials that @kubernetes/client-node's KubeConfig already handles, so it is loaded —
- * on the first operation only, it costs tens of MB — once per account configuration.
+ * each OperationResult back. Operations use the same access layer as the watches (kube/client.ts: credentials,
+ * proxy, TLS server name, HTTP/2 connections shared with the account's watches), one client per account
+ * configuration, replaced when the configuration changes.
  */
 export class OperationRunner {
-  private readonly configs = new Map<string, { key: string; kc: Promise<KubeConfig> }>();
+  private readonly clients = new Map<string, { key: string; client: Promise<KubeClient> }>();
   private readonly abort = new AbortController();
   private readonly running = new Set<Promise<void>>();
 
@@ -40,6 +40,8 @@ export class OperationRunner {
   async stop(): Promise<void> {
     this.abort.abort();
     await Promise.allSettled([...this.running]);
+    for (const { client } of this.clients.values()) void client.then((c) => c.close()).catch(() => undefined);
+    this.clients.clear();
   }
 
   private async execute(op: Operation): Promise<void> {
@@ -51,8 +53,8 @@ export class OperationRunner {
       result = failure(op, `account ${op.account} is not configured on this agent`);
     } else {
       try {
-        const kc = await this.kubeConfig(config);
-        result = await executeWireOperation(kc, op, { log, signal: this.abort.signal });
+        const client = await this.client(config);
+        result = await executeWireOperation(client, op, { log, signal: this.abort.signal });
       } catch (e) {
         result = failure(op, `cannot load credentials of account ${op.account}: ${(e as Error).message}`);
       }
@@ -61,28 +63,19 @@ export class OperationRunner {
     this.deps.send(result);
   }
 
-  private kubeConfig(config: AccountConfig): Promise<KubeConfig> {
+  private client(config: AccountConfig): Promise<KubeClient> {
     const key = JSON.stringify([config.kubeconfigFile, config.serviceAccount, config.context]);
-    const cached = this.configs.get(config.name);
-    if (cached?.key === key) return cached.kc;
-    const kc = loadKubeConfig(config);
-    this.configs.set(config.name, { key, kc });
+    const cached = this.clients.get(config.name);
+    if (cached?.key === key) return cached.client;
+    if (cached) void cached.client.then((c) => c.close()).catch(() => undefined);
+    const client = KubeClient.create(config);
+    this.clients.set(config.name, { key, client });
     // A failed load is not cached: the file may appear (a Secret mounted late).
-    kc.catch(() => {
-      if (this.configs.get(config.name)?.kc === kc) this.configs.delete(config.name);
+    client.catch(() => {
+      if (this.clients.get(config.name)?.client === client) this.clients.delete(config.name);
     });
-    return kc;
+    return client;
   }
-}
-
-async function loadKubeConfig(config: AccountConfig): Promise<KubeConfig> {
-  const { KubeConfig } = await import('@kubernetes/client-node');
-  const kc = new KubeConfig();
-  if (config.serviceAccount) kc.loadFromCluster();
-  else if (config.kubeconfigFile) kc.loadFromFile(config.kubeconfigFile);
-  else throw new Error('the account has neither kubeconfigFile nor serviceAccount');
-  if (config.context) kc.setCurrentContext(config.context);
-  return kc;
 }
 
 function failure(op: Operation, error: string): OperationResult {

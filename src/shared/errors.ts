@@ -69,3 +69,56 @@ export function formatDetail(d: ErrorDetail): string {
   const path = d.path ? `${d.path}: ` : '';
   return `${where ? `${where} ` : ''}${path}${d.message}`;
 }
+
+/** What a Kubernetes request was trying to do, so a failure can say "cannot patch deployments.apps "web" in ...". */
+export interface KubeRequestIntent {
+  verb: string;
+  /** "deployments.apps", "configmaps", "deployments.apps/scale". */
+  resource: string;
+  namespace?: string;
+  name?: string;
+}
+
+const KUBE_STATUS_KINDS: Record<number, ErrorCode> = {
+  400: 'INVALID_INPUT',
+  401: 'UNAUTHENTICATED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  409: 'CONFLICT',
+  410: 'CONFLICT',
+  413: 'INPUT_TOO_LARGE',
+  415: 'INVALID_INPUT',
+  422: 'INVALID_INPUT',
+  429: 'UNAVAILABLE',
+  500: 'INTERNAL',
+  503: 'UNAVAILABLE',
+  504: 'TIMEOUT',
+};
+
+/**
+ * An error status from a Kubernetes API server — an HTTP answer or a watch ERROR event's Status — for watches and
+ * operations alike. `kind` follows the status (403 → FORBIDDEN, 429/5xx → UNAVAILABLE), so the edges translate it
+ * like any other catalogued error; `status` and `reason` stay for callers that branch on them (410 Gone, 409).
+ */
+export class KubeApiError extends ScaleAgentError {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    message: string,
+    readonly intent?: KubeRequestIntent,
+    /** Seconds the server asked us to wait (Retry-After on 429/503). */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(KUBE_STATUS_KINDS[status] ?? (status >= 500 ? 'UNAVAILABLE' : 'INTERNAL'), message);
+    this.name = 'KubeApiError';
+  }
+}
+
+export const isKubeStatus = (e: unknown, status: number): e is KubeApiError =>
+  e instanceof KubeApiError && e.status === status;
+
+export function describeKubeIntent(i: KubeRequestIntent): string {
+  const name = i.name ? ` "${i.name}"` : '';
+  const ns = i.namespace ? ` in namespace "${i.namespace}"` : '';
+  return `${i.verb} ${i.resource}${name}${ns}`;
+}

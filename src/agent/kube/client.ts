@@ -1,21 +1,13 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import type { ClientHttp2Stream } from 'node:http2';
-import { ScaleAgentError } from '../../shared/errors.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describeKubeIntent, KubeApiError, ScaleAgentError, type KubeRequestIntent } from '../../shared/errors.js';
 import { versionInfo } from '../../shared/version.js';
 import { sharedHttp2Pool, type Http2Pool } from './http2-pool.js';
+import { Discovery } from './discovery.js';
 import { loadClusterAccess, type ClusterAccess } from './kubeconfig.js';
 
-/** An error status from the API server (HTTP status or a watch ERROR event's Status). */
-export class KubeApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly reason: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'KubeApiError';
-  }
-}
+export { KubeApiError };
 
 export const isGone = (e: unknown): boolean =>
   e instanceof KubeApiError && (e.status === 410 || e.reason === 'Expired');
@@ -35,6 +27,57 @@ export interface KubeClientSource {
   context?: string;
 }
 
+export interface KubeRequestOptions {
+  query?: Record<string, string | number | boolean | undefined>;
+  /** An object is sent as JSON; a string as is (YAML apply patches). */
+  body?: unknown;
+  contentType?: string;
+  accept?: string;
+  signal?: AbortSignal;
+  /** What the request means, for error messages. */
+  intent?: KubeRequestIntent;
+  /**
+   * Attempts on transient failures (429, 5xx, connection resets, no response) with exponential backoff, Retry-After
+   * honoured. Default 1: watches and lists have their own backoff. Operations pass more.
+   */
+  attempts?: number;
+}
+
+/** Injectable for tests of the retry sequence. */
+export interface RetryTiming {
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  random(): number;
+}
+
+const realTiming: RetryTiming = {
+  sleep: (ms, signal) => sleep(ms, undefined, { signal }),
+  random: Math.random,
+};
+
+/** The wait before attempt `attempt + 1` (attempt ≥ 1): Retry-After when given (capped), else 200 ms · 2^(n-1) ± 50 %. */
+export function retryDelayMs(attempt: number, retryAfterSeconds: number | undefined, random: number): number {
+  if (retryAfterSeconds !== undefined && retryAfterSeconds >= 0) return Math.min(retryAfterSeconds, 30) * 1000;
+  const base = Math.min(200 * 2 ** (attempt - 1), 5000);
+  return Math.round(base * (0.5 + random));
+}
+
+/** Transient: the API server (or the path to it) may answer differently in a moment. 409 is the caller's business. */
+export function isTransient(e: unknown): boolean {
+  if (e instanceof KubeApiError) return e.status === 429 || e.status >= 500;
+  return e instanceof ScaleAgentError && e.kind === 'UNAVAILABLE';
+}
+
+/** JSON requests, as operations make them. */
+export interface KubeRequester {
+  request<T>(method: string, path: string, options?: KubeRequestOptions): Promise<T>;
+  getJson<T>(path: string, options?: Omit<KubeRequestOptions, 'body' | 'contentType'>): Promise<T>;
+}
+
+/** Attempts per operation request: 429s and API-server restarts ride through; a dead server fails in ~6 s. */
+export const OPERATION_ATTEMPTS = 5;
+
+const MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+
 export interface KubeResponse {
   status: number;
   stream: ClientHttp2Stream;
@@ -52,8 +95,15 @@ export class KubeClient {
   private readonly pool: Http2Pool;
   private readonly releasePool: () => void;
   private readonly userAgent = `scale-agent/${versionInfo().version}`;
+  /** One discovery cache for this account's watches and operations. */
+  readonly discovery: Discovery;
+  /** The kubeconfig context's namespace ('default' when it names none). */
+  readonly defaultNamespace: string;
+  timing: RetryTiming = realTiming;
 
   private constructor(private readonly access: ClusterAccess) {
+    this.discovery = new Discovery((path, options) => this.getJson(path, options));
+    this.defaultNamespace = access.namespace || 'default';
     this.server = access.server;
     this.caPem = access.ca;
     if (this.server.protocol !== 'https:') {
@@ -61,6 +111,7 @@ export class KubeClient {
     }
     ({ pool: this.pool, release: this.releasePool } = sharedHttp2Pool({
       origin: this.server.origin,
+      proxyUrl: access.proxyUrl,
       tls: {
         ca: access.ca,
         cert: access.cert,
@@ -86,27 +137,78 @@ export class KubeClient {
     return { ...this.localIdentity(), kubernetesVersion: version.gitVersion ?? '' };
   }
 
-  /** Opens a GET; non-2xx answers are read and thrown as KubeApiError. */
-  async get(path: string, options: { accept?: string; signal?: AbortSignal } = {}): Promise<KubeResponse> {
+  /** Opens a GET whose body the caller streams (watches); non-2xx answers are read and thrown as KubeApiError. */
+  get(path: string, options: { accept?: string; signal?: AbortSignal } = {}): Promise<KubeResponse> {
+    return this.open('GET', path, options);
+  }
+
+  async getJson<T>(path: string, options: Omit<KubeRequestOptions, 'body' | 'contentType'> = {}): Promise<T> {
+    return this.request<T>('GET', path, options);
+  }
+
+  /** Any verb, JSON in and out; errors are KubeApiError (statuses) or ScaleAgentError UNAVAILABLE/TIMEOUT. */
+  async request<T>(method: string, path: string, options: KubeRequestOptions = {}): Promise<T> {
+    const attempts = Math.max(1, options.attempts ?? 1);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { stream } = await this.open(method, path, options);
+        const body = await readAll(stream, MAX_RESPONSE_BYTES);
+        return (body.length ? JSON.parse(body.toString('utf8')) : {}) as T;
+      } catch (e) {
+        if (attempt >= attempts || !isTransient(e) || options.signal?.aborted) throw e;
+        const retryAfter = e instanceof KubeApiError ? e.retryAfterSeconds : undefined;
+        await this.timing.sleep(retryDelayMs(attempt, retryAfter, this.timing.random()), options.signal);
+      }
+    }
+  }
+
+  private async open(method: string, path: string, options: KubeRequestOptions): Promise<KubeResponse> {
+    let fullPath = path;
+    const query = Object.entries(options.query ?? {}).filter((e): e is [string, string | number | boolean] => {
+      return e[1] !== undefined;
+    });
+    if (query.length > 0) {
+      const q = new URLSearchParams(query.map(([k, v]): [string, string] => [k, String(v)]));
+      fullPath += `${path.includes('?') ? '&' : '?'}${q.toString()}`;
+    }
     const authorization = await this.access.authorization();
     const headers: Record<string, string> = {
-      ':method': 'GET',
-      ':path': path,
+      ':method': method,
+      ':path': fullPath,
       accept: options.accept ?? 'application/json',
       'user-agent': this.userAgent,
     };
     if (authorization) headers.authorization = authorization;
-    const { stream, headers: response } = await this.pool.request(headers, options.signal);
+    let payload: Buffer | undefined;
+    if (options.body !== undefined) {
+      payload = Buffer.from(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
+      headers['content-type'] = options.contentType ?? 'application/json';
+    }
+    let stream: ClientHttp2Stream;
+    let response: Record<string, string | string[] | number | undefined>;
+    try {
+      ({ stream, headers: response } = await this.pool.request(headers, options.signal, payload));
+    } catch (e) {
+      if (options.signal?.aborted) {
+        throw new ScaleAgentError('TIMEOUT', `${method} ${path} aborted: ${abortReason(options.signal)}`, { cause: e });
+      }
+      throw new ScaleAgentError('UNAVAILABLE', `API server ${this.server.host} unreachable: ${(e as Error).message}`, {
+        cause: e,
+      });
+    }
     const status = Number(response[':status'] ?? 0);
     if (status >= 200 && status < 300) return { status, stream };
     const body = await readAll(stream, 64 * 1024);
-    throw statusError(status, body, path);
+    const retryAfter = Number(response['retry-after']);
+    throw statusError(status, body, method, path, options.intent, Number.isFinite(retryAfter) ? retryAfter : undefined);
   }
 
-  async getJson<T>(path: string, options: { accept?: string; signal?: AbortSignal } = {}): Promise<T> {
-    const { stream } = await this.get(path, options);
-    const body = await readAll(stream, 512 * 1024 * 1024);
-    return JSON.parse(body.toString('utf8')) as T;
+  /** This client with transient failures retried, as operations use it. */
+  retrying(attempts = OPERATION_ATTEMPTS): KubeRequester {
+    return {
+      request: (method, path, options = {}) => this.request(method, path, { attempts, ...options }),
+      getJson: (path, options = {}) => this.getJson(path, { attempts, ...options }),
+    };
   }
 
   close(): void {
@@ -130,13 +232,32 @@ export function caFingerprint(caPem: Buffer | undefined): string {
   }
 }
 
-function statusError(status: number, body: Buffer, path: string): KubeApiError {
+function abortReason(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error && reason.name === 'TimeoutError' ? 'operation deadline reached' : 'cancelled';
+}
+
+function statusError(
+  status: number,
+  body: Buffer,
+  method: string,
+  path: string,
+  intent: KubeRequestIntent | undefined,
+  retryAfterSeconds: number | undefined,
+): KubeApiError {
+  let reason = '';
+  let message: string;
   try {
-    const parsed = JSON.parse(body.toString('utf8')) as { reason?: string; message?: string; code?: number };
-    return new KubeApiError(status, parsed.reason ?? '', parsed.message ?? `HTTP ${status} for ${path}`);
+    const parsed = JSON.parse(body.toString('utf8')) as { reason?: string; message?: string };
+    reason = parsed.reason ?? '';
+    message = parsed.message ?? '';
   } catch {
-    return new KubeApiError(status, '', `HTTP ${status} for ${path}: ${body.subarray(0, 200).toString('utf8')}`);
+    message = body.subarray(0, 300).toString('utf8');
   }
+  if (!message) message = `HTTP ${status} for ${method} ${path}`;
+  if (status === 403)
+    message = `Forbidden: cannot ${intent ? describeKubeIntent(intent) : `${method} ${path}`}: ${message}`;
+  return new KubeApiError(status, reason, message, intent, retryAfterSeconds);
 }
 
 async function readAll(stream: ClientHttp2Stream, limit: number): Promise<Buffer> {
@@ -147,7 +268,7 @@ async function readAll(stream: ClientHttp2Stream, limit: number): Promise<Buffer
     size += b.length;
     if (size > limit) {
       stream.close();
-      throw new Error(`response larger than ${limit} bytes`);
+      throw new ScaleAgentError('INPUT_TOO_LARGE', `API server response larger than ${limit} bytes`);
     }
     chunks.push(b);
   }

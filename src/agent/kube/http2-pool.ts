@@ -1,4 +1,7 @@
 import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { isIP, type Socket } from 'node:net';
+import tls from 'node:tls';
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import type { SecureClientSessionOptions } from 'node:http2';
 
@@ -11,6 +14,11 @@ import type { SecureClientSessionOptions } from 'node:http2';
 export interface Http2PoolOptions {
   origin: string;
   tls: SecureClientSessionOptions;
+  /**
+   * kubeconfig `proxy-url`: an HTTP proxy reached with CONNECT, through which the TLS connection to the API server is
+   * tunnelled (as client-go does for http/https proxies). The same for watches and operations: both use this pool.
+   */
+  proxyUrl?: string;
   /** Probe a session with PING when it received nothing for this long. client-go: 30 s. */
   readIdleMs?: number;
   /** A PING unanswered for this long kills the session. client-go: 15 s. */
@@ -58,12 +66,14 @@ export class Http2Pool {
   async request(
     headers: http2.OutgoingHttpHeaders,
     signal?: AbortSignal,
+    body?: Buffer,
   ): Promise<{ stream: ClientHttp2Stream; headers: IncomingHttpHeaders }> {
     if (this.closed) throw new Error('connection pool closed');
     const pooled = await this.pick(); // holds one of its stream slots for us
     // Open streams keep the process alive; an idle pool does not.
     pooled.session.ref();
-    const stream = pooled.session.request(headers, { endStream: true, signal });
+    const stream = pooled.session.request(headers, { endStream: body === undefined, signal });
+    if (body !== undefined) stream.end(body);
     let released = false;
     const release = (): void => {
       if (released) return;
@@ -149,13 +159,15 @@ export class Http2Pool {
     }
   }
 
-  private connect(): Promise<PooledSession> {
+  private async connect(): Promise<PooledSession> {
+    const tunnel = this.options.proxyUrl ? await connectTunnel(this.options.proxyUrl, this.options.origin) : undefined;
     return new Promise((resolve, reject) => {
       // Windows as client-go's transport sizes them, so a list over a slow link is not throttled to 64 KiB per
       // round trip; still bounded, so a paused watch holds at most STREAM_WINDOW unread bytes.
       const session = http2.connect(this.options.origin, {
         ...this.options.tls,
         settings: { initialWindowSize: STREAM_WINDOW },
+        ...(tunnel ? { createConnection: () => tlsOver(tunnel, this.options.origin, this.options.tls) } : {}),
       });
       const pooled: PooledSession = { session, active: 0, lastRead: Date.now(), pinging: false };
       const drop = (): void => {
@@ -224,6 +236,54 @@ export class Http2Pool {
   }
 }
 
+/** Opens a CONNECT tunnel to `origin` through an HTTP proxy; resolves with the raw socket once it says 200. */
+function connectTunnel(proxyUrl: string, origin: string): Promise<Socket> {
+  const proxy = new URL(proxyUrl);
+  if (proxy.protocol !== 'http:') {
+    return Promise.reject(new Error(`proxy-url ${proxy.protocol}// proxies are not supported (use an http:// proxy)`));
+  }
+  const target = new URL(origin);
+  const authority = `${target.hostname}:${target.port || '443'}`;
+  const headers: Record<string, string> = { host: authority };
+  if (proxy.username) {
+    const credentials = `${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`;
+    headers['proxy-authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
+  }
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: proxy.hostname,
+      port: proxy.port || 80,
+      method: 'CONNECT',
+      path: authority,
+      headers,
+      timeout: CONNECT_TIMEOUT_MS,
+    });
+    req.once('connect', (res, socket) => {
+      if (res.statusCode === 200) return resolve(socket);
+      socket.destroy();
+      reject(new Error(`proxy ${proxy.host} refused CONNECT ${authority}: HTTP ${res.statusCode ?? 0}`));
+    });
+    req.once('timeout', () => req.destroy(new Error(`proxy ${proxy.host} did not answer CONNECT in time`)));
+    req.once('error', (e) => reject(new Error(`proxy ${proxy.host}: ${e.message}`)));
+    req.end();
+  });
+}
+
+/** TLS to the API server over an established tunnel, with the same CA, client certificate and server name. */
+function tlsOver(socket: Socket, origin: string, options: SecureClientSessionOptions): tls.TLSSocket {
+  const host = new URL(origin).hostname.replace(/^\[|\]$/g, '');
+  const servername = options.servername ?? (isIP(host) ? undefined : host);
+  return tls.connect({
+    socket,
+    ca: options.ca,
+    cert: options.cert,
+    key: options.key,
+    rejectUnauthorized: options.rejectUnauthorized,
+    ALPNProtocols: ['h2'],
+    ...(servername ? { servername } : {}),
+  });
+}
+
 const shared = new Map<string, { pool: Http2Pool; users: number }>();
 
 /**
@@ -236,7 +296,7 @@ const shared = new Map<string, { pool: Http2Pool; users: number }>();
 export function sharedHttp2Pool(options: Http2PoolOptions): { pool: Http2Pool; release: () => void } {
   const t = options.tls;
   const hash = createHash('sha256').update(options.origin);
-  for (const part of [t.ca, t.cert, t.key, t.servername, String(t.rejectUnauthorized)]) {
+  for (const part of [t.ca, t.cert, t.key, t.servername, String(t.rejectUnauthorized), options.proxyUrl]) {
     hash.update('\0');
     for (const x of Array.isArray(part) ? part : [part]) if (x !== undefined) hash.update(x as string | Buffer);
   }

@@ -12,6 +12,10 @@ export interface ClusterAccess {
   key?: Buffer;
   servername?: string;
   rejectUnauthorized: boolean;
+  /** kubeconfig `proxy-url`: an http:// proxy the connection is tunnelled through with CONNECT. */
+  proxyUrl?: string;
+  /** The context's namespace: where operations put manifests that name none. */
+  namespace?: string;
   /** The header value (or none), computed per request: token files and exec credentials rotate. */
   authorization(): Promise<string | undefined>;
 }
@@ -55,7 +59,7 @@ interface NamedUser {
 interface Kubeconfig {
   clusters?: NamedCluster[];
   users?: NamedUser[];
-  contexts?: { name: string; context?: { cluster?: string; user?: string } }[];
+  contexts?: { name: string; context?: { cluster?: string; user?: string; namespace?: string } }[];
   'current-context'?: string;
 }
 
@@ -85,9 +89,6 @@ export async function loadClusterAccess(source: KubeconfigSource): Promise<Clust
   if (!cluster?.server)
     throw new ScaleAgentError('INVALID_INPUT', `kubeconfig ${file}: cluster '${context.cluster ?? ''}' has no server`);
   const user = kc.users?.find((u) => u.name === context.user)?.user ?? {};
-  if (cluster['proxy-url']) {
-    throw new ScaleAgentError('INVALID_INPUT', `kubeconfig ${file}: proxy-url is not supported by the agent yet`);
-  }
   if (user.exec || user['auth-provider']) return viaClientNode(source);
 
   const base = dirname(resolve(file));
@@ -111,6 +112,8 @@ export async function loadClusterAccess(source: KubeconfigSource): Promise<Clust
     key: bytes(user['client-key-data'], user['client-key']),
     servername: cluster['tls-server-name'],
     rejectUnauthorized: !cluster['insecure-skip-tls-verify'],
+    proxyUrl: cluster['proxy-url'],
+    namespace: context.namespace,
     authorization,
   };
 }
@@ -128,8 +131,17 @@ function inCluster(): ClusterAccess {
     server: new URL(`https://${host.includes(':') ? `[${host}]` : host}:${port}`),
     ca: readFileSync(`${SA_DIR}/ca.crt`),
     rejectUnauthorized: true,
+    namespace: readOptional(`${SA_DIR}/namespace`),
     authorization: rotatingToken(`${SA_DIR}/token`),
   };
+}
+
+function readOptional(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function rotatingToken(file: string): () => Promise<string | undefined> {
@@ -164,8 +176,10 @@ async function viaClientNode(source: KubeconfigSource): Promise<ClusterAccess> {
     ca: asBuffer(tls.ca),
     cert: asBuffer(tls.cert),
     key: asBuffer(tls.key),
-    servername: tls.servername ?? undefined,
+    servername: tls.servername ?? cluster.tlsServerName ?? undefined,
     rejectUnauthorized: tls.rejectUnauthorized ?? !cluster.skipTLSVerify,
+    proxyUrl: cluster.proxyUrl,
+    namespace: kc.getContextObject(kc.getCurrentContext())?.namespace,
     authorization: async () => {
       const opts: https.RequestOptions = { headers: {} };
       await kc.applyToHTTPSOptions(opts);

@@ -2,7 +2,8 @@ import { ScaleAgentError } from '../../shared/errors.js';
 import { ANNOTATIONS, strategyOf } from '../../shared/ops/spinnaker.js';
 import type { ApplyMode, KubeObject } from '../../shared/ops/types.js';
 import { deleteAndWait } from './delete.js';
-import { collectionPath, intentFor, objectPath, type OpResource } from './discovery.js';
+import { collectionPath, intentFor, objectPath } from '../kube/resources.js';
+import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { getObject, note, retryConflicts, track, type OpContext } from './context.js';
 
 export type SubmitMode =
@@ -43,7 +44,7 @@ export async function submit(
   const result = await retryConflicts(ctx, what, async () => {
     switch (mode.kind) {
       case 'server-side':
-        return ctx.rest.request<KubeObject>('PATCH', objectPath(r, ns, name), {
+        return ctx.kube.request<KubeObject>('PATCH', objectPath(r, ns, name), {
           query: { fieldManager: ctx.fieldManager, force: mode.force ? 'true' : undefined },
           body: manifest,
           contentType: 'application/apply-patch+yaml',
@@ -59,7 +60,7 @@ export async function submit(
           ...manifest,
           metadata: { ...manifest.metadata, resourceVersion: live.metadata.resourceVersion },
         };
-        return ctx.rest.request<KubeObject>('PUT', objectPath(r, ns, name), {
+        return ctx.kube.request<KubeObject>('PUT', objectPath(r, ns, name), {
           query: { fieldManager: ctx.fieldManager },
           body,
           signal: ctx.signal,
@@ -91,7 +92,7 @@ export async function submit(
 }
 
 function create(ctx: OpContext, r: OpResource, ns: string | undefined, manifest: KubeObject): Promise<KubeObject> {
-  return ctx.rest.request<KubeObject>('POST', collectionPath(r, ns), {
+  return ctx.kube.request<KubeObject>('POST', collectionPath(r, ns), {
     query: { fieldManager: ctx.fieldManager },
     body: manifest,
     signal: ctx.signal,
@@ -119,7 +120,7 @@ async function clientSideApply(
   const live = await getObject(ctx, r, ns, name);
   if (!live) return create(ctx, r, ns, desired);
   const patch = mergePatch(parseLastApplied(live), desired);
-  return ctx.rest.request<KubeObject>('PATCH', objectPath(r, ns, name), {
+  return ctx.kube.request<KubeObject>('PATCH', objectPath(r, ns, name), {
     query: { fieldManager: ctx.fieldManager },
     body: patch,
     contentType: 'application/merge-patch+json',

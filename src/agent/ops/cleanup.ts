@@ -2,7 +2,7 @@ import { deleteResult, type OperationResultObject } from '../../shared/ops/resul
 import { ANNOTATIONS, strategyOf, versionOfName } from '../../shared/ops/spinnaker.js';
 import type { CleanupArtifactsPayload, KubeObject } from '../../shared/ops/types.js';
 import { deleteAndWait } from './delete.js';
-import { apiVersionOf, collectionPath, intentFor } from './discovery.js';
+import { apiVersionOfResource as apiVersionOf, collectionPath, intentFor } from '../kube/resources.js';
 import { note, type OpContext } from './context.js';
 
 /**
@@ -19,7 +19,7 @@ export async function cleanupArtifacts(ctx: OpContext, p: CleanupArtifactsPayloa
     const r = await ctx.discovery.forManifest(m.apiVersion, m.kind, ctx.signal);
     const ns = r.namespaced ? m.metadata.namespace : undefined;
     location = ns ?? '';
-    const list = await ctx.rest.get<{ items?: KubeObject[] }>(collectionPath(r, ns), {
+    const list = await ctx.kube.getJson<{ items?: KubeObject[] }>(collectionPath(r, ns), {
       accept: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json',
       signal: ctx.signal,
       intent: intentFor('list', r, ns),

@@ -1,16 +1,17 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../../shared/logging.js';
 import type { ApplyMode, KubeObject } from '../../shared/ops/types.js';
 import { resourceKey } from '../../shared/ops/results.js';
-import { intentFor, objectPath, type Discovery, type OpResource } from './discovery.js';
-import { isStatus, KubeOpError, type KubeRest } from './rest.js';
+import type { Discovery, DiscoveredResource as OpResource } from '../kube/discovery.js';
+import type { KubeRequester } from '../kube/client.js';
+import { intentFor, objectPath } from '../kube/resources.js';
+import { isKubeStatus as isStatus, KubeApiError } from '../../shared/errors.js';
 
 /** Everything one running operation needs; built by executeOperation. */
 export interface OpContext {
   account: string;
-  kc: KubeConfig;
-  rest: KubeRest;
+  /** The account's API server, retrying transient failures (429, 5xx, resets) with backoff. */
+  kube: KubeRequester;
   discovery: Discovery;
   signal: AbortSignal;
   log: Logger | undefined;
@@ -52,7 +53,7 @@ export async function getObject(
   name: string,
 ): Promise<KubeObject | undefined> {
   try {
-    return await ctx.rest.get<KubeObject>(objectPath(r, namespace, name), {
+    return await ctx.kube.getJson<KubeObject>(objectPath(r, namespace, name), {
       signal: ctx.signal,
       intent: intentFor('get', r, namespace, name),
     });
@@ -71,11 +72,11 @@ export async function mustGet(
 ): Promise<KubeObject> {
   const obj = await getObject(ctx, r, namespace, name);
   if (!obj) {
-    throw new KubeOpError(
+    throw new KubeApiError(
       404,
       'NotFound',
-      intentFor('get', r, namespace, name),
       `${r.kind} ${name}${namespace && r.namespaced ? ` in namespace ${namespace}` : ''} not found`,
+      intentFor('get', r, namespace, name),
     );
   }
   return obj;

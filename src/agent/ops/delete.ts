@@ -1,9 +1,10 @@
 import { labelSelectorString } from '../../shared/ops/parse.js';
 import { deleteResult, type OperationResultObject } from '../../shared/ops/results.js';
 import type { DeletePayload, KubeObject, PropagationPolicy } from '../../shared/ops/types.js';
-import { collectionPath, intentFor, objectPath, type OpResource } from './discovery.js';
+import { collectionPath, intentFor, objectPath } from '../kube/resources.js';
+import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { getObject, note, track, trackGone, waitFor, type OpContext } from './context.js';
-import { isStatus } from './rest.js';
+import { isKubeStatus as isStatus } from '../../shared/errors.js';
 
 interface DeleteOptions {
   propagationPolicy?: PropagationPolicy;
@@ -25,7 +26,7 @@ async function deleteOne(
   if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy;
   if (opts.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = opts.gracePeriodSeconds;
   try {
-    const answer = await ctx.rest.request<KubeObject | { kind: 'Status'; details?: { uid?: string } }>(
+    const answer = await ctx.kube.request<KubeObject | { kind: 'Status'; details?: { uid?: string } }>(
       'DELETE',
       objectPath(r, ns, name),
       { body, signal: ctx.signal, intent: intentFor('delete', r, ns, name) },
@@ -82,7 +83,7 @@ export async function deleteManifest(ctx: OpContext, p: DeletePayload): Promise<
     const selector = labelSelectorString(p.labelSelectors);
     for (const kind of p.kinds) {
       const r = await ctx.discovery.forKindName(kind, ctx.signal);
-      const list = await ctx.rest.get<{ items?: KubeObject[] }>(collectionPath(r, p.location), {
+      const list = await ctx.kube.getJson<{ items?: KubeObject[] }>(collectionPath(r, p.location), {
         query: { labelSelector: selector || undefined },
         accept: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json',
         signal: ctx.signal,

@@ -20,7 +20,8 @@ import {
 } from '../../shared/ops/spinnaker.js';
 import type { Artifact, DeployPayload, KubeObject, Moniker } from '../../shared/ops/types.js';
 import { submit, submitModeOf } from './apply.js';
-import { collectionPath, intentFor, type OpResource } from './discovery.js';
+import { collectionPath, intentFor } from '../kube/resources.js';
+import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { getObject, note, withoutManagedFields, type OpContext } from './context.js';
 
 interface Prepared {
@@ -198,7 +199,7 @@ async function existingVersions(
   }
   const ns = r.namespaced ? m.metadata.namespace : undefined;
   // Metadata only: versions of Secrets are compared without their data ever reaching the agent.
-  const list = await ctx.rest.get<{ items?: KubeObject[] }>(collectionPath(r, ns), {
+  const list = await ctx.kube.getJson<{ items?: KubeObject[] }>(collectionPath(r, ns), {
     accept: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json',
     signal: ctx.signal,
     intent: intentFor('list', r, ns),

@@ -1,5 +1,5 @@
-import type { KubeConfig } from '@kubernetes/client-node';
-import { isScaleAgentError, ScaleAgentError, type ErrorCode } from '../../shared/errors.js';
+import { isScaleAgentError, KubeApiError, ScaleAgentError, type ErrorCode } from '../../shared/errors.js';
+import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../../shared/logging.js';
 import { exceptionResult } from '../../shared/ops/results.js';
 import { parseOperations } from '../../shared/ops/parse.js';
@@ -12,13 +12,11 @@ import {
 } from '../../shared/ops/types.js';
 import type { OperationResult as WireResult, Operation as WireOperation } from '../../proto/scaleagent/v1/agent.js';
 import { cleanupArtifacts } from './cleanup.js';
-import { clientsFor } from './discovery.js';
 import { deleteManifest } from './delete.js';
 import { deployManifests } from './deploy.js';
 import { runJob } from './job.js';
 import { patchManifest } from './patch.js';
 import { liveGet, liveList } from './read.js';
-import { KubeRest, KubeOpError } from './rest.js';
 import { enableDisable } from './traffic.js';
 import { pauseRollout, rollingRestart, scaleManifest, undoRollout } from './workload.js';
 import type { OpContext } from './context.js';
@@ -59,21 +57,19 @@ export interface ExecutionResult {
  * with a message that names what failed (a Forbidden names the verb and the resource).
  */
 export async function executeOperation(
-  kc: KubeConfig,
+  client: KubeClient,
   op: NormalizedOperation,
   options: ExecuteOptions = {},
 ): Promise<ExecutionResult> {
-  const { rest, discovery } = clientsFor(kc, (k) => new KubeRest(k));
   const ctx: OpContext = {
     account: op.account,
-    kc,
-    rest,
-    discovery,
+    kube: client.retrying(),
+    discovery: client.discovery,
     signal: options.signal ?? new AbortController().signal,
     log: options.log,
     fieldManager: options.fieldManager ?? 'scale-agent',
     defaultApplyMode: options.applyMode ?? 'server-side',
-    defaultNamespace: kc.getContextObject(kc.getCurrentContext())?.namespace || 'default',
+    defaultNamespace: client.defaultNamespace,
     waitTimeoutMs: options.waitTimeoutMs ?? 60_000,
     messages: [],
     touched: new Map(),
@@ -131,32 +127,13 @@ function run(ctx: OpContext, op: NormalizedOperation): Promise<unknown> {
   }
 }
 
-const STATUS_CODES: Record<number, ErrorCode> = {
-  400: 'INVALID_INPUT',
-  401: 'UNAUTHENTICATED',
-  403: 'FORBIDDEN',
-  404: 'NOT_FOUND',
-  409: 'CONFLICT',
-  410: 'CONFLICT',
-  415: 'INVALID_INPUT',
-  422: 'INVALID_INPUT',
-  429: 'UNAVAILABLE',
-  500: 'INTERNAL',
-  503: 'UNAVAILABLE',
-  504: 'TIMEOUT',
-};
-
 function classify(e: unknown, signal: AbortSignal): { code: ErrorCode; message: string; retryable: boolean } {
-  if (signal.aborted && !(e instanceof KubeOpError)) {
+  if (signal.aborted && !(e instanceof KubeApiError)) {
     return {
       code: 'TIMEOUT',
       message: `operation deadline reached: ${(e as Error).message ?? String(e)}`,
       retryable: true,
     };
-  }
-  if (e instanceof KubeOpError) {
-    const code = STATUS_CODES[e.status] ?? (e.status >= 500 ? 'UNAVAILABLE' : 'INTERNAL');
-    return { code, message: e.message, retryable: code === 'UNAVAILABLE' || code === 'TIMEOUT' };
   }
   if (isScaleAgentError(e))
     return { code: e.kind, message: e.message, retryable: e.kind === 'UNAVAILABLE' || e.kind === 'TIMEOUT' };
@@ -174,7 +151,7 @@ const KNOWN_TYPES = new Set<OperationType>([...CLOUDDRIVER_OPERATIONS, 'liveGet'
  * larger than 10^12, else a duration; 0 means no deadline.
  */
 export async function executeWireOperation(
-  kc: KubeConfig,
+  client: KubeClient,
   msg: WireOperation,
   options: Omit<ExecuteOptions, 'signal'> & { signal?: AbortSignal } = {},
 ): Promise<WireResult> {
@@ -201,7 +178,7 @@ export async function executeWireOperation(
     (s): s is AbortSignal => !!s,
   );
   const signal = signals.length > 0 ? AbortSignal.any(signals) : undefined;
-  const r = await executeOperation(kc, op, { ...options, ...(signal ? { signal } : {}) });
+  const r = await executeOperation(client, op, { ...options, ...(signal ? { signal } : {}) });
   return {
     operationId: msg.operationId,
     ok: r.ok,

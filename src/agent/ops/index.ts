@@ -1,2 +1,2 @@
 export { executeOperation, executeWireOperation, type ExecuteOptions, type ExecutionResult } from './execute.js';
-export { KubeOpError } from './rest.js';
+export { KubeApiError } from '../../shared/errors.js';

@@ -4,7 +4,8 @@ import { NATIVE_GROUPS } from '../../shared/ops/kinds.js';
 import { patchResult, type OperationResultObject } from '../../shared/ops/results.js';
 import { ANNOTATIONS } from '../../shared/ops/spinnaker.js';
 import type { Artifact, KubeObject, PatchPayload, PatchStrategy } from '../../shared/ops/types.js';
-import { apiVersionOf, intentFor, objectPath, type OpResource } from './discovery.js';
+import { apiVersionOfResource as apiVersionOf, intentFor, objectPath } from '../kube/resources.js';
+import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { note, retryConflicts, track, type OpContext } from './context.js';
 
 const CONTENT_TYPES: Record<PatchStrategy, string> = {
@@ -24,7 +25,7 @@ export async function patchObject(
   sub?: string,
 ): Promise<KubeObject> {
   const out = await retryConflicts(ctx, `${r.kind} ${name}`, () =>
-    ctx.rest.request<KubeObject>('PATCH', objectPath(r, ns, name, sub), {
+    ctx.kube.request<KubeObject>('PATCH', objectPath(r, ns, name, sub), {
       query: { fieldManager: ctx.fieldManager },
       body,
       contentType: CONTENT_TYPES[strategy],

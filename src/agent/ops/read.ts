@@ -1,6 +1,6 @@
 import { redactSecret } from '../../shared/ops/results.js';
 import type { KubeObject, LiveGetPayload, LiveListPayload } from '../../shared/ops/types.js';
-import { collectionPath, intentFor } from './discovery.js';
+import { collectionPath, intentFor } from '../kube/resources.js';
 import { getObject, withoutManagedFields, type OpContext } from './context.js';
 
 /** Live read of one object (Clouddriver's `GET /manifests` reads live); `manifest: null` when it does not exist. */
@@ -12,7 +12,7 @@ export async function liveGet(ctx: OpContext, p: LiveGetPayload): Promise<{ mani
 
 export async function liveList(ctx: OpContext, p: LiveListPayload): Promise<{ items: KubeObject[] }> {
   const r = await ctx.discovery.forKindName(p.kind, ctx.signal);
-  const list = await ctx.rest.get<{ items?: KubeObject[]; apiVersion?: string }>(collectionPath(r, p.location), {
+  const list = await ctx.kube.getJson<{ items?: KubeObject[]; apiVersion?: string }>(collectionPath(r, p.location), {
     query: { labelSelector: p.labelSelector, limit: p.limit },
     signal: ctx.signal,
     intent: intentFor('list', r, p.location),

@@ -2,7 +2,8 @@ import { ScaleAgentError } from '../../shared/errors.js';
 import { parseFullResourceName, parseKind } from '../../shared/ops/kinds.js';
 import { loadBalancersOf } from '../../shared/ops/spinnaker.js';
 import type { EnableDisablePayload, KubeObject } from '../../shared/ops/types.js';
-import { collectionPath, intentFor, type OpResource } from './discovery.js';
+import { collectionPath, intentFor } from '../kube/resources.js';
+import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { getObject, mustGet, note, type OpContext } from './context.js';
 import { patchObject } from './patch.js';
 
@@ -60,7 +61,7 @@ export async function enableDisable(ctx: OpContext, p: EnableDisablePayload, ena
   );
   if (r.kind === 'ReplicaSet') {
     const pods = await ctx.discovery.forKindName('pod', ctx.signal);
-    const list = await ctx.rest.get<{ items?: KubeObject[] }>(collectionPath(pods, ns), {
+    const list = await ctx.kube.getJson<{ items?: KubeObject[] }>(collectionPath(pods, ns), {
       signal: ctx.signal,
       intent: intentFor('list', pods, ns),
     });

@@ -2,7 +2,8 @@ import { ScaleAgentError } from '../../shared/errors.js';
 import { hasCapability, parseKind } from '../../shared/ops/kinds.js';
 import { ANNOTATIONS } from '../../shared/ops/spinnaker.js';
 import type { KubeObject, ScalePayload, Target, UndoRolloutPayload } from '../../shared/ops/types.js';
-import { collectionPath, intentFor, type OpResource } from './discovery.js';
+import { collectionPath, intentFor } from '../kube/resources.js';
+import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { mustGet, note, type OpContext } from './context.js';
 import { patchObject } from './patch.js';
 
@@ -100,7 +101,7 @@ async function ownedBy<T extends KubeObject>(
   owner: KubeObject,
 ): Promise<T[]> {
   const r = await ctx.discovery.forKindName(kindName, ctx.signal);
-  const list = await ctx.rest.get<{ items?: T[] }>(collectionPath(r, ns), {
+  const list = await ctx.kube.getJson<{ items?: T[] }>(collectionPath(r, ns), {
     signal: ctx.signal,
     intent: intentFor('list', r, ns),
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { adminKubeConfig, createNamespace, kubectl } from '../../infra/index.js';
-import { deployment, eventually, exists, expectOk, getJson, runOne, stageContext } from './helpers.js';
+import { createNamespace, kubectl } from '../../infra/index.js';
+import { adminKube, deployment, eventually, exists, expectOk, getJson, runOne, stageContext } from './helpers.js';
 
 const ACCOUNT = 'k8s-local';
 
@@ -8,7 +8,7 @@ async function deployWeb(ns: string, name = 'web', extraLabels: Record<string, s
   const d = deployment(name, { app: name });
   (d.metadata as Record<string, unknown>).labels = { tier: 'frontend', ...extraLabels };
   expectOk(
-    await runOne(adminKubeConfig(), 'deployManifest', {
+    await runOne(adminKube(), 'deployManifest', {
       account: ACCOUNT,
       moniker: { app: 'shop' },
       namespaceOverride: ns,
@@ -29,7 +29,7 @@ async function replicaSetsOf(ns: string, app: string): Promise<string[]> {
 }
 
 describe('deleteManifest against the real API server', () => {
-  const kc = adminKubeConfig();
+  const kc = adminKube();
 
   it('deletes by label selector with foreground cascading: the Deployment and its ReplicaSets are gone', async () => {
     const ns = await createNamespace('ops-del-fg');
@@ -94,7 +94,7 @@ describe('deleteManifest against the real API server', () => {
 });
 
 describe('patchManifest against the real API server', () => {
-  const kc = adminKubeConfig();
+  const kc = adminKube();
 
   it('applies strategic, merge and json patches', async () => {
     const ns = await createNamespace('ops-patch');

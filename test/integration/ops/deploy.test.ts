@@ -1,11 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { adminKubeConfig, createNamespace, kubectl } from '../../infra/index.js';
-import { deployment, eventually, exists, expectOk, getJson, runOne, stageContext, type Obj } from './helpers.js';
+import { createNamespace, kubectl } from '../../infra/index.js';
+import {
+  adminKube,
+  deployment,
+  eventually,
+  exists,
+  expectOk,
+  getJson,
+  runOne,
+  stageContext,
+  type Obj,
+} from './helpers.js';
 
 const ACCOUNT = 'k8s-local';
 
 describe('deployManifest against the real API server', () => {
-  const kc = adminKubeConfig();
+  const kc = adminKube();
 
   it('deploys a Deployment + Service + ConfigMap with server-side apply as scale-agent', async () => {
     const ns = await createNamespace('ops-deploy');

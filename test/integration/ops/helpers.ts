@@ -1,29 +1,44 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'vitest';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeClient, type KubeClientSource } from '../../../src/agent/kube/client.js';
 import { executeOperation, type ExecutionResult } from '../../../src/agent/ops/index.js';
 import { formatIssues, parseOperations } from '../../../src/shared/ops/index.js';
-import { kubectl } from '../../infra/index.js';
+import { kubectl, testEnv } from '../../infra/index.js';
+
+/** The account the operations run as: a kubeconfig, loaded by the agent's own access layer. */
+export type Kube = KubeClientSource;
+
+export const adminKube = (): Kube => ({ kubeconfigFile: testEnv().kubeconfig });
+
+const clients = new Map<string, Promise<KubeClient>>();
+
+/** One KubeClient per kubeconfig for the whole file, as the agent keeps one per account. */
+export function kubeClient(source: Kube): Promise<KubeClient> {
+  const key = JSON.stringify(source);
+  let c = clients.get(key);
+  if (!c) {
+    c = KubeClient.create(source);
+    clients.set(key, c);
+  }
+  return c;
+}
 
 /** Parses a Clouddriver body exactly as the REST API will, then runs each operation with the executor. */
 export async function runOps(
-  kc: KubeConfig,
+  kc: Kube,
   body: unknown,
   opts: { waitTimeoutMs?: number } = {},
 ): Promise<ExecutionResult[]> {
   const parsed = parseOperations(body, { endpoint: 'kubernetes' });
   if (!parsed.ok) throw new Error(`invalid body: ${formatIssues(parsed.errors).join('; ')}`);
   const out: ExecutionResult[] = [];
+  const client = await kubeClient(kc);
   for (const op of parsed.operations)
-    out.push(await executeOperation(kc, op, { waitTimeoutMs: opts.waitTimeoutMs ?? 60_000 }));
+    out.push(await executeOperation(client, op, { waitTimeoutMs: opts.waitTimeoutMs ?? 60_000 }));
   return out;
 }
 
-export async function runOne(
-  kc: KubeConfig,
-  name: string,
-  description: Record<string, unknown>,
-): Promise<ExecutionResult> {
+export async function runOne(kc: Kube, name: string, description: Record<string, unknown>): Promise<ExecutionResult> {
   const [r] = await runOps(kc, [{ [name]: description }]);
   return r as ExecutionResult;
 }

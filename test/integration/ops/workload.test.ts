@@ -1,13 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { KubeConfig } from '@kubernetes/client-node';
 import { executeOperation, executeWireOperation } from '../../../src/agent/ops/index.js';
 import { parseOperations } from '../../../src/shared/ops/index.js';
-import { adminKubeConfig, createNamespace, createServiceAccount } from '../../infra/index.js';
-import { deployment, eventually, expectOk, getJson, runOne, type Obj } from './helpers.js';
+import { createNamespace, createServiceAccount } from '../../infra/index.js';
+import {
+  adminKube,
+  deployment,
+  eventually,
+  expectOk,
+  getJson,
+  kubeClient,
+  runOne,
+  type Kube,
+  type Obj,
+} from './helpers.js';
 
 const ACCOUNT = 'k8s-local';
 
-async function deploy(kc: KubeConfig, ns: string, manifests: object[], extra: Obj = {}) {
+async function deploy(kc: Kube, ns: string, manifests: object[], extra: Obj = {}) {
   return runOne(kc, 'deployManifest', {
     account: ACCOUNT,
     moniker: { app: 'shop' },
@@ -25,7 +34,7 @@ async function revisions(ns: string, app: string): Promise<Map<string, Obj>> {
 }
 
 describe('workload operations against the real API server', () => {
-  const kc = adminKubeConfig();
+  const kc = adminKube();
 
   it('scales a Deployment through the scale subresource', async () => {
     const ns = await createNamespace('ops-scale');
@@ -179,8 +188,7 @@ describe('workload operations against the real API server', () => {
       name: 'viewer',
       rules: [{ apiGroups: ['', 'apps', 'batch'], resources: ['*'], verbs: ['get', 'list', 'watch'] }],
     });
-    const ro = new KubeConfig();
-    ro.loadFromFile(sa.kubeconfigPath);
+    const ro: Kube = { kubeconfigFile: sa.kubeconfigPath };
 
     const deployed = await deploy(ro, ns, [deployment('web')]);
     expect(deployed.ok).toBe(false);
@@ -208,7 +216,7 @@ describe('workload operations against the real API server', () => {
     expect(d.spec.replicas).toBe(1);
     // Live reads are allowed.
     const read = expectOk(
-      await executeOperation(ro, {
+      await executeOperation(await kubeClient(ro), {
         type: 'liveGet',
         account: ACCOUNT,
         payload: { target: { location: ns, kind: 'deployment', name: 'web' } },
@@ -216,7 +224,11 @@ describe('workload operations against the real API server', () => {
     );
     expect((read.result as Obj).manifest.metadata.name).toBe('web');
     const list = expectOk(
-      await executeOperation(ro, { type: 'liveList', account: ACCOUNT, payload: { location: ns, kind: 'deploy' } }),
+      await executeOperation(await kubeClient(ro), {
+        type: 'liveList',
+        account: ACCOUNT,
+        payload: { location: ns, kind: 'deploy' },
+      }),
     );
     expect((list.result as Obj).items.map((i: Obj) => `${i.kind}/${i.metadata.name}`)).toEqual(['Deployment/web']);
   });
@@ -240,7 +252,7 @@ describe('the stream integration point', () => {
     );
     if (!parsed.ok) throw new Error('parse failed');
     const op = parsed.operations[0] as { type: string; account: string; payload: unknown };
-    const res = await executeWireOperation(adminKubeConfig(), {
+    const res = await executeWireOperation(await kubeClient(adminKube()), {
       operationId: 'op-1',
       account: op.account,
       type: op.type,
@@ -255,7 +267,7 @@ describe('the stream integration point', () => {
     expect(Object.keys(res.resourceVersions)).toEqual([`apps/v1/Deployment/${ns}/web`]);
 
     // A raw Clouddriver description works too, and an unknown type fails explicitly.
-    const raw = await executeWireOperation(adminKubeConfig(), {
+    const raw = await executeWireOperation(await kubeClient(adminKube()), {
       operationId: 'op-2',
       account: ACCOUNT,
       type: 'scaleManifest',
@@ -264,7 +276,7 @@ describe('the stream integration point', () => {
     });
     expect(raw.ok).toBe(true);
     expect((await getJson(['deployment', 'web', '-n', ns])).spec.replicas).toBe(2);
-    const unknown = await executeWireOperation(adminKubeConfig(), {
+    const unknown = await executeWireOperation(await kubeClient(adminKube()), {
       operationId: 'op-3',
       account: ACCOUNT,
       type: 'explode',
