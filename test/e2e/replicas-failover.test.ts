@@ -1,0 +1,268 @@
+/**
+ * Three plugin-server replicas on one MariaDB behind a real load balancer (HAProxy from Debian: gRPC in TCP mode,
+ * REST in HTTP mode), three agents connecting through it. Every replica answers every read identically; operations
+ * posted round-robin complete with the barrier; a replica SIGKILLed during churn and operations → its agent lands
+ * on another replica, which resumes from the stored resume points (no relist), the cache checker's diff is 0, and
+ * every task ends (succeeded, or failed as retryable), none lost; then a rolling restart of every replica, one at a
+ * time, during churn: no account is ever removed, the diff is 0 after.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForCacheToMatch, type CacheCheckOptions } from '../infra/cache-checker.js';
+import { Haproxy } from '../infra/haproxy.js';
+import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
+import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import type { Obj, TaskBody } from './operations-helpers.js';
+
+const ACCOUNTS = ['fleet-0', 'fleet-1', 'fleet-2'];
+const SYNC_STARTS = 'scale_agent_plugin_server_messages_received_total{type="syncStart"}';
+
+interface AccountView {
+  name: string;
+  state: string;
+  heldBy: 'local' | { replica: string } | null;
+}
+
+function configMaps(ns: string, prefix: string, from: number, to: number): string {
+  const items = [];
+  for (let i = from; i < to; i++) {
+    items.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${prefix}-${i}`, namespace: ns }, data: {} });
+  }
+  return JSON.stringify({ apiVersion: 'v1', kind: 'List', items });
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await sleep(100);
+  }
+}
+
+async function getJson<T>(base: string, path: string): Promise<{ status: number; body: T }> {
+  const res = await fetch(base + path);
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+}
+
+describe('three replicas behind HAProxy', () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const replicas: PluginServerProcess[] = [];
+  let lb: Haproxy;
+  let ns: string;
+  const check = (account: string): CacheCheckOptions => ({
+    httpBase: lb.httpBase,
+    account,
+    kubeconfig: testEnv().kubeconfig,
+    namespaces: [ns],
+    kinds: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaced: true }],
+  });
+  const allMatch = async () => {
+    for (const a of ACCOUNTS) await waitForCacheToMatch(check(a));
+  };
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-failover-'));
+    ns = await createNamespace('failover');
+    const db = await createTestDatabase('e2e_failover');
+    cleanups.push(() => db.drop());
+    const storage = { type: 'mysql' as const, url: db.url };
+    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } };
+    // Started at once against the empty database: the migrations race.
+    replicas.push(
+      ...(await Promise.all(
+        [0, 1, 2].map((i) => PluginServerProcess.start({ dir, name: `replica-${i}`, storage, extra })),
+      )),
+    );
+    for (const r of replicas) cleanups.push(() => r.stop());
+    lb = await Haproxy.start({
+      dir,
+      backends: replicas.map((r, i) => ({ name: `r${i}`, grpcPort: r.grpcPort, httpPort: r.httpPort })),
+    });
+    cleanups.push(() => lb.stop());
+    await kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'seed', 0, 30) });
+    for (const [i, name] of ACCOUNTS.entries()) {
+      const spec = { name, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
+      const agent = await AgentProcess.start({
+        dir,
+        agentId: `fleet-agent-${i}`,
+        serverAddress: lb.grpcAddress,
+        accounts: [spec],
+      });
+      cleanups.push(() => agent.stop());
+    }
+    await allMatch();
+  });
+
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+  });
+
+  it('agents spread over the replicas, and every replica answers every read route identically', async () => {
+    const holders = new Set<number>();
+    for (const [i, r] of replicas.entries()) {
+      for (const a of ACCOUNTS) {
+        if ((await r.get<AccountView>(`/armory/accounts/${a}`)).body.heldBy === 'local') holders.add(i);
+      }
+    }
+    // Round-robin over three replicas: the three agent streams did not all land on one.
+    expect(holders.size).toBeGreaterThan(1);
+    for (const path of [
+      '/credentials',
+      '/armory/accounts',
+      `/manifests/fleet-1/${ns}/${encodeURIComponent('configMap seed-3')}`,
+    ]) {
+      const bodies = await until(`${path} identical on every replica`, async () => {
+        // heldBy ('local' or the peer) and lastUpdated (when this replica learnt of it) are per replica by design.
+        const all = await Promise.all(
+          replicas.map(async (r) =>
+            JSON.stringify((await r.get(path)).body, (k, v: unknown) =>
+              k === 'heldBy' || k === 'lastUpdated' ? undefined : v,
+            ),
+          ),
+        );
+        return all.every((b) => b === all[0]) ? all : undefined;
+      });
+      expect(bodies[0]).not.toBe('null');
+    }
+  });
+
+  it('SIGKILL of a replica during churn and operations: agents land elsewhere, no relist, no task lost', async () => {
+    // The replica holding fleet-0 dies.
+    const victim = await until('a replica holding fleet-0', async () => {
+      for (const r of replicas) {
+        const v = (await r.get<AccountView>('/armory/accounts/fleet-0')).body;
+        if (v.heldBy === 'local') return r;
+      }
+      return undefined;
+    });
+    const survivors = replicas.filter((r) => r !== victim);
+    const syncsBefore = (await Promise.all(survivors.map((r) => r.metric(SYNC_STARTS)))).reduce((a, b) => a + b, 0);
+
+    const taskIds: string[] = [];
+    let stop = false;
+    const operations = (async () => {
+      for (let i = 0; !stop; i++) {
+        const account = ACCOUNTS[i % ACCOUNTS.length]!;
+        const body = [
+          {
+            deployManifest: {
+              account,
+              moniker: { app: 'failover' },
+              namespaceOverride: ns,
+              manifests: [
+                {
+                  apiVersion: 'v1',
+                  kind: 'ConfigMap',
+                  metadata: { name: `op-${account}`, annotations: { 'strategy.spinnaker.io/versioned': 'false' } },
+                  data: { i: String(i) },
+                },
+              ],
+            },
+          },
+        ];
+        const res = await fetch(`${lb.httpBase}/kubernetes/ops?clientRequestId=failover-${i}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        }).catch(() => undefined);
+        if (res?.ok) taskIds.push(((await res.json()) as { id: string }).id);
+        await sleep(50);
+      }
+    })();
+    const churn = (async () => {
+      for (let round = 0; !stop; round++) {
+        await kubectl(['apply', '-f', '-'], { input: configMaps(ns, `churn-${round}`, 0, 10) });
+        await sleep(100);
+      }
+    })();
+    await sleep(1500);
+    await victim.kill();
+    await sleep(3000);
+    stop = true;
+    await Promise.all([operations, churn]);
+
+    // fleet-0 is held again, by a survivor, through the load balancer.
+    await until('fleet-0 held by a surviving replica', async () => {
+      for (const r of survivors) {
+        const v = (await r.get<AccountView>('/armory/accounts/fleet-0')).body;
+        if (v.heldBy === 'local' && v.state === 'ACTIVE') return true;
+      }
+      return undefined;
+    });
+    await allMatch();
+    // Resumed from the resume points in MySQL: the survivors saw no new initial sync.
+    const syncsAfter = (await Promise.all(survivors.map((r) => r.metric(SYNC_STARTS)))).reduce((a, b) => a + b, 0);
+    expect(syncsAfter).toBe(syncsBefore);
+
+    // Every task accepted ends: succeeded, or failed as retryable (it was on the killed replica); none hangs.
+    expect(taskIds.length).toBeGreaterThan(5);
+    const ends = await Promise.all(
+      taskIds.map((id) =>
+        until(
+          `task ${id} to end`,
+          async () => {
+            const t = await getJson<TaskBody>(lb.httpBase, `/task/${id}`);
+            return t.status === 200 && t.body.status.completed ? t.body : undefined;
+          },
+          60_000,
+        ),
+      ),
+    );
+    for (const t of ends) if (t.status.failed) expect(t.status.retryable).toBe(true);
+    expect(ends.filter((t) => !t.status.failed).length).toBeGreaterThan(0);
+    expect(new Set(taskIds).size).toBe(taskIds.length);
+    await victim.restart();
+  });
+
+  it('a rolling restart of every replica during churn never removes an account; the diff is 0 after', async () => {
+    let stop = false;
+    const seenMissing: string[] = [];
+    const watch = (async () => {
+      while (!stop) {
+        const r = await getJson<{ name: string }[]>(lb.httpBase, '/credentials').catch(() => undefined);
+        if (r?.status === 200) {
+          const names = new Set(r.body.map((c) => c.name));
+          for (const a of ACCOUNTS) if (!names.has(a)) seenMissing.push(a);
+        }
+        await sleep(100);
+      }
+    })();
+    const churn = (async () => {
+      for (let round = 0; !stop; round++) {
+        await kubectl(['apply', '-f', '-'], { input: configMaps(ns, `roll-${round}`, 0, 5) });
+        await sleep(200);
+      }
+    })();
+    for (const r of replicas) {
+      await r.restart();
+      // The next one only once this one serves again (as a rolling update waits for readiness).
+      await until('restarted replica ready', async () => ((await r.get('/readyz')).status === 200 ? true : undefined));
+    }
+    stop = true;
+    await Promise.all([watch, churn]);
+    expect(seenMissing).toEqual([]);
+    for (const a of ACCOUNTS) {
+      const v = await getJson<Obj>(lb.httpBase, `/armory/accounts/${a}`);
+      expect(v.status).toBe(200);
+    }
+    await until('every account held again', async () => {
+      const states = await Promise.all(
+        ACCOUNTS.map(async (a) => (await getJson<AccountView>(lb.httpBase, `/armory/accounts/${a}`)).body.state),
+      );
+      return states.every((s) => s === 'ACTIVE') ? true : undefined;
+    });
+    await allMatch();
+  });
+});
