@@ -19,6 +19,8 @@ export interface AccountConfig {
   omitNamespaces: string[];
   kinds: string[];
   omitKinds: string[];
+  /** Custom resource kinds (`Kind.group`) cached besides the default kinds, when `kinds` is not given. */
+  customResources?: string[];
   onlyNamespacedResources: boolean;
   permissions?: { READ?: string[]; WRITE?: string[] };
 }

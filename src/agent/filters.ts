@@ -1,3 +1,4 @@
+import { KINDS } from '../shared/kinds.js';
 import type { AccountConfig } from './config.js';
 import type { ApiResource } from './kube/resources.js';
 
@@ -12,12 +13,29 @@ export function kindMatches(entry: string, r: Pick<ApiResource, 'group' | 'kind'
   return dot < 0 || entry.slice(dot + 1).toLowerCase() === r.group.toLowerCase();
 }
 
+/**
+ * The kinds an account without `kinds` caches: the kinds table's `cachedByDefault` rows (Clouddriver's built-in
+ * kinds Spinnaker shows, the same set the compiler grants RBAC for), matched by group and kind. Leases,
+ * EndpointSlices, webhooks and the like are not Spinnaker's business and would multiply API-server and stream load
+ * per cluster. Custom resources are cached when the account lists them in `customResources`.
+ */
+export const DEFAULT_KINDS: ReadonlySet<string> = new Set(
+  KINDS.filter((r) => r.rbac.cachedByDefault).map((r) => `${r.kind}.${r.group}`),
+);
+
+const isDefaultKind = (r: Pick<ApiResource, 'group' | 'kind'>): boolean => DEFAULT_KINDS.has(`${r.kind}.${r.group}`);
+
 /** The resources an account caches, from everything discovery found. */
 export function selectResources(account: AccountConfig, discovered: readonly ApiResource[]): ApiResource[] {
   const namespacedOnly = account.onlyNamespacedResources || account.namespaces.length > 0;
+  const custom = account.customResources ?? [];
   return discovered.filter((r) => {
     if (namespacedOnly && !r.namespaced) return false;
-    if (account.kinds.length > 0 && !account.kinds.some((k) => kindMatches(k, r))) return false;
+    if (account.kinds.length > 0) {
+      if (!account.kinds.some((k) => kindMatches(k, r))) return false;
+    } else if (!isDefaultKind(r) && !custom.some((k) => kindMatches(k, r))) {
+      return false;
+    }
     if (account.omitKinds.some((k) => kindMatches(k, r))) return false;
     return true;
   });

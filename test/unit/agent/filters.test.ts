@@ -39,13 +39,35 @@ describe('kind filters', () => {
     expect(kindMatches('Pod', r('PodTemplate'))).toBe(false);
   });
 
+  it('without kinds, caches the kinds Spinnaker uses, plus the custom resources the account lists', () => {
+    const cluster = [
+      ...all,
+      r('Lease', 'coordination.k8s.io'),
+      r('EndpointSlice', 'discovery.k8s.io'),
+      r('Deployment', 'example.com'),
+      r('ClusterRole', 'rbac.authorization.k8s.io', false),
+    ];
+    expect(names(selectResources(account({}), cluster))).toEqual([
+      'Pod',
+      'Deployment.apps',
+      'Ingress.networking.k8s.io',
+      'Namespace',
+    ]);
+    expect(names(selectResources(account({ customResources: ['Widget.example.com'] }), cluster))).toContain(
+      'Widget.example.com',
+    );
+    // Listing kinds replaces the defaults: Leases can still be cached on purpose.
+    expect(names(selectResources(account({ kinds: ['Lease'] }), cluster))).toEqual(['Lease.coordination.k8s.io']);
+  });
+
   it('selects by kinds, omitKinds and scope', () => {
-    expect(names(selectResources(account({}), all))).toEqual(names(all));
+    const everything = account({ customResources: ['Widget.example.com', 'Ingress.extensions'] });
+    expect(names(selectResources(everything, all))).toEqual(names(all));
     expect(names(selectResources(account({ kinds: ['Deployment', 'Ingress.networking.k8s.io'] }), all))).toEqual([
       'Deployment.apps',
       'Ingress.networking.k8s.io',
     ]);
-    expect(names(selectResources(account({ omitKinds: ['Ingress', 'Pod'] }), all))).toEqual([
+    expect(names(selectResources({ ...everything, omitKinds: ['Ingress', 'Pod'] }, all))).toEqual([
       'Deployment.apps',
       'Namespace',
       'Widget.example.com',
