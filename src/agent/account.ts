@@ -8,7 +8,7 @@ import {
 } from '../shared/proto.js';
 import { Backoff, sleep, WATCH_BACKOFF } from './backoff.js';
 import type { AccountConfig } from './config.js';
-import { omitNamespacesSelector, selectResources, watchNamespaces } from './filters.js';
+import { omitNamespacesSelector, selectResources, watchNamespaces, type KindPolicy } from './filters.js';
 import { KubeClient, type ClusterIdentity } from './kube/client.js';
 import { CRD_RESOURCE, resourceId, type ApiResource } from './kube/resources.js';
 import type { AgentMetrics } from './metrics.js';
@@ -66,6 +66,8 @@ export class AccountRunner {
   readonly forbidden = new Set<string>();
 
   private client: KubeClient | undefined;
+  private discovered: ApiResource[] | undefined;
+  private kindPolicy: KindPolicy | undefined;
   private session: AccountSession | undefined;
   private resume = new Map<string, string>();
   private readonly reflectors = new Map<string, Reflector>();
@@ -164,6 +166,13 @@ export class AccountRunner {
     this.sendStatusSoon();
   }
 
+  /** The plugin-server's kind policy (Welcome): applied at once to what discovery last found. */
+  setKindPolicy(policy: KindPolicy): void {
+    if (JSON.stringify(policy) === JSON.stringify(this.kindPolicy)) return;
+    this.kindPolicy = policy;
+    if (this.discovered) this.select(this.discovered);
+  }
+
   reject(reason: string): void {
     this.rejectedReason = reason;
     this.log.error({ reason }, 'plugin-server rejected the account');
@@ -227,8 +236,12 @@ export class AccountRunner {
 
   private async discover(): Promise<void> {
     if (!this.client) return;
-    const all = await this.client.discovery.watchable(this.abort.signal);
-    const selected = selectResources(this.config, all);
+    this.discovered = await this.client.discovery.watchable(this.abort.signal);
+    this.select(this.discovered);
+  }
+
+  private select(all: ApiResource[]): void {
+    const selected = selectResources(this.config, all, this.kindPolicy);
     const before = new Set(this.resources.map(resourceId));
     const changed = selected.length !== before.size || selected.some((r) => !before.has(resourceId(r)));
     this.resources = selected;

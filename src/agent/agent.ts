@@ -19,6 +19,7 @@ import { ConfigWatcher } from './config-watcher.js';
 import { definitionFingerprint, DynamicAccountFiles, dynamicAccountConfig } from './dynamic-accounts.js';
 import { AgentMetrics } from './metrics.js';
 import { OperationRunner } from './operations.js';
+import type { KindPolicy } from './filters.js';
 import { SendQueue } from './send-queue.js';
 import { StreamClient } from './stream.js';
 import { SyncBudget } from './sync-budget.js';
@@ -46,6 +47,8 @@ export class Agent {
   readonly queue: SendQueue;
   readonly stream: StreamClient;
   readonly operations: OperationRunner;
+  /** The plugin-server's kind policy, from the last Welcome. */
+  private kindPolicy: KindPolicy | undefined;
   readonly admin: AdminServer;
   readonly log: Logger;
   private readonly accounts = new Map<string, AccountRunner>();
@@ -265,6 +268,8 @@ export class Agent {
   }
 
   private startSession(runner: AccountRunner, resumePoints: Welcome['resumePoints']): void {
+    // The server's kind policy first, so the session starts with the watches it allows.
+    if (this.kindPolicy) runner.setKindPolicy(this.kindPolicy);
     runner.startSession({
       sink: this.queue,
       resumePoints,
@@ -344,6 +349,7 @@ export class Agent {
   private onWelcome(welcome: Welcome): void {
     const accepted = new Set(welcome.acceptedAccounts);
     const rejected = new Map(welcome.rejectedAccounts.map((r) => [r.name, r.reason]));
+    this.kindPolicy = { cacheKinds: welcome.cacheKinds, cacheOmitKinds: welcome.cacheOmitKinds };
     for (const runner of this.accounts.values()) {
       if (accepted.has(runner.name)) {
         this.startSession(runner, welcome.resumePoints);

@@ -25,15 +25,31 @@ export const DEFAULT_KINDS: ReadonlySet<string> = new Set(
 
 const isDefaultKind = (r: Pick<ApiResource, 'group' | 'kind'>): boolean => DEFAULT_KINDS.has(`${r.kind}.${r.group}`);
 
+/** The plugin-server's kind policy (Welcome.cacheKinds / cacheOmitKinds). */
+export interface KindPolicy {
+  /** Not empty: replaces the default kinds of accounts that list no kinds. */
+  cacheKinds: string[];
+  /** Never cached, by any account. */
+  cacheOmitKinds: string[];
+}
+
 /** The resources an account caches, from everything discovery found. */
-export function selectResources(account: AccountConfig, discovered: readonly ApiResource[]): ApiResource[] {
+export function selectResources(
+  account: AccountConfig,
+  discovered: readonly ApiResource[],
+  policy?: KindPolicy,
+): ApiResource[] {
   const namespacedOnly = account.onlyNamespacedResources || account.namespaces.length > 0;
   const custom = account.customResources ?? [];
+  const serverDefault = policy?.cacheKinds ?? [];
+  const isDefault = (r: ApiResource): boolean =>
+    serverDefault.length > 0 ? serverDefault.some((k) => kindMatches(k, r)) : isDefaultKind(r);
   return discovered.filter((r) => {
     if (namespacedOnly && !r.namespaced) return false;
+    if (policy?.cacheOmitKinds.some((k) => kindMatches(k, r))) return false;
     if (account.kinds.length > 0) {
       if (!account.kinds.some((k) => kindMatches(k, r))) return false;
-    } else if (!isDefaultKind(r) && !custom.some((k) => kindMatches(k, r))) {
+    } else if (!isDefault(r) && !custom.some((k) => kindMatches(k, r))) {
       return false;
     }
     if (account.omitKinds.some((k) => kindMatches(k, r))) return false;

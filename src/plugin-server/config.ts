@@ -38,7 +38,7 @@ export interface PluginServerConfig {
     auth?: { tokensFile: string; trustedNetworks: string[] };
   };
   storage: StorageConfig;
-  accounts: { gracePeriodSeconds: number; leaseSeconds: number };
+  accounts: { gracePeriodSeconds: number; leaseSeconds: number; cacheKinds: string[]; cacheOmitKinds: string[] };
   operations: {
     agentWaitSeconds: number;
     cacheWaitSeconds: number;

@@ -319,6 +319,10 @@ export class PluginServer {
         metrics: this.metrics,
         log: this.log,
         limits: this.config.limits,
+        kindPolicy: {
+          cacheKinds: this.config.accounts.cacheKinds,
+          cacheOmitKinds: this.config.accounts.cacheOmitKinds,
+        },
         serverVersion: versionInfo().version,
         gate: this.dynamic,
         onOperationResult: (sessionId, result) => this.dispatcher.onResult(sessionId, result),

@@ -31,6 +31,8 @@ export interface SessionDeps {
   metrics: PluginServerMetrics;
   log: Logger;
   limits: PluginServerConfig['limits'];
+  /** The kind policy sent to agents in Welcome (undefined: none). */
+  kindPolicy?: { cacheKinds: string[]; cacheOmitKinds: string[] };
   serverVersion: string;
   /** Authorization and dynamic accounts; without one every registration is decided by the registry alone. */
   gate?: SessionGate | undefined;
@@ -446,6 +448,8 @@ export class AgentSession implements GatedSession {
         maxUnackedBytes: this.deps.limits.maxUnackedBytes,
         maxMessageBytes: this.deps.limits.maxMessageBytes,
         heartbeatIntervalSeconds: this.deps.limits.heartbeatIntervalSeconds,
+        cacheKinds: this.deps.kindPolicy?.cacheKinds ?? [],
+        cacheOmitKinds: this.deps.kindPolicy?.cacheOmitKinds ?? [],
       },
     });
     this.welcomed = true;

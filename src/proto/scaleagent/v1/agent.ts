@@ -342,6 +342,13 @@ export interface Welcome {
   maxMessageBytes: number;
   /** How often the server expects a Heartbeat when nothing else is sent. */
   heartbeatIntervalSeconds: number;
+  /**
+   * The server's kind policy (plugin-server `accounts.cacheKinds`/`accounts.cacheOmitKinds`), "Kind" or
+   * "Kind.group". cache_kinds, when not empty, replaces the agent's default kinds for accounts that list no kinds;
+   * cache_omit_kinds is never cached by any account.
+   */
+  cacheKinds: string[];
+  cacheOmitKinds: string[];
 }
 
 /** Answer to AccountsUpdate: the same verdicts and resume points Welcome gives, for the added accounts only. */
@@ -2820,6 +2827,8 @@ function createBaseWelcome(): Welcome {
     maxUnackedBytes: 0,
     maxMessageBytes: 0,
     heartbeatIntervalSeconds: 0,
+    cacheKinds: [],
+    cacheOmitKinds: [],
   };
 }
 
@@ -2848,6 +2857,12 @@ export const Welcome: MessageFns<Welcome> = {
     }
     if (message.heartbeatIntervalSeconds !== 0) {
       writer.uint32(64).uint32(message.heartbeatIntervalSeconds);
+    }
+    for (const v of message.cacheKinds) {
+      writer.uint32(74).string(v!);
+    }
+    for (const v of message.cacheOmitKinds) {
+      writer.uint32(82).string(v!);
     }
     return writer;
   },
@@ -2929,6 +2944,22 @@ export const Welcome: MessageFns<Welcome> = {
             message.heartbeatIntervalSeconds = reader.uint32();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.cacheKinds.push(reader.string());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.cacheOmitKinds.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2983,6 +3014,16 @@ export const Welcome: MessageFns<Welcome> = {
         : isSet(object.heartbeat_interval_seconds)
         ? globalThis.Number(object.heartbeat_interval_seconds)
         : 0,
+      cacheKinds: globalThis.Array.isArray(object?.cacheKinds)
+        ? object.cacheKinds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.cache_kinds)
+        ? object.cache_kinds.map((e: any) => globalThis.String(e))
+        : [],
+      cacheOmitKinds: globalThis.Array.isArray(object?.cacheOmitKinds)
+        ? object.cacheOmitKinds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.cache_omit_kinds)
+        ? object.cache_omit_kinds.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -3012,6 +3053,12 @@ export const Welcome: MessageFns<Welcome> = {
     if (message.heartbeatIntervalSeconds !== 0) {
       obj.heartbeatIntervalSeconds = Math.round(message.heartbeatIntervalSeconds);
     }
+    if (message.cacheKinds?.length) {
+      obj.cacheKinds = message.cacheKinds;
+    }
+    if (message.cacheOmitKinds?.length) {
+      obj.cacheOmitKinds = message.cacheOmitKinds;
+    }
     return obj;
   },
 
@@ -3028,6 +3075,8 @@ export const Welcome: MessageFns<Welcome> = {
     message.maxUnackedBytes = object.maxUnackedBytes ?? 0;
     message.maxMessageBytes = object.maxMessageBytes ?? 0;
     message.heartbeatIntervalSeconds = object.heartbeatIntervalSeconds ?? 0;
+    message.cacheKinds = object.cacheKinds?.map((e) => e) || [];
+    message.cacheOmitKinds = object.cacheOmitKinds?.map((e) => e) || [];
     return message;
   },
 };
