@@ -287,7 +287,10 @@ export class PluginServer {
     if (this.sessions.size === 0) return;
     this.log.warn({ sessions: this.sessions.size }, 'store unreachable past the lease: closing agent streams');
     for (const s of [...this.sessions]) {
-      s.close(new ScaleAgentError('UNAVAILABLE', 'plugin-server lost its store; reconnect to another replica'), 'store');
+      s.close(
+        new ScaleAgentError('UNAVAILABLE', 'plugin-server lost its store; reconnect to another replica'),
+        'store',
+      );
     }
   }
 
