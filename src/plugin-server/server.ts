@@ -267,8 +267,28 @@ export class PluginServer {
     this.accounts
       .refresh()
       .then(() => this.accounts.sweep())
-      .catch((e: unknown) => this.log.warn({ err: e }, 'account leases: refresh failed (store unreachable?)'))
+      .catch((e: unknown) => {
+        this.log.warn({ err: e }, 'account leases: refresh failed (store unreachable?)');
+        if (this.leasesLapsed()) this.dropStreams();
+      })
       .finally(() => (this.housekeepingRunning = false));
+  }
+
+  /** This replica could not renew its leases for a whole lease period: peers consider its accounts free. */
+  private leasesLapsed(): boolean {
+    return this.accounts.lastRenewedAt > 0 && Date.now() - this.accounts.lastRenewedAt > this.accounts.leaseMs;
+  }
+
+  /**
+   * Without the store this replica can neither write its agents' changes nor keep their accounts: it lets them go,
+   * so they reconnect through the load balancer to a replica that can (this one reports not ready meanwhile).
+   */
+  private dropStreams(): void {
+    if (this.sessions.size === 0) return;
+    this.log.warn({ sessions: this.sessions.size }, 'store unreachable past the lease: closing agent streams');
+    for (const s of [...this.sessions]) {
+      s.close(new ScaleAgentError('UNAVAILABLE', 'plugin-server lost its store; reconnect to another replica'), 'store');
+    }
   }
 
   /**
@@ -286,8 +306,9 @@ export class PluginServer {
   }
 
   private connect(call: ServerDuplexStream<AgentMessage, ServerMessage>): void {
-    if (this.stopping) {
-      call.emit('error', { code: 14, details: 'plugin-server is shutting down' });
+    if (this.stopping || this.leasesLapsed()) {
+      const why = this.stopping ? 'plugin-server is shutting down' : 'plugin-server lost its store';
+      call.emit('error', { code: 14, details: why });
       return;
     }
     const session = new AgentSession(
