@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
+import { hostname, networkInterfaces } from 'node:os';
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import { ScaleAgentError } from '../shared/errors.js';
@@ -46,15 +46,21 @@ const TASK_PURGE_MS = 60_000;
 
 /**
  * Where peers reach this replica's REST API (leases record it, operations are forwarded to it): http.advertiseUrl,
- * else the pod's IP (POD_IP, from the downward API) when listening on all interfaces, else the listen address.
+ * else, listening on all interfaces, POD_IP (downward API) or the first non-loopback address (a pod has one: its
+ * IP), else the listen address.
  */
 function advertisedUrl(config: PluginServerConfig): string {
   const { advertiseUrl, host, port } = config.http;
   if (advertiseUrl) return advertiseUrl;
   const wildcard = host === '0.0.0.0' || host === '::' || host === '';
-  const address = wildcard ? process.env.POD_IP : host;
+  const address = wildcard ? (process.env.POD_IP ?? firstExternalAddress()) : host;
   if (!address || port === 0) return '';
   return `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+}
+
+function firstExternalAddress(): string | undefined {
+  const all = Object.values(networkInterfaces()).flatMap((list) => list ?? []);
+  return (all.find((i) => !i.internal && i.family === 'IPv4') ?? all.find((i) => !i.internal))?.address;
 }
 
 export function createStore(config: PluginServerConfig): CacheStore {
