@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
+import { hostname, networkInterfaces } from 'node:os';
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import { ScaleAgentError } from '../shared/errors.js';
@@ -46,15 +46,21 @@ const TASK_PURGE_MS = 60_000;
 
 /**
  * Where peers reach this replica's REST API (leases record it, operations are forwarded to it): http.advertiseUrl,
- * else the pod's IP (POD_IP, from the downward API) when listening on all interfaces, else the listen address.
+ * else, listening on all interfaces, POD_IP (downward API) or the first non-loopback address (a pod has one: its
+ * IP), else the listen address.
  */
 function advertisedUrl(config: PluginServerConfig): string {
   const { advertiseUrl, host, port } = config.http;
   if (advertiseUrl) return advertiseUrl;
   const wildcard = host === '0.0.0.0' || host === '::' || host === '';
-  const address = wildcard ? process.env.POD_IP : host;
+  const address = wildcard ? (process.env.POD_IP ?? firstExternalAddress()) : host;
   if (!address || port === 0) return '';
   return `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+}
+
+function firstExternalAddress(): string | undefined {
+  const all = Object.values(networkInterfaces()).flatMap((list) => list ?? []);
+  return (all.find((i) => !i.internal && i.family === 'IPv4') ?? all.find((i) => !i.internal))?.address;
 }
 
 export function createStore(config: PluginServerConfig): CacheStore {
@@ -267,8 +273,31 @@ export class PluginServer {
     this.accounts
       .refresh()
       .then(() => this.accounts.sweep())
-      .catch((e: unknown) => this.log.warn({ err: e }, 'account leases: refresh failed (store unreachable?)'))
+      .catch((e: unknown) => {
+        this.log.warn({ err: e }, 'account leases: refresh failed (store unreachable?)');
+        if (this.leasesLapsed()) this.dropStreams();
+      })
       .finally(() => (this.housekeepingRunning = false));
+  }
+
+  /** This replica could not renew its leases for a whole lease period: peers consider its accounts free. */
+  private leasesLapsed(): boolean {
+    return this.accounts.lastRenewedAt > 0 && Date.now() - this.accounts.lastRenewedAt > this.accounts.leaseMs;
+  }
+
+  /**
+   * Without the store this replica can neither write its agents' changes nor keep their accounts: it lets them go,
+   * so they reconnect through the load balancer to a replica that can (this one reports not ready meanwhile).
+   */
+  private dropStreams(): void {
+    if (this.sessions.size === 0) return;
+    this.log.warn({ sessions: this.sessions.size }, 'store unreachable past the lease: closing agent streams');
+    for (const s of [...this.sessions]) {
+      s.close(
+        new ScaleAgentError('UNAVAILABLE', 'plugin-server lost its store; reconnect to another replica'),
+        'store',
+      );
+    }
   }
 
   /**
@@ -286,8 +315,9 @@ export class PluginServer {
   }
 
   private connect(call: ServerDuplexStream<AgentMessage, ServerMessage>): void {
-    if (this.stopping) {
-      call.emit('error', { code: 14, details: 'plugin-server is shutting down' });
+    if (this.stopping || this.leasesLapsed()) {
+      const why = this.stopping ? 'plugin-server is shutting down' : 'plugin-server lost its store';
+      call.emit('error', { code: 14, details: why });
       return;
     }
     const session = new AgentSession(

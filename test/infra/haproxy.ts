@@ -23,7 +23,8 @@ function findHaproxy(): string {
  * HAProxy (Debian's package) as the load balancer in front of plugin-server replicas, as a Service or an ingress
  * would be: gRPC in TCP mode (each agent stream lands on one replica, round-robin) and REST in HTTP mode
  * (round-robin per request). Both check each replica's /readyz, so a replica that is killed, stopping or not ready
- * gets no new connections, and `on-marked-down shutdown-sessions` cuts streams to a replica marked down.
+ * gets no new connections; established streams are left alone (as a Kubernetes Service does), so a replica that
+ * must shed its agents has to close their streams itself.
  */
 export class Haproxy {
   private constructor(
@@ -51,7 +52,7 @@ defaults
   timeout client 1h
   timeout server 1h
   timeout tunnel 1h
-  default-server check inter 300ms fall 2 rise 1 on-marked-down shutdown-sessions
+  default-server check inter 300ms fall 2 rise 1
 frontend grpc
   mode tcp
   bind 127.0.0.1:${grpcPort}

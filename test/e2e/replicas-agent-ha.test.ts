@@ -1,0 +1,94 @@
+/**
+ * Agent HA across plugin-server replicas: two agents of one group serve one account, each connected to a different
+ * replica on one MariaDB. One holds the account and writes it; the other is told it stands by (never two writers);
+ * when the holder is killed, the standby is promoted on its own replica, resumes, and the cache checker's diff is 0.
+ * The account never goes missing while one of them is connected.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { waitForCacheToMatch } from '../infra/cache-checker.js';
+import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
+import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+
+interface AccountView {
+  state: string;
+  agentId: string;
+  heldBy: unknown;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+describe('two agents of one group on two replicas', () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  });
+
+  it('one writes, the other stands by on its replica and takes over when the first is killed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-replica-ha-'));
+    const ns = await createNamespace('replica-ha');
+    cleanups.push(() => kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true }));
+    const db = await createTestDatabase('e2e_replica_ha');
+    cleanups.push(() => db.drop());
+    const storage = { type: 'mysql' as const, url: db.url };
+    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } };
+    const a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
+    cleanups.push(() => a.stop());
+    const b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
+    cleanups.push(() => b.stop());
+    const spec = { name: 'ha', kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
+    const first = await AgentProcess.start({ dir, agentId: 'ha-1', serverAddress: a.grpcAddress, accounts: [spec] });
+    cleanups.push(() => first.stop());
+    await until('B to see ha-1 holding the account', async () =>
+      (await b.get<AccountView>('/armory/accounts/ha')).body.agentId === 'ha-1' ? true : undefined,
+    );
+    const second = await AgentProcess.start({ dir, agentId: 'ha-2', serverAddress: b.grpcAddress, accounts: [spec] });
+    cleanups.push(() => second.stop());
+
+    // Never two writers: ha-2 on B is standby for the account ha-1 holds through A.
+    const onB = (
+      await b.get<{ agentId: string; rejectedAccounts?: { name: string; reason: string }[] }[]>('/armory/agents')
+    ).body.find((x) => x.agentId === 'ha-2');
+    expect(onB?.rejectedAccounts).toEqual([{ name: 'ha', reason: expect.stringMatching(/^standby: .*ha-1/) }]);
+    expect((await a.get<AccountView>('/armory/accounts/ha')).body).toMatchObject({ agentId: 'ha-1', heldBy: 'local' });
+
+    const check = {
+      httpBase: b.httpBase,
+      account: 'ha',
+      kubeconfig: testEnv().kubeconfig,
+      namespaces: [ns],
+      kinds: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaced: true }],
+    };
+    let stop = false;
+    const missing: string[] = [];
+    const watch = (async () => {
+      while (!stop) {
+        for (const r of [a, b]) if ((await r.get('/armory/accounts/ha')).status !== 200) missing.push(r.httpBase);
+        await sleep(100);
+      }
+    })();
+    const churn = kubectl(['create', 'configmap', 'during', '-n', ns, '--from-literal=k=v']);
+    await first.kill();
+    await churn;
+    await kubectl(['create', 'configmap', 'after', '-n', ns, '--from-literal=k=v']);
+    await until('ha-2 to hold the account on B', async () => {
+      const v = (await b.get<AccountView>('/armory/accounts/ha')).body;
+      return v.agentId === 'ha-2' && v.heldBy === 'local' && v.state === 'ACTIVE' ? true : undefined;
+    });
+    await waitForCacheToMatch(check);
+    stop = true;
+    await watch;
+    expect(missing).toEqual([]);
+  });
+});

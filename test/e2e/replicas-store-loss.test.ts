@@ -1,0 +1,123 @@
+/**
+ * A replica that loses MySQL (its link cut by Toxiproxy) reports not ready, stops holding agents, and its agent
+ * reconnects through HAProxy to the replica that still has the database, which resumes the account; the cache
+ * checker's diff is 0 through that replica.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { waitForCacheToMatch } from '../infra/cache-checker.js';
+import { Haproxy } from '../infra/haproxy.js';
+import { createNamespace, createTestDatabase, freePort, kubectl, testEnv, toolPath } from '../infra/index.js';
+import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { ServerProcess } from '../infra/processes-group.js';
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+describe('a replica that loses MySQL', () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  });
+
+  it('reports not ready and lets its agent go to a replica that has the database', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-store-loss-'));
+    const ns = await createNamespace('store-loss');
+    cleanups.push(() => kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true }));
+    const db = await createTestDatabase('e2e_store_loss');
+    cleanups.push(() => db.drop());
+
+    // Toxiproxy between replica B and MariaDB.
+    const apiPort = await freePort();
+    const proxyPort = await freePort();
+    const toxi = ServerProcess.start(
+      'toxiproxy',
+      toolPath('toxiproxy-server'),
+      ['-host', '127.0.0.1', '-port', String(apiPort)],
+      join(dir, 'toxiproxy.log'),
+    );
+    cleanups.push(() => toxi.stop());
+    const api = `http://127.0.0.1:${apiPort}`;
+    const dbUrl = new URL(db.url);
+    await until('toxiproxy API', async () => ((await fetch(`${api}/version`)).ok ? true : undefined));
+    const created = await fetch(`${api}/proxies`, {
+      method: 'POST',
+      body: JSON.stringify({ name: 'mysql', listen: `127.0.0.1:${proxyPort}`, upstream: dbUrl.host }),
+    });
+    expect(created.status).toBe(201);
+    const viaProxy = new URL(db.url);
+    viaProxy.port = String(proxyPort);
+
+    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } };
+    const a = await PluginServerProcess.start({
+      dir,
+      name: 'replica-a',
+      storage: { type: 'mysql', url: db.url },
+      extra,
+    });
+    cleanups.push(() => a.stop());
+    const b = await PluginServerProcess.start({
+      dir,
+      name: 'replica-b',
+      storage: { type: 'mysql', url: viaProxy.toString() },
+      extra,
+    });
+    cleanups.push(() => b.stop());
+    const lb = await Haproxy.start({
+      dir,
+      backends: [a, b].map((r, i) => ({ name: `r${i}`, grpcPort: r.grpcPort, httpPort: r.httpPort })),
+    });
+    cleanups.push(() => lb.stop());
+
+    // A down for a moment, so the agent's stream lands on B through the load balancer.
+    await a.stop();
+    await until('HAProxy to mark A down', async () =>
+      (await fetch(`${lb.httpBase}/readyz`)).ok && !(await fetch(`${a.httpBase}/readyz`).catch(() => undefined))
+        ? true
+        : undefined,
+    );
+    await sleep(1000);
+    const spec = { name: 'cut', kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
+    const agent = await AgentProcess.start({ dir, serverAddress: lb.grpcAddress, accounts: [spec] });
+    cleanups.push(() => agent.stop());
+    await until('B to hold the account', async () =>
+      (await b.get<{ heldBy: unknown }>('/armory/accounts/cut')).body.heldBy === 'local' ? true : undefined,
+    );
+    await a.restart();
+    await kubectl(['create', 'configmap', 'before', '-n', ns, '--from-literal=k=v']);
+    const check = {
+      httpBase: a.httpBase,
+      account: 'cut',
+      kubeconfig: testEnv().kubeconfig,
+      namespaces: [ns],
+      kinds: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaced: true }],
+    };
+    await waitForCacheToMatch(check);
+
+    // Cut B's database link.
+    const cut = await fetch(`${api}/proxies/mysql`, { method: 'POST', body: JSON.stringify({ enabled: false }) });
+    expect(cut.status).toBe(200);
+    const notReady = await until('B to report not ready', async () => {
+      const r = await b.get<{ reasons?: string[] }>('/readyz');
+      return r.status === 503 ? r.body : undefined;
+    });
+    expect(JSON.stringify(notReady)).toMatch(/store|lease/);
+    await kubectl(['create', 'configmap', 'after', '-n', ns, '--from-literal=k=v']);
+    // The agent moved to A, which holds the account and resumed it.
+    await until('A to hold the account', async () => {
+      const v = (await a.get<{ heldBy: unknown; state: string }>('/armory/accounts/cut')).body;
+      return v.heldBy === 'local' && v.state === 'ACTIVE' ? true : undefined;
+    });
+    await waitForCacheToMatch(check);
+  });
+});
