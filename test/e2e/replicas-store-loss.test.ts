@@ -112,12 +112,19 @@ describe('a replica that loses MySQL', () => {
       return r.status === 503 ? r.body : undefined;
     });
     expect(JSON.stringify(notReady)).toMatch(/store|lease/);
+    // The agent moved to A, which holds the account and resumed it; no change was needed to make it move (an idle
+    // stream is let go by B itself, not broken by a failed write).
+    // Bounded by a lease period plus the agent's reconnect backoff, well under the session idle timeout that would
+    // otherwise end the stream much later.
+    await until(
+      'A to hold the account',
+      async () => {
+        const v = (await a.get<{ heldBy: unknown; state: string }>('/armory/accounts/cut')).body;
+        return v.heldBy === 'local' && v.state === 'ACTIVE' ? true : undefined;
+      },
+      30_000,
+    );
     await kubectl(['create', 'configmap', 'after', '-n', ns, '--from-literal=k=v']);
-    // The agent moved to A, which holds the account and resumed it.
-    await until('A to hold the account', async () => {
-      const v = (await a.get<{ heldBy: unknown; state: string }>('/armory/accounts/cut')).body;
-      return v.heldBy === 'local' && v.state === 'ACTIVE' ? true : undefined;
-    });
     await waitForCacheToMatch(check);
   });
 });
