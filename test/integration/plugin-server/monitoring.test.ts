@@ -1,6 +1,6 @@
 /**
- * docs/alerts/scale-agent.rules.yaml against the real promtool (built by tools/k8s) and the real runtimes: the rules
- * parse, every metric they use is exported by a running plugin-server or agent, and the ORPHANED alert fires on the
+ * docs/alerts/scale-agent.rules.yaml and docs/dashboards/scale-agent.json against the real promtool (built by tools/k8s) and the real runtimes: the rules
+ * parse, every metric they and the dashboard use is exported by a running plugin-server or agent, and the ORPHANED alert fires on the
  * values a plugin-server reports after its agent is killed.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { createNamespace, promtool, testEnv } from '../../infra/index.js';
 import { AgentProcess, PluginServerProcess } from '../../infra/processes.js';
 
 const rulesFile = fileURLToPath(new URL('../../../docs/alerts/scale-agent.rules.yaml', import.meta.url));
+const dashboardFile = fileURLToPath(new URL('../../../docs/dashboards/scale-agent.json', import.meta.url));
 
 interface Rule {
   alert: string;
@@ -60,6 +61,19 @@ describe('alert rules', () => {
     const families = new Set([...exported.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
     const used = new Set(rules.flatMap((r) => [...r.expr.matchAll(/scale_agent_[a-z_]+/g)].map((m) => m[0])));
     expect(used.size).toBeGreaterThan(5);
+    const missing = [...used].filter((m) => !families.has(m.replace(/_(bucket|sum|count)$/, '')));
+    expect(missing).toEqual([]);
+  });
+
+  it('the Grafana dashboard queries only metrics the running plugin-server and agent export', async () => {
+    const exported =
+      (await (await fetch(`${server.httpBase}/metrics`)).text()) +
+      (await (await fetch(`${agent.adminBase}/metrics`)).text());
+    const families = new Set([...exported.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
+    const dashboard = JSON.parse(readFileSync(dashboardFile, 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+    const exprs = dashboard.panels.flatMap((p) => p.targets ?? []).map((t) => t.expr);
+    expect(exprs.length).toBeGreaterThan(10);
+    const used = new Set(exprs.flatMap((e) => [...e.matchAll(/scale_agent_[a-z0-9_]+/g)].map((m) => m[0])));
     const missing = [...used].filter((m) => !families.has(m.replace(/_(bucket|sum|count)$/, '')));
     expect(missing).toEqual([]);
   });
