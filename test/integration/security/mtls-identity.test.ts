@@ -180,8 +180,10 @@ describe('agent processes', () => {
     expect(agentLog).toMatch(
       /account rejected by plugin-server.*sec-b-one|sec-b-one.*account rejected by plugin-server/,
     );
-    // The server logs and counts it.
-    expect(readFileSync(server.logFile, 'utf8')).toMatch(/"account":"sec-b-one".*unauthorized/);
+    // The server logs and counts it (its log is written asynchronously: wait for the line, do not read once).
+    await waitFor('the refusal in the server log', () =>
+      /"account":"sec-b-one".*unauthorized/.test(readFileSync(server.logFile, 'utf8')),
+    );
     expect(
       await server.metric('scale_agent_plugin_server_account_rejections_total{reason="unauthorized"}'),
     ).toBeGreaterThan(before);
