@@ -10,23 +10,13 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
-import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
+import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
 import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
 
 interface AccountView {
   state: string;
   agentId: string;
   heldBy: unknown;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 describe('two agents of one group on two replicas', () => {
@@ -50,7 +40,7 @@ describe('two agents of one group on two replicas', () => {
     const spec = { name: 'ha', kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
     const first = await AgentProcess.start({ dir, agentId: 'ha-1', serverAddress: a.grpcAddress, accounts: [spec] });
     cleanups.push(() => first.stop());
-    await until('B to see ha-1 holding the account', async () =>
+    await waitFor('B to see ha-1 holding the account', async () =>
       (await b.get<AccountView>('/armory/accounts/ha')).body.agentId === 'ha-1' ? true : undefined,
     );
     const second = await AgentProcess.start({ dir, agentId: 'ha-2', serverAddress: b.grpcAddress, accounts: [spec] });
@@ -82,7 +72,7 @@ describe('two agents of one group on two replicas', () => {
     await first.kill();
     await churn;
     await kubectl(['create', 'configmap', 'after', '-n', ns, '--from-literal=k=v']);
-    await until('ha-2 to hold the account on B', async () => {
+    await waitFor('ha-2 to hold the account on B', async () => {
       const v = (await b.get<AccountView>('/armory/accounts/ha')).body;
       return v.agentId === 'ha-2' && v.heldBy === 'local' && v.state === 'ACTIVE' ? true : undefined;
     });

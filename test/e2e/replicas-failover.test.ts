@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch, type CacheCheckOptions } from '../infra/cache-checker.js';
 import { Haproxy } from '../infra/haproxy.js';
-import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
+import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
 import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
 import type { Obj, TaskBody } from './operations-helpers.js';
 
@@ -32,21 +32,6 @@ function configMaps(ns: string, prefix: string, from: number, to: number): strin
     items.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${prefix}-${i}`, namespace: ns }, data: {} });
   }
   return JSON.stringify({ apiVersion: 'v1', kind: 'List', items });
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(100);
-  }
 }
 
 async function getJson<T>(base: string, path: string): Promise<{ status: number; body: T }> {
@@ -123,7 +108,7 @@ describe('three replicas behind HAProxy', () => {
       '/armory/accounts',
       `/manifests/fleet-1/${ns}/${encodeURIComponent('configMap seed-3')}`,
     ]) {
-      const bodies = await until(`${path} identical on every replica`, async () => {
+      const bodies = await waitFor(`${path} identical on every replica`, async () => {
         // heldBy ('local' or the peer) and lastUpdated (when this replica learnt of it) are per replica by design.
         const all = await Promise.all(
           replicas.map(async (r) =>
@@ -140,7 +125,7 @@ describe('three replicas behind HAProxy', () => {
 
   it('SIGKILL of a replica during churn and operations: agents land elsewhere, no relist, no task lost', async () => {
     // The replica holding fleet-0 dies.
-    const victim = await until('a replica holding fleet-0', async () => {
+    const victim = await waitFor('a replica holding fleet-0', async () => {
       for (const r of replicas) {
         const v = (await r.get<AccountView>('/armory/accounts/fleet-0')).body;
         if (v.heldBy === 'local') return r;
@@ -194,7 +179,7 @@ describe('three replicas behind HAProxy', () => {
     await Promise.all([operations, churn]);
 
     // fleet-0 is held again, by a survivor, through the load balancer.
-    await until('fleet-0 held by a surviving replica', async () => {
+    await waitFor('fleet-0 held by a surviving replica', async () => {
       for (const r of survivors) {
         const v = (await r.get<AccountView>('/armory/accounts/fleet-0')).body;
         if (v.heldBy === 'local' && v.state === 'ACTIVE') return true;
@@ -210,7 +195,7 @@ describe('three replicas behind HAProxy', () => {
     expect(taskIds.length).toBeGreaterThan(5);
     const ends = await Promise.all(
       taskIds.map((id) =>
-        until(
+        waitFor(
           `task ${id} to end`,
           async () => {
             const t = await getJson<TaskBody>(lb.httpBase, `/task/${id}`);
@@ -248,7 +233,9 @@ describe('three replicas behind HAProxy', () => {
     for (const r of replicas) {
       await r.restart();
       // The next one only once this one serves again (as a rolling update waits for readiness).
-      await until('restarted replica ready', async () => ((await r.get('/readyz')).status === 200 ? true : undefined));
+      await waitFor('restarted replica ready', async () =>
+        (await r.get('/readyz')).status === 200 ? true : undefined,
+      );
     }
     stop = true;
     await Promise.all([watch, churn]);
@@ -257,7 +244,7 @@ describe('three replicas behind HAProxy', () => {
       const v = await getJson<Obj>(lb.httpBase, `/armory/accounts/${a}`);
       expect(v.status).toBe(200);
     }
-    await until('every account held again', async () => {
+    await waitFor('every account held again', async () => {
       const states = await Promise.all(
         ACCOUNTS.map(async (a) => (await getJson<AccountView>(lb.httpBase, `/armory/accounts/${a}`)).body.state),
       );

@@ -10,19 +10,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { Haproxy } from '../infra/haproxy.js';
-import { createNamespace, createTestDatabase, freePort, kubectl, testEnv, toolPath } from '../infra/index.js';
+import { createNamespace, createTestDatabase, freePort, kubectl, testEnv, toolPath, waitFor } from '../infra/index.js';
 import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
 import { ServerProcess } from '../infra/processes-group.js';
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 describe('a replica that loses MySQL', () => {
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -49,7 +39,7 @@ describe('a replica that loses MySQL', () => {
     cleanups.push(() => toxi.stop());
     const api = `http://127.0.0.1:${apiPort}`;
     const dbUrl = new URL(db.url);
-    await until('toxiproxy API', async () => ((await fetch(`${api}/version`)).ok ? true : undefined));
+    await waitFor('toxiproxy API', async () => ((await fetch(`${api}/version`)).ok ? true : undefined));
     const created = await fetch(`${api}/proxies`, {
       method: 'POST',
       body: JSON.stringify({ name: 'mysql', listen: `127.0.0.1:${proxyPort}`, upstream: dbUrl.host }),
@@ -81,7 +71,7 @@ describe('a replica that loses MySQL', () => {
 
     // A down for a moment, so the agent's stream lands on B through the load balancer.
     await a.stop();
-    await until('HAProxy to mark A down', async () =>
+    await waitFor('HAProxy to mark A down', async () =>
       (await fetch(`${lb.httpBase}/readyz`)).ok && !(await fetch(`${a.httpBase}/readyz`).catch(() => undefined))
         ? true
         : undefined,
@@ -90,7 +80,7 @@ describe('a replica that loses MySQL', () => {
     const spec = { name: 'cut', kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
     const agent = await AgentProcess.start({ dir, serverAddress: lb.grpcAddress, accounts: [spec] });
     cleanups.push(() => agent.stop());
-    await until('B to hold the account', async () =>
+    await waitFor('B to hold the account', async () =>
       (await b.get<{ heldBy: unknown }>('/armory/accounts/cut')).body.heldBy === 'local' ? true : undefined,
     );
     await a.restart();
@@ -107,7 +97,7 @@ describe('a replica that loses MySQL', () => {
     // Cut B's database link.
     const cut = await fetch(`${api}/proxies/mysql`, { method: 'POST', body: JSON.stringify({ enabled: false }) });
     expect(cut.status).toBe(200);
-    const notReady = await until('B to report not ready', async () => {
+    const notReady = await waitFor('B to report not ready', async () => {
       const r = await b.get<{ reasons?: string[] }>('/readyz');
       return r.status === 503 ? r.body : undefined;
     });
@@ -116,7 +106,7 @@ describe('a replica that loses MySQL', () => {
     // stream is let go by B itself, not broken by a failed write).
     // Bounded by a lease period plus the agent's reconnect backoff, well under the session idle timeout that would
     // otherwise end the stream much later.
-    await until(
+    await waitFor(
       'A to hold the account',
       async () => {
         const v = (await a.get<{ heldBy: unknown; state: string }>('/armory/accounts/cut')).body;

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch, type CacheCheckOptions } from '../infra/cache-checker.js';
-import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
+import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
 import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
 
 interface AccountView {
@@ -35,21 +35,6 @@ const checked = (httpBase: string, account: string, ns: string): CacheCheckOptio
   namespaces: [ns],
   kinds: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaced: true }],
 });
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(100);
-  }
-}
 
 async function account(server: PluginServerProcess, name: string): Promise<AccountView | undefined> {
   const r = await server.get<AccountView>(`/armory/accounts/${name}`);
@@ -82,7 +67,7 @@ describe('plugin-server replicas on one MySQL store', () => {
     await waitForCacheToMatch(checked(a.httpBase, 'shared', ns));
 
     // B answers for the account A's agent holds: listed, ACTIVE, held by A, and its cache reads are A's writes.
-    const onB = await until('replica B to know the account', async () => {
+    const onB = await waitFor('replica B to know the account', async () => {
       const v = await account(b, 'shared');
       return v?.state === 'ACTIVE' ? v : undefined;
     });
@@ -118,18 +103,18 @@ describe('plugin-server replicas on one MySQL store', () => {
     cleanups.push(() => agent.stop());
     await kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'cm', 0, 5) });
     await waitForCacheToMatch(checked(a.httpBase, 'leased', ns));
-    await until('replica B to see the account held', async () =>
+    await waitFor('replica B to see the account held', async () =>
       (await account(b, 'leased'))?.state === 'ACTIVE' ? true : undefined,
     );
     // SIGKILL: no release; only the lease's expiry tells B. The agent keeps dialling the dead replica (no load
     // balancer here), so nobody holds the account any more.
     await a.kill();
-    const orphaned = await until('replica B to see the account ORPHANED', async () => {
+    const orphaned = await waitFor('replica B to see the account ORPHANED', async () => {
       const v = await account(b, 'leased');
       return v?.state === 'ORPHANED' ? v : undefined;
     });
     expect(orphaned.heldBy).toBeNull();
-    await until('replica B to remove the account after the grace period', async () =>
+    await waitFor('replica B to remove the account after the grace period', async () =>
       (await b.get('/armory/accounts/leased')).status === 404 ? true : undefined,
     );
     expect((await b.get('/credentials')).body).toEqual([]);
@@ -177,7 +162,7 @@ describe('two agents of one group for one account', () => {
     await first.kill();
     await churn;
     await kubectl(['delete', 'configmap', 'a-0', 'a-1', '-n', ns]);
-    const takenOver = await until('ha-2 to take the account over', async () => {
+    const takenOver = await waitFor('ha-2 to take the account over', async () => {
       const v = await account(server, 'ha');
       return v?.agentId === 'ha-2' && v.state === 'ACTIVE' ? v : undefined;
     });

@@ -16,6 +16,7 @@ export { MariaDb } from './mariadb.js';
 export { run, type RunResult, type RunOptions } from './exec.js';
 export { freePort } from './ports.js';
 export { pidAlive } from './processes-group.js';
+export { waitFor } from './wait.js';
 
 export interface TestEnv {
   /** Admin kubeconfig of the shared control plane. */

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ReflectorSink, WatchScope } from '../../../src/agent/reflector.js';
 import { ChangeType, type Change } from '../../../src/shared/proto.js';
 import { createLogger } from '../../../src/shared/logging.js';
@@ -70,22 +69,4 @@ export class RecordingSink implements ReflectorSink {
   }
 }
 
-/** Polls until `check` returns a truthy value (tests wait on conditions, never on fixed delays). */
-export async function waitFor<T>(
-  what: string,
-  check: () => T | Promise<T>,
-  timeoutMs = 30_000,
-): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v as NonNullable<T>;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(50);
-  }
-}
+export { waitFor } from '../../infra/wait.js';

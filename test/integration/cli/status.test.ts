@@ -6,23 +6,14 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetStatus } from '../../../src/cli/status/fleet.js';
-import { createNamespace, freePort, kubectl, run, testEnv } from '../../infra/index.js';
+import { createNamespace, freePort, kubectl, run, testEnv, waitFor } from '../../infra/index.js';
 import { AgentProcess, PluginServerProcess } from '../../infra/processes.js';
 
 const bin = fileURLToPath(new URL('../../../bin/run.js', import.meta.url));
 const cli = (args: string[]) => run(process.execPath, [bin, ...args], { allowFail: true });
-
-async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 describe('scale-agent status', () => {
   let server: PluginServerProcess;
@@ -43,7 +34,7 @@ describe('scale-agent status', () => {
     });
     await kubectl(['create', 'configmap', 'one', '-n', ns]);
     await kubectl(['create', 'configmap', 'two', '-n', ns]);
-    await until('the three ConfigMaps cached', async () => {
+    await waitFor('the three ConfigMaps cached', async () => {
       const r = await server
         .get<unknown[]>(`/admin/cache/fleet-a?kind=ConfigMap&namespace=${ns}`)
         .catch(() => undefined);
@@ -104,14 +95,14 @@ describe('scale-agent status', () => {
       `${process.execPath} ${bin} status --url ${server.httpBase} --watch --interval 1`,
     ]);
     expect(started.code, started.stderr).toBe(0);
-    await until('the first frame', async () => /fleet-a +ACTIVE/.test(await shown()));
+    await waitFor('the first frame', async () => /fleet-a +ACTIVE/.test(await shown()));
     const first = (await shown()).split('\n');
     // One frame on the screen, from the top: the header is the first line, not scrolled away by earlier frames.
     expect(first[0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+ {2}ready {2}1 agents/);
     expect(first.filter((l) => l.startsWith('AGENT '))).toHaveLength(1);
 
     await agent.kill();
-    await until('the watch to show the account ORPHANED', async () => /fleet-a +ORPHANED/.test(await shown()));
+    await waitFor('the watch to show the account ORPHANED', async () => /fleet-a +ORPHANED/.test(await shown()));
     const after = await shown();
     expect(after).toMatch(/^! account fleet-a is ORPHANED: no agent holds it$/m);
     expect(after.split('\n').filter((l) => l.startsWith('ACCOUNT '))).toHaveLength(1);

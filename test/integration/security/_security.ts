@@ -3,7 +3,6 @@ import 'reflect-metadata'; // @peculiar/x509 (tsyringe) needs it before it loads
 import { webcrypto } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { credentials, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
 import * as x509 from '@peculiar/x509';
 import { generateCa, issueCertificate, type PemPair } from '../../../src/shared/certs/index.js';
@@ -156,25 +155,7 @@ export function probe(
   }).finally(() => client.close());
 }
 
-/** Polls until `check` returns a truthy value (conditions, never fixed delays). */
-export async function waitFor<T>(
-  what: string,
-  check: () => T | Promise<T>,
-  timeoutMs = 60_000,
-): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v as NonNullable<T>;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(100);
-  }
-}
+export { waitFor } from '../../infra/wait.js';
 
 /** A namespace with one ConfigMap and a ServiceAccount that may read ConfigMaps there. */
 export const CONFIGMAP_READER = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }];
