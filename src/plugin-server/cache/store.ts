@@ -29,6 +29,19 @@ export interface ObjectKey {
   name: string;
 }
 
+/**
+ * Where an object is found besides its key (views/app-index.ts computes them on ingest): the application Spinnaker
+ * shows it under, and the controller that owns it.
+ */
+export interface IndexKeys {
+  /** The application it belongs to ('' when none). */
+  app: string;
+  /** Its cluster, for server groups and their managers only ('' otherwise): what /applications lists. */
+  cluster: string;
+  /** uid of its controller (ownerReferences[controller=true]), '' when none: how Pods find their server group. */
+  ownerUid: string;
+}
+
 export interface CachedObject {
   account: string;
   group: string;
@@ -40,6 +53,15 @@ export interface CachedObject {
   resourceVersion: string;
   /** The object as JSON text, exactly as stored. */
   json: string;
+  /** Set by the index reads (listApplication, listOwned). */
+  index?: IndexKeys;
+}
+
+/** One (application, account, cluster) the cache holds a server group or manager of. */
+export interface AppCluster {
+  app: string;
+  account: string;
+  cluster: string;
 }
 
 export type ChangeKind = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -55,6 +77,8 @@ export interface StoreChange {
   resourceVersion: string;
   /** The object as JSON; may be '' for DELETED. */
   json: string;
+  /** Index keys of the object (absent: none; a DELETED change removes the object from every index anyway). */
+  index?: IndexKeys;
 }
 
 export type StoreOp =
@@ -97,6 +121,10 @@ export interface AccountRecord {
   omitKinds: string[];
   /** ms since the epoch. */
   registeredAt: number;
+  /** Index only objects Spinnaker manages (views/app-index.ts). */
+  onlySpinnakerManaged?: boolean;
+  /** Index every kind under its application, not only the ones Spinnaker shows. */
+  cacheAllApplicationRelationships?: boolean;
 }
 
 /**
@@ -139,6 +167,12 @@ export interface CacheStore {
   get(key: ObjectKey): Promise<CachedObject | undefined>;
   /** Live objects matching the filter, ordered by group, kind, namespace, name. */
   list(filter: ListFilter): Promise<CachedObject[]>;
+  /** Live objects that belong to the application, in every account, ordered as list() orders them. */
+  listApplication(app: string): Promise<CachedObject[]>;
+  /** Live objects of the account owned (as controller) by one of these uids: the Pods of server groups. */
+  listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]>;
+  /** Every (application, account, cluster) of live server groups and managers, sorted. */
+  applicationClusters(): Promise<AppCluster[]>;
   /** Scopes of the account whose last full sync completed, with the resourceVersion the cache holds. */
   resumePoints(account: string): Promise<ResumePointRecord[]>;
   counts(): Promise<KindCount[]>;
