@@ -27,6 +27,7 @@ import { resolveMysqlUrl, type PluginServerConfig } from './config.js';
 import { startGrpcServer, type GrpcEndpoint } from './grpc-server.js';
 import { PluginServerMetrics } from './metrics.js';
 import { registerOpsRoutes } from './api/ops-routes.js';
+import { registerViewRoutes } from './api/views-routes.js';
 import {
   CacheBarrier,
   LiveReader,
@@ -220,6 +221,7 @@ export class PluginServer {
       live: this.liveReader,
       dynamic: this.dynamic,
     });
+    registerViewRoutes(this.http, { store: this.store, accounts: this.accounts });
     registerPeerOperationRoute(this.http, { dispatcher: this.dispatcher, barrier: this.barrier });
     await this.http.listen({ host: this.config.http.host, port: this.config.http.port });
     const address = this.http.server.address();

@@ -1,9 +1,8 @@
 import type { CachedObject } from '../cache/store.js';
 import { canonicalKindName } from './kinds.js';
 import { manifestStatus, type ManifestStatus } from './status.js';
-import { moniker, type Moniker } from '../views/moniker.js';
-
-export { moniker, type Moniker };
+import { monikerOf } from '../../shared/ops/spinnaker.js';
+import type { KubeObject, Moniker } from '../../shared/ops/types.js';
 
 type Obj = Record<string, unknown>;
 
@@ -101,7 +100,7 @@ export function manifestContainer(o: CachedObject): ManifestContainer {
     account: o.account,
     name: `${kindName} ${o.name}`,
     location: o.namespace,
-    moniker: moniker(o.kind, manifest),
+    moniker: monikerOf(manifest as unknown as KubeObject),
     manifest,
     status: manifestStatus(o.group, o.kind, manifest),
     artifacts: artifacts(o.kind, o.namespace, manifest),

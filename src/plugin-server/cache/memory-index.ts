@@ -75,8 +75,10 @@ export class ClusterCounts {
     }
   }
 
-  *entries(): Generator<{ app: string; account: string; cluster: string }> {
-    for (const [app, a] of this.map) {
+  *entries(only?: string): Generator<{ app: string; account: string; cluster: string }> {
+    const apps = only === undefined ? this.map : new Map([[only, this.map.get(only)]]);
+    for (const [app, a] of apps) {
+      if (!a) continue;
       for (const [account, c] of a) for (const cluster of c.keys()) yield { app, account, cluster };
     }
   }

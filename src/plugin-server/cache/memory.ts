@@ -222,7 +222,13 @@ export class MemoryCacheStore implements CacheStore {
     const kinds = this.objects.get(filter.account);
     if (!kinds) return [];
     const out: CachedObject[] = [];
-    for (const names of kinds.values()) {
+    // With group and kind known, only that kind's map is read (search and the views list one kind at a time).
+    const only =
+      filter.group !== undefined && filter.kind !== undefined
+        ? kinds.get(kindId(filter.group, filter.kind))
+        : undefined;
+    const maps = only ? [only] : filter.group !== undefined && filter.kind !== undefined ? [] : kinds.values();
+    for (const names of maps) {
       for (const e of names.values()) {
         if (e.deleted) continue;
         if (filter.group !== undefined && e.group !== filter.group) continue;
@@ -261,8 +267,8 @@ export class MemoryCacheStore implements CacheStore {
     }
   }
 
-  async applicationClusters(): Promise<AppCluster[]> {
-    return [...this.clusters.entries()].sort(
+  async applicationClusters(app?: string): Promise<AppCluster[]> {
+    return [...this.clusters.entries(app)].sort(
       (a, b) => cmp(a.app, b.app) || cmp(a.account, b.account) || cmp(a.cluster, b.cluster),
     );
   }

@@ -404,12 +404,13 @@ export class MysqlCacheStore implements CacheStore {
     return rows.map(toIndexed);
   }
 
-  async applicationClusters(): Promise<AppCluster[]> {
+  async applicationClusters(app?: string): Promise<AppCluster[]> {
     // Tombstones carry no keys, so the index alone answers (no row is read).
     const [rows] = await this.query(
-      "SELECT DISTINCT app, account, cluster FROM sa_objects WHERE app <> '' AND cluster <> '' " +
-        'ORDER BY app, account, cluster',
-      [],
+      'SELECT DISTINCT app, account, cluster FROM sa_objects WHERE ' +
+        (app === undefined ? "app <> ''" : 'app = ?') +
+        " AND cluster <> '' ORDER BY app, account, cluster",
+      app === undefined ? [] : [app],
     );
     return rows.map((r) => ({ app: r.app as string, account: r.account as string, cluster: r.cluster as string }));
   }

@@ -171,8 +171,8 @@ export interface CacheStore {
   listApplication(app: string): Promise<CachedObject[]>;
   /** Live objects of the account owned (as controller) by one of these uids: the Pods of server groups. */
   listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]>;
-  /** Every (application, account, cluster) of live server groups and managers, sorted. */
-  applicationClusters(): Promise<AppCluster[]>;
+  /** Every (application, account, cluster) of live server groups and managers, sorted; of one application if given. */
+  applicationClusters(app?: string): Promise<AppCluster[]>;
   /** Scopes of the account whose last full sync completed, with the resourceVersion the cache holds. */
   resumePoints(account: string): Promise<ResumePointRecord[]>;
   counts(): Promise<KindCount[]>;

@@ -58,8 +58,8 @@ export class WatchedStore implements CacheStore {
     return this.inner.listOwned(account, ownerUids);
   }
 
-  applicationClusters(): Promise<AppCluster[]> {
-    return this.inner.applicationClusters();
+  applicationClusters(app?: string): Promise<AppCluster[]> {
+    return this.inner.applicationClusters(app);
   }
 
   resumePoints(account: string): Promise<ResumePointRecord[]> {

@@ -1,7 +1,7 @@
 import { kindRow } from '../../shared/kinds.js';
 import type { IndexKeys } from '../cache/store.js';
-import { ANNOTATIONS } from '../../shared/ops/spinnaker.js';
-import { annotationsOf, moniker } from './moniker.js';
+import { ANNOTATIONS, monikerOf } from '../../shared/ops/spinnaker.js';
+import type { KubeObject } from '../../shared/ops/types.js';
 
 type Obj = Record<string, unknown>;
 
@@ -40,6 +40,7 @@ export const NO_KEYS: IndexKeys = { app: '', cluster: '', ownerUid: '' };
  * left out with `onlySpinnakerManaged`.
  */
 export function indexKeys(group: string, kind: string, manifest: Obj, options: IndexOptions): IndexKeys {
+  if (typeof manifest.metadata !== 'object' || manifest.metadata === null) return NO_KEYS;
   const category = kindRow(group, kind)?.clouddriver?.category;
   const ownerUid = controllerUid(manifest);
   const logical =
@@ -47,14 +48,18 @@ export function indexKeys(group: string, kind: string, manifest: Obj, options: I
     category === 'serverGroupManagers' ||
     category === 'loadBalancers' ||
     category === 'securityGroups';
-  const managed = Boolean(annotationsOf(manifest)[ANNOTATIONS.application]);
+  const annotations = (manifest.metadata as KubeObject['metadata']).annotations;
+  const managed =
+    typeof annotations === 'object' && annotations !== null && Boolean(annotations[ANNOTATIONS.application]);
   if ((!logical && !options.cacheAllApplicationRelationships) || (options.onlySpinnakerManaged && !managed)) {
     return ownerUid ? { app: '', cluster: '', ownerUid } : NO_KEYS;
   }
-  const m = moniker(kind, manifest);
+  // List items may come without `kind`; the moniker's sequence rule depends on it.
+  const m = monikerOf({ ...manifest, kind } as unknown as KubeObject);
+  const cluster = m.cluster ?? '';
   if (!m.app || m.app.length > MAX_KEY) return ownerUid ? { app: '', cluster: '', ownerUid } : NO_KEYS;
-  const clustered = (category === 'serverGroups' || category === 'serverGroupManagers') && m.cluster.length <= MAX_KEY;
-  return { app: m.app, cluster: clustered ? m.cluster : '', ownerUid };
+  const clustered = (category === 'serverGroups' || category === 'serverGroupManagers') && cluster.length <= MAX_KEY;
+  return { app: m.app, cluster: clustered ? cluster : '', ownerUid };
 }
 
 function controllerUid(manifest: Obj): string {

@@ -371,12 +371,18 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
         // An update without keys leaves every index.
         await store.apply([change('MODIFIED', 'shop', '21', { kind: 'Service' })]);
         // A delete leaves the index and the cluster list.
-        await store.apply([change('DELETED', 'shop-v000', '22', { account: 'prod', apiVersion: 'apps/v1', kind: 'ReplicaSet' })]);
+        await store.apply([
+          change('DELETED', 'shop-v000', '22', { account: 'prod', apiVersion: 'apps/v1', kind: 'ReplicaSet' }),
+        ]);
         expect(await appNames('shop')).toEqual([]);
         expect((await store.applicationClusters()).map((c) => `${c.app}/${c.account}`)).toEqual(['cart/dev']);
         // A resync that no longer lists an object sweeps it out of the index.
         const rsScope: ScopeKey = { account: 'dev', group: 'apps', kind: 'ReplicaSet', namespace: '' };
-        await store.apply([syncStart(rsScope), rs('cart-v000', '30', 'cart', 'replicaSet cart'), syncEnd('30', rsScope)]);
+        await store.apply([
+          syncStart(rsScope),
+          rs('cart-v000', '30', 'cart', 'replicaSet cart'),
+          syncEnd('30', rsScope),
+        ]);
         expect(await appNames('cart')).toEqual(['dev/ReplicaSet/cart-v000:replicaSet cart']);
         expect(await appNames('')).toEqual([]);
       });
