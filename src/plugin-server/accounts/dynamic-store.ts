@@ -12,6 +12,10 @@ export interface DynamicDefinition {
   kinds: string[];
   omitKinds: string[];
   onlyNamespacedResources: boolean;
+  /** Optional: definitions stored before these existed have none (unrestricted, options off). */
+  permissions?: { READ: string[]; WRITE: string[] } | undefined;
+  onlySpinnakerManaged?: boolean | undefined;
+  cacheAllApplicationRelationships?: boolean | undefined;
   /** ACTIVE (serve it) or INACTIVE (keep the definition, serve nothing): the operator's intent. */
   enabled: boolean;
   errorMessage: string;

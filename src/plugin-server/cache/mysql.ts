@@ -3,6 +3,7 @@ import { ScopeTable, type ScopeState } from './scopes.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js';
 import {
+  normalizeAccountRecord,
   scopeId,
   type AccountLease,
   type AccountRecord,
@@ -77,6 +78,16 @@ const MIGRATIONS: readonly string[][] = [
       released_at BIGINT NOT NULL,
       KEY sa_account_leases_by_replica (replica)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+  ],
+  // 3: account records carry permissions, onlySpinnakerManaged and cacheAllApplicationRelationships. The record is
+  // one JSON document, so this only writes the defaults into records stored before (JSON_MERGE_PATCH keeps a
+  // record's own values over the defaults); listAccounts fills them in too, for records a replica of the previous
+  // version writes during a rolling upgrade.
+  [
+    `UPDATE sa_accounts SET record = JSON_MERGE_PATCH(
+      '{"permissions":{"READ":[],"WRITE":[]},"onlySpinnakerManaged":false,"cacheAllApplicationRelationships":false}',
+      record)
+    WHERE JSON_VALID(record)`,
   ],
 ];
 
@@ -398,7 +409,7 @@ export class MysqlCacheStore implements CacheStore {
 
   async listAccounts(): Promise<AccountRecord[]> {
     const [rows] = await this.query('SELECT record FROM sa_accounts ORDER BY name', []);
-    return rows.map((r) => JSON.parse(r.record as string) as AccountRecord);
+    return rows.map((r) => normalizeAccountRecord(JSON.parse(r.record as string) as AccountRecord));
   }
 
   async dropAccount(name: string): Promise<void> {

@@ -95,8 +95,45 @@ export interface AccountRecord {
   omitNamespaces: string[];
   kinds: string[];
   omitKinds: string[];
+  /**
+   * Spinnaker (Fiat) roles allowed to read and to write through the account, as configured on the agent (or the
+   * dynamic account); both lists empty: unrestricted. Served in /credentials (api/credentials.ts) for Fiat.
+   */
+  permissions: AccountPermissions;
+  /** Clouddriver's option: cache (and show) only objects Spinnaker manages. Default false. */
+  onlySpinnakerManaged: boolean;
+  /** Clouddriver's option: relate every object to its application, not only the ones Spinnaker labels. */
+  cacheAllApplicationRelationships: boolean;
   /** ms since the epoch. */
   registeredAt: number;
+}
+
+/** Role lists per authorization, spelled as Clouddriver's and Fiat's account config spell them. */
+export interface AccountPermissions {
+  READ: string[];
+  WRITE: string[];
+}
+
+/**
+ * A stored record in the current shape: records written before these options existed (or by a replica of the
+ * previous version during a rolling upgrade) lack them, and read as unrestricted with both options off.
+ */
+export function normalizeAccountRecord(stored: Partial<AccountRecord> & { name: string }): AccountRecord {
+  return {
+    agentId: '',
+    apiServerHost: '',
+    caFingerprint: '',
+    kubernetesVersion: '',
+    namespaces: [],
+    omitNamespaces: [],
+    kinds: [],
+    omitKinds: [],
+    registeredAt: 0,
+    ...stored,
+    permissions: { READ: [...(stored.permissions?.READ ?? [])], WRITE: [...(stored.permissions?.WRITE ?? [])] },
+    onlySpinnakerManaged: stored.onlySpinnakerManaged ?? false,
+    cacheAllApplicationRelationships: stored.cacheAllApplicationRelationships ?? false,
+  };
 }
 
 /**
