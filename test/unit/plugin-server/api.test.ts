@@ -236,7 +236,13 @@ describe('plugin-server REST API', () => {
       name: 'prod',
       type: 'kubernetes',
       status: 'ACTIVE',
-      config: { namespaces: ['shop'] },
+      // As the agent configured them (roles not lower-cased: that is Fiat's reading, in /credentials).
+      config: {
+        namespaces: ['shop'],
+        permissions: { READ: ['Shop-Readers', 'ops'], WRITE: ['ops'] },
+        onlySpinnakerManaged: true,
+        cacheAllApplicationRelationships: false,
+      },
       agents: [{ agentId: 'agent-1', caching: true }],
     });
     expect((await getJson(`${base}/admin/cache/dev?kind=ConfigMap`)).body).toEqual([
