@@ -24,7 +24,7 @@ import {
  * Key columns are ASCII/binary: Kubernetes names are ASCII, and a utf8mb4 five-column key would exceed InnoDB's
  * 3072-byte index limit.
  */
-const MIGRATIONS: readonly string[][] = [
+export const MIGRATIONS: readonly (readonly string[])[] = [
   [
     `CREATE TABLE IF NOT EXISTS sa_objects (
       account VARCHAR(253) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,

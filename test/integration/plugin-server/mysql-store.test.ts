@@ -1,6 +1,6 @@
 import mysql, { type RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
-import { MysqlCacheStore } from '../../../src/plugin-server/cache/mysql.js';
+import { MIGRATIONS, MysqlCacheStore } from '../../../src/plugin-server/cache/mysql.js';
 import type { CacheStore } from '../../../src/plugin-server/cache/store.js';
 import { createTestDatabase } from '../../infra/index.js';
 import { cacheStoreContract } from '../../unit/plugin-server/store-contract.js';
@@ -41,19 +41,25 @@ describe('mysql store: account records from before permissions and the Clouddriv
     cacheAllApplicationRelationships: false,
   };
 
-  it('migration 3 writes the defaults into stored records and keeps what a record already has', async () => {
+  it('the migration writes the defaults into stored records and keeps what a record already has', async () => {
+    // The database as the previous version left it: every migration before this one applied, then its records.
+    // Found by content, not number, so migrations appended by other changes do not move it.
+    const index = MIGRATIONS.findIndex((m) => m.some((sql) => sql.includes('"onlySpinnakerManaged":false')));
+    expect(index).toBeGreaterThan(0);
     const db = await createTestDatabase('sa_store_mig');
     const conn = await mysql.createConnection(db.url);
     try {
-      const first = new MysqlCacheStore(db.url);
-      await first.init();
-      await first.close();
+      await conn.query(
+        'CREATE TABLE sa_schema_migrations (version INT NOT NULL PRIMARY KEY, applied_at BIGINT NOT NULL)',
+      );
+      for (let i = 0; i < index; i++) {
+        for (const sql of MIGRATIONS[i] ?? []) await conn.query(sql);
+        await conn.query('INSERT INTO sa_schema_migrations (version, applied_at) VALUES (?, 0)', [i + 1]);
+      }
       const insert = 'INSERT INTO sa_accounts (name, record, updated_at) VALUES (?, ?, 0)';
       await conn.query(insert, ['old', JSON.stringify(old)]);
       const kept = { ...old, name: 'kept', permissions: { READ: ['team'], WRITE: ['ops'] } };
       await conn.query(insert, ['kept', JSON.stringify(kept)]);
-      // Back to schema version 2, as a database the previous version left behind.
-      await conn.query('DELETE FROM sa_schema_migrations WHERE version >= 3');
       const store = new MysqlCacheStore(db.url);
       await store.init();
       await store.close();
