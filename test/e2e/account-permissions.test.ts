@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql, { type RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
+import { AgentProcess, PluginServerProcess, type AgentAccountSpec } from '../infra/processes.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 describe('account permissions and X-SPINNAKER-ACCOUNTS end to end', () => {
@@ -19,6 +19,8 @@ describe('account permissions and X-SPINNAKER-ACCOUNTS end to end', () => {
   let db: { url: string; drop(): Promise<void> };
   let nsA: string;
   let nsB: string;
+  let agent: AgentProcess;
+  let accounts: AgentAccountSpec[];
   const cleanups: (() => Promise<unknown>)[] = [];
 
   beforeAll(async () => {
@@ -31,29 +33,25 @@ describe('account permissions and X-SPINNAKER-ACCOUNTS end to end', () => {
     cleanups.push(() => server.stop());
     ops = new OpsClient(server);
     const admin = testEnv().kubeconfig;
-    const agent = await AgentProcess.start({
-      dir,
-      serverAddress: server.grpcAddress,
-      agentId: 'perms',
-      accounts: [
-        {
-          name: 'perm-a',
-          kubeconfigFile: admin,
-          namespaces: [nsA],
-          kinds: ['ConfigMap'],
-          permissions: { READ: ['Team-A', 'viewers'], WRITE: ['Team-A'] },
-          onlySpinnakerManaged: true,
-        },
-        {
-          name: 'perm-b',
-          kubeconfigFile: admin,
-          namespaces: [nsB],
-          kinds: ['ConfigMap'],
-          permissions: { READ: ['team-b'], WRITE: ['team-b'] },
-          cacheAllApplicationRelationships: true,
-        },
-      ],
-    });
+    accounts = [
+      {
+        name: 'perm-a',
+        kubeconfigFile: admin,
+        namespaces: [nsA],
+        kinds: ['ConfigMap'],
+        permissions: { READ: ['Team-A', 'viewers'], WRITE: ['Team-A'] },
+        onlySpinnakerManaged: true,
+      },
+      {
+        name: 'perm-b',
+        kubeconfigFile: admin,
+        namespaces: [nsB],
+        kinds: ['ConfigMap'],
+        permissions: { READ: ['team-b'], WRITE: ['team-b'] },
+        cacheAllApplicationRelationships: true,
+      },
+    ];
+    agent = await AgentProcess.start({ dir, serverAddress: server.grpcAddress, agentId: 'perms', accounts });
     cleanups.push(() => agent.stop());
   });
   afterAll(async () => {
@@ -175,5 +173,19 @@ describe('account permissions and X-SPINNAKER-ACCOUNTS end to end', () => {
     const read = await request(`/manifests/perm-a/${nsA}/configMap%20allowed`, 'perm-a');
     expect(read.status).toBe(200);
     expect(read.body.manifest).toMatchObject({ data: { k: 'v' } });
+  });
+
+  it('a config reload that changes only the permissions updates the served account on the running stream', async () => {
+    agent.writeAccounts(accounts.map((a) => (a.name === 'perm-b' ? { ...a, permissions: { READ: ['Auditors'] } } : a)));
+    await waitFor('perm-b with the new permissions', async () => {
+      const r = await request('/credentials/perm-b');
+      return JSON.stringify(r.body.permissions) === JSON.stringify({ READ: ['auditors'] });
+    });
+    // perm-a is unchanged, and perm-b still serves its objects.
+    expect((await request('/credentials/perm-a')).body.permissions).toEqual({
+      READ: ['team-a', 'viewers'],
+      WRITE: ['team-a'],
+    });
+    expect((await request(`/manifests/perm-b/${nsB}/configMap%20cm`)).status).toBe(200);
   });
 });
