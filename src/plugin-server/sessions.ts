@@ -90,6 +90,7 @@ class ProtocolError extends Error {
 // Kubernetes names are ASCII; anything else in a key field is a broken or hostile agent (and would poison the
 // MySQL ASCII key columns, closing the stream again on every replay).
 const KEY_TEXT = /^[\x21-\x7e]+$/;
+const ROLE = /^\S{1,1024}$/u;
 const API_VERSION = /^([a-z0-9]([a-z0-9.-]*[a-z0-9])?\/)?[a-z0-9]+$/;
 const KIND = /^[A-Za-z][A-Za-z0-9]*$/;
 
@@ -532,6 +533,14 @@ function validateHello(h: Hello, maxAccounts: number): void {
 
 function validateAccounts(accounts: Account[], maxAccounts: number): void {
   if (accounts.length > maxAccounts) throw new ProtocolError(`${accounts.length} accounts exceed ${maxAccounts}`);
+  for (const a of accounts) {
+    for (const role of [...(a.permissions?.read ?? []), ...(a.permissions?.write ?? [])]) {
+      // As the agent config schema allows them: a role with whitespace silently matches nobody in Fiat.
+      if (!ROLE.test(role)) {
+        throw new ProtocolError(`account ${a.name}: invalid role ${JSON.stringify(role.slice(0, 80))} in permissions`);
+      }
+    }
+  }
 }
 
 function validateKindKey(k: KindKey | undefined, where: string): KindKey {

@@ -9,6 +9,7 @@ import {
   type KubeObject,
 } from '../../shared/ops/index.js';
 import type { AccountRegistry } from '../accounts.js';
+import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 import type { CachedObject, CacheStore } from '../cache/store.js';
 import type { LiveReader } from '../ops/live-read.js';
 import type { TaskRunner } from '../ops/task-runner.js';
@@ -43,6 +44,12 @@ export function registerOpsRoutes(app: FastifyInstance, deps: OpsRouteDeps): voi
       endpoint,
       ...(request.params.opName ? { operationName: request.params.opName } : {}),
     });
+    // Accounts outside the caller's X-SPINNAKER-ACCOUNTS are refused (403) before anything says whether they exist.
+    if (parsed.ok)
+      requireWritable(
+        accountFilter(request.headers),
+        parsed.operations.map((op) => op.account),
+      );
     const issues = parsed.ok
       ? validateAccounts(parsed.operations, {
           knownAccounts: (name) => deps.accounts.get(name) !== undefined || (deps.dynamic?.has(name) ?? false),
@@ -93,9 +100,11 @@ export function registerOpsRoutes(app: FastifyInstance, deps: OpsRouteDeps): voi
       const { account, id } = request.params;
       const location = request.params.location === '_' ? '' : request.params.location;
       const name = id.startsWith('job ') ? id.slice(4) : id;
-      const job =
-        (await deps.store.get({ account, group: 'batch', kind: 'Job', namespace: location, name })) ??
-        (await deps.live?.get(account, location, 'job', { kind: 'Job', group: 'batch' }, name));
+      // An account outside the caller's X-SPINNAKER-ACCOUNTS reads as missing, like /manifests.
+      const job = !accountFilter(request.headers).allows(account)
+        ? undefined
+        : ((await deps.store.get({ account, group: 'batch', kind: 'Job', namespace: location, name })) ??
+          (await deps.live?.get(account, location, 'job', { kind: 'Job', group: 'batch' }, name)));
       if (!job)
         throw new ScaleAgentError(
           'NOT_FOUND',

@@ -2,7 +2,8 @@ import { ScaleAgentError } from '../../shared/errors.js';
 
 /**
  * The accounts a Spinnaker caller may use, as Gate and Orca forward them: kork's AuthenticatedRequest puts the
- * accounts Fiat grants the user into `X-SPINNAKER-ACCOUNTS` (comma-separated) on every call to Clouddriver.
+ * accounts Fiat grants the user WRITE on (Gate's AllowedAccountsSupport) into `X-SPINNAKER-ACCOUNTS`
+ * (comma-separated) on every call to Clouddriver.
  * Clouddriver leaves the decision to Fiat; this server has no Fiat client, so the header is the one statement of
  * the user's accounts it gets, and it is honoured: reads show only those accounts, writes to others are refused.
  * Without the header (Fiat disabled, or a caller such as Fiat itself that forwards no user) nothing is filtered

@@ -3,6 +3,7 @@ import { ScopeTable, type ScopeState } from './scopes.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js';
 import {
+  normalizeAccountRecord,
   scopeId,
   type AccountLease,
   type AccountRecord,
@@ -24,7 +25,7 @@ import {
  * Key columns are ASCII/binary: Kubernetes names are ASCII, and a utf8mb4 five-column key would exceed InnoDB's
  * 3072-byte index limit.
  */
-const MIGRATIONS: readonly string[][] = [
+export const MIGRATIONS: readonly (readonly string[])[] = [
   [
     `CREATE TABLE IF NOT EXISTS sa_objects (
       account VARCHAR(253) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
@@ -89,6 +90,16 @@ const MIGRATIONS: readonly string[][] = [
       ADD KEY sa_objects_by_app (app, account, cluster),
       ADD KEY sa_objects_by_owner (account, owner_uid)`,
     'UPDATE sa_sync_state SET synced = 0',
+  ],
+  // 4: account records carry permissions, onlySpinnakerManaged and cacheAllApplicationRelationships. The record is
+  // one JSON document, so this only writes the defaults into records stored before (JSON_MERGE_PATCH keeps a
+  // record's own values over the defaults); listAccounts fills them in too, for records a replica of the previous
+  // version writes during a rolling upgrade.
+  [
+    `UPDATE sa_accounts SET record = JSON_MERGE_PATCH(
+      '{"permissions":{"READ":[],"WRITE":[]},"onlySpinnakerManaged":false,"cacheAllApplicationRelationships":false}',
+      record)
+    WHERE JSON_VALID(record)`,
   ],
 ];
 
@@ -448,7 +459,7 @@ export class MysqlCacheStore implements CacheStore {
 
   async listAccounts(): Promise<AccountRecord[]> {
     const [rows] = await this.query('SELECT record FROM sa_accounts ORDER BY name', []);
-    return rows.map((r) => JSON.parse(r.record as string) as AccountRecord);
+    return rows.map((r) => normalizeAccountRecord(JSON.parse(r.record as string) as AccountRecord));
   }
 
   async dropAccount(name: string): Promise<void> {

@@ -119,12 +119,48 @@ export interface AccountRecord {
   omitNamespaces: string[];
   kinds: string[];
   omitKinds: string[];
+  /**
+   * Spinnaker (Fiat) roles allowed to read and to write through the account, as configured on the agent (or the
+   * dynamic account); both lists empty: unrestricted. Served in /credentials (api/credentials.ts) for Fiat.
+   */
+  permissions: AccountPermissions;
+  /**
+   * Clouddriver's option: only objects Spinnaker manages belong to applications (views/app-index.ts). Unlike
+   * Clouddriver, the others are still cached, so /manifests reads (live in Clouddriver) keep finding them.
+   */
+  onlySpinnakerManaged: boolean;
+  /** Clouddriver's option: every kind belongs to its application, not only server groups, load balancers... */
+  cacheAllApplicationRelationships: boolean;
   /** ms since the epoch. */
   registeredAt: number;
-  /** Index only objects Spinnaker manages (views/app-index.ts). */
-  onlySpinnakerManaged?: boolean;
-  /** Index every kind under its application, not only the ones Spinnaker shows. */
-  cacheAllApplicationRelationships?: boolean;
+}
+
+/** Role lists per authorization, spelled as Clouddriver's and Fiat's account config spell them. */
+export interface AccountPermissions {
+  READ: string[];
+  WRITE: string[];
+}
+
+/**
+ * A stored record in the current shape: records written before these options existed (or by a replica of the
+ * previous version during a rolling upgrade) lack them, and read as unrestricted with both options off.
+ */
+export function normalizeAccountRecord(stored: Partial<AccountRecord> & { name: string }): AccountRecord {
+  return {
+    agentId: '',
+    apiServerHost: '',
+    caFingerprint: '',
+    kubernetesVersion: '',
+    namespaces: [],
+    omitNamespaces: [],
+    kinds: [],
+    omitKinds: [],
+    registeredAt: 0,
+    ...stored,
+    permissions: { READ: [...(stored.permissions?.READ ?? [])], WRITE: [...(stored.permissions?.WRITE ?? [])] },
+    onlySpinnakerManaged: stored.onlySpinnakerManaged ?? false,
+    cacheAllApplicationRelationships: stored.cacheAllApplicationRelationships ?? false,
+  };
 }
 
 /**

@@ -3,7 +3,13 @@
  * test/integration/plugin-server/mysql-store.test.ts) must pass exactly these tests.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { CacheStore, ScopeKey, StoreChange, StoreOp } from '../../../src/plugin-server/cache/store.js';
+import type {
+  AccountRecord,
+  CacheStore,
+  ScopeKey,
+  StoreChange,
+  StoreOp,
+} from '../../../src/plugin-server/cache/store.js';
 
 export interface StoreFactory {
   create(): Promise<CacheStore>;
@@ -208,7 +214,7 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
     });
 
     it('persists account records and drops an account with its cache and resume points', async () => {
-      const rec = {
+      const rec: AccountRecord = {
         name: 'dev',
         agentId: 'agent-1',
         apiServerHost: '10.0.0.1:6443',
@@ -218,15 +224,23 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
         omitNamespaces: [],
         kinds: [],
         omitKinds: ['Secret'],
+        permissions: { READ: ['dev-readers', 'ops'], WRITE: ['ops'] },
+        onlySpinnakerManaged: true,
+        cacheAllApplicationRelationships: false,
         registeredAt: 1_700_000_000_000,
       };
+      // Permissions and the Clouddriver options round-trip, unrestricted and options flipped as well.
+      const prod: AccountRecord = {
+        ...rec,
+        name: 'prod',
+        permissions: { READ: [], WRITE: [] },
+        onlySpinnakerManaged: false,
+        cacheAllApplicationRelationships: true,
+      };
       await store.saveAccount(rec);
-      await store.saveAccount({ ...rec, name: 'prod' });
+      await store.saveAccount(prod);
       await store.saveAccount({ ...rec, agentId: 'agent-2' });
-      expect(await store.listAccounts()).toEqual([
-        { ...rec, agentId: 'agent-2' },
-        { ...rec, name: 'prod' },
-      ]);
+      expect(await store.listAccounts()).toEqual([{ ...rec, agentId: 'agent-2' }, prod]);
       await store.apply([
         syncStart(),
         change('ADDED', 'a', '1'),
@@ -234,7 +248,7 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
         change('ADDED', 'x', '2', { account: 'prod' }),
       ]);
       await store.dropAccount('dev');
-      expect(await store.listAccounts()).toEqual([{ ...rec, name: 'prod' }]);
+      expect(await store.listAccounts()).toEqual([prod]);
       expect(await names()).toEqual([]);
       expect(await store.resumePoints('dev')).toEqual([]);
       expect((await store.list({ account: 'prod' })).length).toBe(1);
