@@ -182,6 +182,7 @@ async function syncFleet(storage: Record<string, unknown>, load: (account: strin
         objectBytes: 600,
         batchSize: 500,
         workload: load,
+        heartbeatMs: 10_000,
       }),
     );
   }

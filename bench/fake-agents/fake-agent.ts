@@ -28,6 +28,8 @@ export interface FakeAgentOptions {
    * Steady-state changes (changeBatch) always modify ConfigMaps.
    */
   workload?: (account: string) => FakeObject[];
+  /** Sends a Heartbeat this often while connected, as the real agent does when it has nothing else to send. */
+  heartbeatMs?: number;
 }
 
 /** One object of a workload, with the kind as the agent's discovery would describe it. */
@@ -74,6 +76,7 @@ export class FakeAgent {
   private unackedBytes = 0;
   private ackWaiters: (() => void)[] = [];
   private welcome?: Promise<Welcome>;
+  private heartbeats?: NodeJS.Timeout;
   private closedError?: Error;
 
   constructor(private readonly opts: FakeAgentOptions) {
@@ -110,6 +113,13 @@ export class FakeAgent {
         this.wakeAll();
       });
     });
+    if (this.opts.heartbeatMs) {
+      // A stream the server hears nothing on is closed as idle (sessions.ts), with its accounts orphaned.
+      this.heartbeats = setInterval(() => {
+        if (!this.closedError) this.write(encodeAgentMessage({ heartbeat: { sentAtMs: Date.now() } }));
+      }, this.opts.heartbeatMs);
+      this.heartbeats.unref();
+    }
     this.write(
       encodeAgentMessage({
         hello: {
@@ -313,6 +323,7 @@ export class FakeAgent {
   }
 
   close(): void {
+    clearInterval(this.heartbeats);
     this.stream?.end();
     this.client?.close();
   }

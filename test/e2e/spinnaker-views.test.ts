@@ -528,6 +528,19 @@ for (const storeType of ['memory', 'mysql'] as const) {
       expect((await get('/serverGroups')).status).toBe(400);
     });
 
+    it('manifests carry the Events about the object unless includeEvents=false (Deck sends none, Orca false)', async () => {
+      const path = `/manifests/${account}/${nsFront}/${enc('deployment frontend')}`;
+      // The Deployment controller records its scaling as Events about the Deployment.
+      const withEvents = await waitFor('ScalingReplicaSet events cached', async () => {
+        const m = await ok(path);
+        return (m.events as Obj[]).some((e) => e.reason === 'ScalingReplicaSet') ? m : undefined;
+      });
+      for (const e of withEvents.events as Obj[]) {
+        expect(e.involvedObject).toMatchObject({ kind: 'Deployment', name: 'frontend', namespace: nsFront });
+      }
+      expect((await ok(`${path}?includeEvents=false`)).events).toEqual([]);
+    });
+
     it('raw resources of an application', async () => {
       const raw = (await ok('/applications/backendapp/rawResources')) as unknown as Obj[];
       expect(raw.map((r) => r.name).sort()).toEqual([

@@ -10,6 +10,7 @@ import { accountFilter, type AccountFilter } from '../auth/spinnaker-accounts.js
 import { credentialsDetail, credentialsSummary } from './credentials.js';
 import { resolveKind, splitFullName } from './kinds.js';
 import { manifestContainer } from './manifest.js';
+import { eventsOf } from '../views/events.js';
 
 export interface ApiDeps {
   store: CacheStore;
@@ -154,6 +155,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     account: string,
     location: string,
     fullName: string,
+    includeEvents: boolean,
   ) => {
     const notFound = () =>
       new ScaleAgentError(
@@ -168,17 +170,23 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
       (await deps.store.get({ account, group, kind, namespace: location, name: parts[1] })) ??
       (await deps.liveManifest?.(account, location, parts[0], { kind, group }, parts[1]));
     if (!o) throw notFound();
-    return manifestContainer(o);
+    const container = manifestContainer(o);
+    if (includeEvents) container.events = await eventsOf(deps.store, o);
+    return container;
   };
-  app.get<{ Params: { account: string; location: string; name: string } }>(
+  // Clouddriver's default is includeEvents=true (Gate sends none, so Deck shows events); Orca sends false.
+  const withEvents = (q: { includeEvents?: string }) => q.includeEvents?.toLowerCase() !== 'false';
+  app.get<{ Params: { account: string; location: string; name: string }; Querystring: { includeEvents?: string } }>(
     '/manifests/:account/:location/:name',
     async (request) => {
       const { account, location, name } = request.params;
-      return getManifest(request.headers, account, location === '_' ? '' : location, name);
+      return getManifest(request.headers, account, location === '_' ? '' : location, name, withEvents(request.query));
     },
   );
-  app.get<{ Params: { account: string; name: string } }>('/manifests/:account/:name', async (request) =>
-    getManifest(request.headers, request.params.account, '', request.params.name),
+  app.get<{ Params: { account: string; name: string }; Querystring: { includeEvents?: string } }>(
+    '/manifests/:account/:name',
+    async (request) =>
+      getManifest(request.headers, request.params.account, '', request.params.name, withEvents(request.query)),
   );
 
   const agentView = (s: SessionInfo) => ({
