@@ -114,6 +114,16 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
 
   const liveNamespaces = async (account: string): Promise<string[]> =>
     (await deps.store.list({ account, group: '', kind: 'Namespace' })).map((o) => o.name);
+  /** The cached Namespaces of every account at once (one index read, not one query per account). */
+  const allNamespaces = async (): Promise<Map<string, string[]>> => {
+    const out = new Map<string, string[]>();
+    for (const k of await deps.store.searchKeys({ group: '', kind: 'Namespace' }, 'namespace', '')) {
+      const list = out.get(k.account);
+      if (list) list.push(k.name);
+      else out.set(k.account, [k.name]);
+    }
+    return out;
+  };
 
   const accountOr404 = (name: string, filter?: AccountFilter): RegisteredAccount => {
     const a = filter && !filter.allows(name) ? undefined : deps.accounts.get(name);
@@ -136,11 +146,12 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   app.get<{ Querystring: { expand?: string } }>('/credentials', async (request) => {
     const expand = request.query.expand === 'true';
     const filter = accountFilter(request.headers);
+    const namespaces = expand ? await allNamespaces() : undefined;
     const out = [];
     for (const a of deps.accounts.list()) {
       if (!filter.allows(a.record.name)) continue;
       out.push(
-        expand ? credentialsDetail(a.record, await liveNamespaces(a.record.name)) : credentialsSummary(a.record),
+        namespaces ? credentialsDetail(a.record, namespaces.get(a.record.name) ?? []) : credentialsSummary(a.record),
       );
     }
     return out;

@@ -7,6 +7,7 @@ import {
   type ApplyStats,
   type CachedObject,
   type IndexKeys,
+  type ObjectKeyOf,
   type CacheStore,
   type KindCount,
   type ListFilter,
@@ -14,6 +15,7 @@ import {
   type ResumePointRecord,
   type StoreChange,
   type StoreOp,
+  searchKey,
 } from './store.js';
 import { ScopeTable, type ScopeState } from './scopes.js';
 import { ClusterCounts, RefIndex, type KindId, type NameId } from './memory-index.js';
@@ -244,6 +246,30 @@ export class MemoryCacheStore implements CacheStore {
     const out: CachedObject[] = [];
     for (const [account, kinds] of this.byApp.get(app) ?? []) this.collect(account, kinds, out);
     return out.sort((a, b) => (a.account < b.account ? -1 : a.account > b.account ? 1 : compareCached(a, b)));
+  }
+
+  async searchKeys(
+    kind: { group: string | undefined; kind: string },
+    kindName: string,
+    text: string,
+  ): Promise<ObjectKeyOf[]> {
+    const out: ObjectKeyOf[] = [];
+    const suffix = `\u0000${kind.kind.toLowerCase()}`;
+    for (const account of [...this.objects.keys()].sort()) {
+      const kinds = this.objects.get(account)!;
+      const prefix = searchKey(kindName, account, '', '').slice(0, -1);
+      const start = out.length;
+      for (const [kid, names] of kinds) {
+        if (kind.group !== undefined ? kid !== kindId(kind.group, kind.kind) : !kid.endsWith(suffix)) continue;
+        for (const e of names.values()) {
+          if (e.deleted || !`${prefix}${e.namespace}:${e.name}`.includes(text)) continue;
+          out.push({ account, group: e.group, kind: e.kind, namespace: e.namespace, name: e.name });
+        }
+      }
+      const mine = out.splice(start).sort((a, b) => cmp(a.namespace, b.namespace) || cmp(a.name, b.name));
+      out.push(...mine);
+    }
+    return out;
   }
 
   async listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]> {

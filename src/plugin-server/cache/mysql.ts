@@ -5,6 +5,7 @@ import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js'
 import {
   normalizeAccountRecord,
   scopeId,
+  searchKey,
   type AccountLease,
   type AccountRecord,
   type AppCluster,
@@ -12,6 +13,7 @@ import {
   type CachedObject,
   type CacheStore,
   type KindCount,
+  type ObjectKeyOf,
   type ListFilter,
   type ObjectKey,
   type ResumePointRecord,
@@ -82,13 +84,17 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
   ],
   // 3: the application and owner indexes (views/app-index.ts). Rows written before have no keys, so every synced
   // scope is marked unsynced: agents relist on their next connect and every object is written again with its keys.
+  // The kind index leads with the kind: lookups by account and kind use it as before, and /search and the
+  // namespaces of /credentials read one kind of every account from it alone (it covers their columns).
   [
     `ALTER TABLE sa_objects
       ADD COLUMN app VARCHAR(253) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
       ADD COLUMN cluster VARCHAR(253) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
       ADD COLUMN owner_uid VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',
       ADD KEY sa_objects_by_app (app, account, cluster),
-      ADD KEY sa_objects_by_owner (account, owner_uid)`,
+      ADD KEY sa_objects_by_owner (account, owner_uid),
+      DROP KEY sa_objects_by_kind,
+      ADD KEY sa_objects_by_kind (kind_lc, deleted, account, namespace, name)`,
     'UPDATE sa_sync_state SET synced = 0',
   ],
   // 4: account records carry permissions, onlySpinnakerManaged and cacheAllApplicationRelationships. The record is
@@ -403,6 +409,32 @@ export class MysqlCacheStore implements CacheStore {
       [app],
     );
     return rows.map(toIndexed);
+  }
+
+  async searchKeys(
+    kind: { group: string | undefined; kind: string },
+    kindName: string,
+    text: string,
+  ): Promise<ObjectKeyOf[]> {
+    const params: unknown[] = [kind.kind.toLowerCase()];
+    let sql = 'SELECT account, grp, namespace, name FROM sa_objects WHERE kind_lc = ? AND deleted = 0';
+    if (kind.group !== undefined) {
+      sql += ' AND grp = ?';
+      params.push(kind.group);
+    }
+    if (text) {
+      // Binary: Clouddriver's match is case-sensitive on the key (the query is lower-cased by the caller).
+      sql += " AND INSTR(BINARY CONCAT(?, account, ':', namespace, ':', name), BINARY ?) > 0";
+      params.push(searchKey(kindName, '', '', '').slice(0, -2), text);
+    }
+    const [rows] = await this.query(sql + ' ORDER BY account, namespace, name', params);
+    return rows.map((r) => ({
+      account: r.account as string,
+      group: r.grp as string,
+      kind: kind.kind,
+      namespace: r.namespace as string,
+      name: r.name as string,
+    }));
   }
 
   async listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]> {

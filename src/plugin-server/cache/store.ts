@@ -57,6 +57,15 @@ export interface CachedObject {
   index?: IndexKeys;
 }
 
+/** Where an object is, without the object. */
+export interface ObjectKeyOf {
+  account: string;
+  group: string;
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
 /** One (application, account, cluster) the cache holds a server group or manager of. */
 export interface AppCluster {
   app: string;
@@ -207,6 +216,13 @@ export interface CacheStore {
   listApplication(app: string): Promise<CachedObject[]>;
   /** Live objects of the account owned (as controller) by one of these uids: the Pods of server groups. */
   listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]>;
+  /**
+   * Keys of the live objects of one kind, in every account, whose search key
+   * `kubernetes.v2:infrastructure:<kindName>:<account>:<namespace>:<name>` contains `text` (exactly, case-sensitive;
+   * '' matches all), ordered by account, namespace, name. No JSON is read: /search and /credentials?expand=true
+   * need names only.
+   */
+  searchKeys(kind: { group: string | undefined; kind: string }, kindName: string, text: string): Promise<ObjectKeyOf[]>;
   /** Every (application, account, cluster) of live server groups and managers, sorted; of one application if given. */
   applicationClusters(app?: string): Promise<AppCluster[]>;
   /** Scopes of the account whose last full sync completed, with the resourceVersion the cache holds. */
@@ -233,6 +249,11 @@ export interface CacheStore {
   /** Throws when the backend is unreachable (for /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The key Clouddriver's search matches a query against. */
+export function searchKey(kindName: string, account: string, namespace: string, name: string): string {
+  return `kubernetes.v2:infrastructure:${kindName}:${account}:${namespace}:${name}`;
 }
 
 export function scopeId(s: ScopeKey): string {

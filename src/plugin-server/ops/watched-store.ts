@@ -8,6 +8,7 @@ import type {
   KindCount,
   ListFilter,
   ObjectKey,
+  ObjectKeyOf,
   ResumePointRecord,
   StoreOp,
 } from '../cache/store.js';
@@ -56,6 +57,14 @@ export class WatchedStore implements CacheStore {
 
   listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]> {
     return this.inner.listOwned(account, ownerUids);
+  }
+
+  searchKeys(
+    kind: { group: string | undefined; kind: string },
+    kindName: string,
+    text: string,
+  ): Promise<ObjectKeyOf[]> {
+    return this.inner.searchKeys(kind, kindName, text);
   }
 
   applicationClusters(app?: string): Promise<AppCluster[]> {

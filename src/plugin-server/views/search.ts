@@ -1,6 +1,6 @@
 import { KINDS, type SpinnakerCategory } from '../../shared/kinds.js';
 import { resolveKind } from '../api/kinds.js';
-import type { CachedObject, CacheStore } from '../cache/store.js';
+import type { CacheStore, ObjectKeyOf } from '../cache/store.js';
 import { canonicalKindName } from '../api/kinds.js';
 import type { Obj } from './resource.js';
 
@@ -46,8 +46,7 @@ function kindsOf(types: readonly string[]): { kinds: KindTarget[]; applications:
   return { kinds: [...kinds.values()], applications, clusters };
 }
 
-function hit(o: CachedObject): Obj {
-  const kindName = canonicalKindName(o.group, o.kind);
+function hit(o: ObjectKeyOf, kindName: string): Obj {
   const fullName = `${kindName} ${o.name}`;
   const category = KINDS.find((r) => r.group === o.group && r.kind === o.kind)?.clouddriver?.category;
   const extra = EXTRA[kindName];
@@ -67,7 +66,8 @@ function hit(o: CachedObject): Obj {
 /**
  * Clouddriver's Kubernetes search: the lower-cased query must occur in an object's cache key
  * (`kubernetes.v2:infrastructure:<kind>:<account>:<namespace>:<name>`, or the logical keys of applications and
- * clusters), so it matches on kind, account, namespace or name. Hits come in key order. Unlike Clouddriver, objects
+ * clusters), so it matches on kind, account, namespace or name. Hits come by kind, then account, namespace and
+ * name; the store matches without reading objects (CacheStore.searchKeys). Unlike Clouddriver, objects
  * related to a matching application or cluster are not added as extra hits (docs/clouddriver-compatibility.md).
  */
 export async function search(
@@ -107,12 +107,9 @@ export async function search(
       }
     }
   }
-  for (const account of request.accounts) {
-    for (const k of kinds) {
-      for (const o of await store.list({ account, group: k.group, kind: k.kind })) {
-        const key = `kubernetes.v2:infrastructure:${canonicalKindName(o.group, o.kind)}:${o.account}:${o.namespace}:${o.name}`;
-        if (key.includes(q)) out.push(hit(o));
-      }
+  for (const k of kinds) {
+    for (const o of await store.searchKeys(k, canonicalKindName(k.group ?? '', k.kind), q)) {
+      if (allowed.has(o.account)) out.push(hit(o, canonicalKindName(o.group, o.kind)));
     }
   }
   return out;

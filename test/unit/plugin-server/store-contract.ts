@@ -428,6 +428,39 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       });
     });
 
+    it('search keys: one kind of every account, matched on the whole key, exact case, without tombstones', async () => {
+      await store.apply([
+        change('ADDED', 'web-v001', '1', { apiVersion: 'apps/v1', kind: 'ReplicaSet', namespace: 'shop' }),
+        change('ADDED', 'web-v000', '2', { apiVersion: 'apps/v1', kind: 'ReplicaSet', namespace: 'shop' }),
+        change('ADDED', 'Web-v002', '3', { apiVersion: 'apps/v1', kind: 'ReplicaSet', namespace: 'shop' }),
+        change('ADDED', 'web-v009', '4', {
+          apiVersion: 'apps/v1',
+          kind: 'ReplicaSet',
+          namespace: 'a',
+          account: 'prod',
+        }),
+        change('ADDED', 'web-cfg', '5', { namespace: 'shop' }),
+        change('ADDED', 'gone', '6', { apiVersion: 'apps/v1', kind: 'ReplicaSet', namespace: 'shop' }),
+        change('DELETED', 'gone', '7', { apiVersion: 'apps/v1', kind: 'ReplicaSet', namespace: 'shop' }),
+      ]);
+      const rs = { group: 'apps', kind: 'ReplicaSet' };
+      const keys = async (kind: { group: string | undefined; kind: string }, text: string) =>
+        (await store.searchKeys(kind, 'replicaSet', text)).map((k) => `${k.account}/${k.namespace}/${k.name}`);
+      expect(await keys(rs, 'web-v')).toEqual(['dev/shop/web-v000', 'dev/shop/web-v001', 'prod/a/web-v009']);
+      // The whole key counts: kind name, account and namespace match too; case is exact.
+      expect(await keys(rs, 'replicaSet:prod:')).toEqual(['prod/a/web-v009']);
+      expect(await keys(rs, 'replicaset')).toEqual([]);
+      expect(await keys(rs, 'dev:shop:W')).toEqual(['dev/shop/Web-v002']);
+      expect(await keys({ group: undefined, kind: 'replicaset' }, '')).toHaveLength(4);
+      expect((await store.searchKeys({ group: '', kind: 'ConfigMap' }, 'configMap', 'web'))[0]).toEqual({
+        account: 'dev',
+        group: '',
+        kind: 'ConfigMap',
+        namespace: 'shop',
+        name: 'web-cfg',
+      });
+    });
+
     it('handles a large batch in one call', async () => {
       const ops: StoreOp[] = [syncStart()];
       for (let i = 0; i < 2000; i++) ops.push(change('ADDED', `cm-${String(i).padStart(4, '0')}`, String(i + 1)));
