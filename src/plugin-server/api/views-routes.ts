@@ -25,6 +25,8 @@ import { resolveKind, splitFullName } from './kinds.js';
 export interface ViewRouteDeps {
   store: CacheStore;
   accounts: AccountRegistry;
+  /** One container's log, read live through the account's agent (ops/live-read.ts). */
+  logs?: (account: string, location: string, pod: string, container: string | undefined) => Promise<string>;
 }
 
 type Req<P = Record<string, string>, Q = Record<string, string | undefined>> = FastifyRequest<{
@@ -322,6 +324,39 @@ export function registerViewRoutes(app: FastifyInstance, deps: ViewRouteDeps): v
     }
     return instanceModel(pod);
   });
+
+  // Container logs, read live as Clouddriver reads them (kubectl logs): init containers first, then containers.
+  app.get(
+    '/instances/:account/:region/:id/console',
+    async (request: Req<{ account: string; region: string; id: string }>) => {
+      const { account, region, id } = request.params;
+      const allows = allowsOf(request);
+      if (!allows(account) || !deps.logs) {
+        throw new ScaleAgentError(
+          'NOT_FOUND',
+          `Instance not found (account: ${account}, region: ${region}, id: ${id})`,
+        );
+      }
+      const pod = await objectAt(account, region, id, 'id', allows);
+      if (!pod || pod.o.kind !== 'Pod') {
+        return { output: [{ name: 'Error', output: 'Failed to retrieve pod data; pod may have been deleted.' }] };
+      }
+      const spec = (pod.manifest.spec ?? {}) as {
+        initContainers?: { name?: unknown }[];
+        containers?: { name?: unknown }[];
+      };
+      const names = [...(spec.initContainers ?? []), ...(spec.containers ?? [])]
+        .map((c) => c.name)
+        .filter((n): n is string => typeof n === 'string');
+      const output = [];
+      for (const name of names) {
+        // A container whose log cannot be read (not started yet, agent gone) says why, and the others still show.
+        const text = await deps.logs(account, region, pod.o.name, name).catch((e: Error) => `Error: ${e.message}`);
+        output.push({ name, output: text });
+      }
+      return { output };
+    },
+  );
 
   const networkPolicies = async (allows: Allows, account?: string): Promise<Resource[]> => {
     const accounts = account !== undefined ? [account] : deps.accounts.list().map((a) => a.record.name);
