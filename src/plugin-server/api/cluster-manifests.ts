@@ -51,11 +51,14 @@ export function coordinatesOf(o: CachedObject): ManifestCoordinates {
   return { kind: canonicalKindName(o.group, o.kind), namespace: o.namespace, name: o.name };
 }
 
-/** The objects whose moniker (annotations, else the name's Frigga parts) names this application and cluster. */
-export function clusterMembers(objects: readonly CachedObject[], app: string, cluster: string): CachedObject[] {
+/**
+ * The objects whose moniker (annotations, else the name's Frigga parts) names this cluster and, when `app` is
+ * given, this application. Clouddriver checks both for the cluster list and only the cluster for a dynamic target.
+ */
+export function clusterMembers(objects: readonly CachedObject[], cluster: string, app?: string): CachedObject[] {
   return objects.filter((o) => {
     const m = moniker(o.kind, parseManifest(o));
-    return m.app === app && m.cluster === cluster;
+    return m.cluster === cluster && (app === undefined || m.app === app);
   });
 }
 

@@ -69,9 +69,12 @@ export class MysqlTaskRepository implements TaskRepository {
   }
 
   async save(task: Task): Promise<void> {
-    await this.pool.query('UPDATE sa_tasks SET completed = ?, updated_at = ?, body = ? WHERE id = ?', [
+    // owner_id follows the body: a resumed or restarted task moves to the replica running it, whose heartbeat
+    // then keeps it from being reaped.
+    await this.pool.query('UPDATE sa_tasks SET completed = ?, updated_at = ?, owner_id = ?, body = ? WHERE id = ?', [
       task.status.completed ? 1 : 0,
       task.updatedAtMs,
+      task.ownerId,
       JSON.stringify(task),
       task.id,
     ]);

@@ -50,7 +50,9 @@ describe('cluster members', () => {
       'renamed-v007',
       'web-v001',
     ]);
-    expect(names(clusterMembers([v000, other], 'web', 'web-canary'))).toEqual(['web-canary-v000']);
+    expect(names(clusterMembers([v000, other], 'web-canary', 'web'))).toEqual(['web-canary-v000']);
+    // Without an application (a dynamic target), the cluster alone decides, as in Clouddriver.
+    expect(names(clusterMembers([v000, wrongApp], 'web'))).toEqual(['web-v000', 'web-v003']);
   });
 
   it('serialises coordinates with Clouddriver kind names', () => {

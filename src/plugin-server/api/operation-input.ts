@@ -1,0 +1,44 @@
+import { ScaleAgentError } from '../../shared/errors.js';
+import {
+  formatIssues,
+  parseOperations,
+  validateAccounts,
+  type Endpoint,
+  type NormalizedOperation,
+} from '../../shared/ops/index.js';
+import type { AccountRegistry } from '../accounts.js';
+
+export interface OperationInputDeps {
+  accounts: AccountRegistry;
+  /** Dynamic accounts the registry may not hold yet (defined, no agent connected). */
+  dynamic?: { has(name: string): boolean };
+}
+
+/**
+ * An Orca operations body as Clouddriver checks it synchronously: parsed, then every account known and every
+ * namespace one it manages; a 400 with one `errors` line per problem otherwise. Shared by `POST /kubernetes/ops` and
+ * `POST /kubernetes/task/{id}/restart`.
+ */
+export function operationsFromBody(
+  body: unknown,
+  endpoint: Endpoint,
+  deps: OperationInputDeps,
+  operationName?: string,
+): NormalizedOperation[] {
+  const parsed = parseOperations(body, { endpoint, ...(operationName ? { operationName } : {}) });
+  const issues = parsed.ok
+    ? validateAccounts(parsed.operations, {
+        knownAccounts: (name) => deps.accounts.get(name) !== undefined || (deps.dynamic?.has(name) ?? false),
+        accountScope: (name) => {
+          const r = deps.accounts.get(name)?.record;
+          return r ? { namespaces: r.namespaces, omitNamespaces: r.omitNamespaces } : undefined;
+        },
+      })
+    : parsed.errors;
+  if (!parsed.ok || issues.length > 0) {
+    throw new ScaleAgentError('INVALID_INPUT', 'Validation Failed', {
+      details: formatIssues(issues).map((message) => ({ message })),
+    });
+  }
+  return parsed.operations;
+}
