@@ -291,16 +291,19 @@ describe('Orca routes (memory store)', () => {
     expect((await request('DELETE', jobPath)).status).toBe(404);
   });
 
-  it("reads a pod's property file through the agent, and says why when the container has not started", async () => {
-    // A pod nothing schedules: its container never starts, so the API server has no log to give.
+  it("reads a pod's property file through the agent; a missing pod is a 404", async () => {
+    // No scheduler runs here, so the pod is never started: the API server answers its log as empty, which is an
+    // empty property map (what Clouddriver answers too), read through the agent's liveLogs.
     await kubectl(['run', 'props-pod', '-n', ns, '--image=busybox:1.36', '--restart=Never']);
     const r = await server.get<Obj>(`/applications/calc/kubernetes/pods/${account}/${ns}/props-pod/props-pod`);
-    expect(r.status).toBe(400);
-    expect(r.body).toMatchObject({
-      code: 'SA_ERR_INVALID_INPUT',
-      message: expect.stringMatching(/cannot read the log of pod props-pod container props-pod/),
-    });
+    expect(r).toEqual({ status: 200, body: {} });
     const missing = await server.get<Obj>(`/applications/calc/kubernetes/pods/${account}/${ns}/no-such-pod/main`);
     expect(missing.status).toBe(404);
+    expect(missing.body).toMatchObject({
+      code: 'SA_ERR_NOT_FOUND',
+      message: expect.stringMatching(/cannot read the log of pod no-such-pod container main/),
+    });
+    const noAccount = await server.get<Obj>(`/applications/calc/kubernetes/pods/nobody/${ns}/props-pod/props-pod`);
+    expect(noAccount.status).toBe(404);
   });
 });
