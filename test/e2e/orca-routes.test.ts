@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { createNamespace, kubectl, testEnv, waitFor } from '../infra/index.js';
+import { KwokNode } from '../infra/kwok.js';
 import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
@@ -305,5 +306,67 @@ describe('Orca routes (memory store)', () => {
     });
     const noAccount = await server.get<Obj>(`/applications/calc/kubernetes/pods/nobody/${ns}/props-pod/props-pod`);
     expect(noAccount.status).toBe(404);
+  });
+
+  it("reads a Run Job's property file from its pod's log (a kwok node serves the log)", async () => {
+    const log = [
+      '+ ./migrate.sh --target prod',
+      'Applying migration 0042_add_orders_index ... done',
+      'SPINNAKER_PROPERTY_MIGRATION_VERSION=0042',
+      'SPINNAKER_CONFIG_JSON={"replicas":3,"canary":{"weight":10}}',
+      'migrations complete',
+      '',
+    ].join('\n');
+    const node = await KwokNode.start({
+      dir: join(dir, 'kwok'),
+      name: `kwok-${ns}`,
+      logs: [{ namespace: ns, containers: ['migrate'], text: log }],
+    });
+    try {
+      const t = await ops.run([
+        {
+          runJob: {
+            credentials: account,
+            cloudProvider: 'kubernetes',
+            application: 'calc',
+            namespace: ns,
+            manifest: {
+              apiVersion: 'batch/v1',
+              kind: 'Job',
+              metadata: { generateName: 'migrate-' },
+              spec: {
+                template: {
+                  spec: {
+                    nodeName: node.name,
+                    restartPolicy: 'Never',
+                    containers: [{ name: 'migrate', image: 'registry.example.com/migrate:1' }],
+                  },
+                },
+              },
+            },
+          },
+        },
+      ]);
+      const jobName = (t.resultObjects[0]?.deployedNamesByLocation[ns] as string[])[0]!.slice('job '.length);
+      const jobPath = `/applications/calc/jobs/${account}/${ns}/${encodeURIComponent(`job ${jobName}`)}`;
+      // WaitOnJobCompletion's view: the pod appears, runs, and the Job finishes.
+      const status = await waitFor('the Job to succeed with its pod', async () => {
+        const r = await server.get<Obj>(jobPath);
+        return r.body.jobState === 'Succeeded' && r.body.mostRecentPodName ? r.body : undefined;
+      });
+      const expected = { migration_version: '0042', replicas: 3, canary: { weight: 10 } };
+      expect(await server.get<Obj>(`${jobPath}/migrate`)).toEqual({ status: 200, body: expected });
+      const pod = status.mostRecentPodName as string;
+      expect(await server.get<Obj>(`/applications/calc/kubernetes/pods/${account}/${ns}/${pod}/migrate`)).toEqual({
+        status: 200,
+        body: expected,
+      });
+      // A container the pod does not have: the API server's refusal, not a 500.
+      const wrong = await server.get<Obj>(`${jobPath}/nope`);
+      expect(wrong.status).toBe(400);
+      expect(wrong.body.message).toMatch(/cannot read the log of pod .* container nope/);
+    } finally {
+      await node.stop();
+    }
   });
 });
