@@ -308,7 +308,7 @@ describe('Orca routes (memory store)', () => {
     expect(noAccount.status).toBe(404);
   });
 
-  it("reads a Run Job's property file from its pod's log (a kwok node serves the log)", async () => {
+  it("reads a Run Job's property file from its pod's log, and a failed Job's exit code, details and log (kwok node)", async () => {
     const log = [
       '+ ./migrate.sh --target prod',
       'Applying migration 0042_add_orders_index ... done',
@@ -317,36 +317,39 @@ describe('Orca routes (memory store)', () => {
       'migrations complete',
       '',
     ].join('\n');
+    const runMigration = (labels: Record<string, string> = {}) => [
+      {
+        runJob: {
+          credentials: account,
+          cloudProvider: 'kubernetes',
+          application: 'calc',
+          namespace: ns,
+          manifest: {
+            apiVersion: 'batch/v1',
+            kind: 'Job',
+            metadata: { generateName: 'migrate-' },
+            spec: {
+              backoffLimit: 0,
+              template: {
+                metadata: { labels },
+                spec: {
+                  nodeName: `kwok-${ns}`,
+                  restartPolicy: 'Never',
+                  containers: [{ name: 'migrate', image: 'registry.example.com/migrate:1' }],
+                },
+              },
+            },
+          },
+        },
+      },
+    ];
     const node = await KwokNode.start({
       dir: join(dir, 'kwok'),
       name: `kwok-${ns}`,
       logs: [{ namespace: ns, containers: ['migrate'], text: log }],
     });
     try {
-      const t = await ops.run([
-        {
-          runJob: {
-            credentials: account,
-            cloudProvider: 'kubernetes',
-            application: 'calc',
-            namespace: ns,
-            manifest: {
-              apiVersion: 'batch/v1',
-              kind: 'Job',
-              metadata: { generateName: 'migrate-' },
-              spec: {
-                template: {
-                  spec: {
-                    nodeName: node.name,
-                    restartPolicy: 'Never',
-                    containers: [{ name: 'migrate', image: 'registry.example.com/migrate:1' }],
-                  },
-                },
-              },
-            },
-          },
-        },
-      ]);
+      const t = await ops.run(runMigration());
       const jobName = (t.resultObjects[0]?.deployedNamesByLocation[ns] as string[])[0]!.slice('job '.length);
       const jobPath = `/applications/calc/jobs/${account}/${ns}/${encodeURIComponent(`job ${jobName}`)}`;
       // WaitOnJobCompletion's view: the pod appears, runs, and the Job finishes.
@@ -365,6 +368,21 @@ describe('Orca routes (memory store)', () => {
       const wrong = await server.get<Obj>(`${jobPath}/nope`);
       expect(wrong.status).toBe(400);
       expect(wrong.body.message).toMatch(/cannot read the log of pod .* container nope/);
+
+      // A Job whose pod fails: WaitOnJobCompletion sees Failed with the exit code, the details and the log.
+      const f = await ops.run(runMigration({ exitcode: '3' }));
+      const failedName = (f.resultObjects[0]?.deployedNamesByLocation[ns] as string[])[0]!.slice('job '.length);
+      const failed = await waitFor('the Job to fail', async () => {
+        const r = await server.get<Obj>(`/applications/calc/jobs/${account}/${ns}/job%20${failedName}`);
+        // The pod's failure reaches the cache around the Job's Failed condition; wait for both.
+        return r.body.jobState === 'Failed' && r.body.exitCode !== undefined ? r.body : undefined;
+      });
+      expect(failed).toMatchObject({
+        exitCode: 3,
+        completionDetails: { exitCode: '3', reason: 'BackoffLimitExceeded' },
+        failureDetails: expect.stringMatching(/container migrate exited with code 3, reason Error/),
+      });
+      expect(failed.logs).toBe(log);
     } finally {
       await node.stop();
     }

@@ -23,7 +23,8 @@ export interface KwokLogs {
 /**
  * kwok runs nothing by itself: Stages say how objects move. Ours, written for these tests: the node becomes Ready
  * and names the address and port the API server reaches its "kubelet" on; a pod bound to it starts Running; a Job's
- * pod then completes with exit code 0; a pod being deleted goes at once (no kubelet would confirm it otherwise).
+ * pod then completes with exit code 0, or fails with the exit code in its `exitcode` label when it has one; a pod
+ * being deleted goes at once (no kubelet would confirm it otherwise).
  */
 const STAGES = [
   {
@@ -96,6 +97,7 @@ const STAGES = [
         { key: '.metadata.deletionTimestamp', operator: 'DoesNotExist' },
         { key: '.status.phase', operator: 'In', values: ['Running'] },
         { key: '.metadata.ownerReferences.[].kind', operator: 'In', values: ['Job'] },
+        { key: '.metadata.labels.exitcode', operator: 'DoesNotExist' },
       ],
     },
     next: {
@@ -117,6 +119,44 @@ const STAGES = [
         '    terminated:',
         '      exitCode: 0',
         '      reason: Completed',
+        '      startedAt: {{ Now | Quote }}',
+        '      finishedAt: {{ Now | Quote }}',
+        '{{ end }}',
+        '',
+      ].join('\n'),
+    },
+  },
+  {
+    name: 'test-pod-fail',
+    resourceRef: { apiGroup: 'v1', kind: 'Pod' },
+    selector: {
+      matchExpressions: [
+        { key: '.metadata.deletionTimestamp', operator: 'DoesNotExist' },
+        { key: '.status.phase', operator: 'In', values: ['Running'] },
+        { key: '.metadata.labels.exitcode', operator: 'Exists' },
+      ],
+    },
+    next: {
+      statusTemplate: [
+        'phase: Failed',
+        'conditions:',
+        '- type: Ready',
+        '  status: "False"',
+        '  reason: PodFailed',
+        '  lastTransitionTime: {{ Now | Quote }}',
+        'containerStatuses:',
+        '{{ $code := .metadata.labels.exitcode }}',
+        '{{ range .spec.containers }}',
+        '- name: {{ .name | Quote }}',
+        '  image: {{ .image | Quote }}',
+        '  ready: false',
+        '  started: false',
+        '  restartCount: 0',
+        '  state:',
+        '    terminated:',
+        '      exitCode: {{ $code }}',
+        '      reason: Error',
+        '      message: the test asked for exit code {{ $code }}',
         '      startedAt: {{ Now | Quote }}',
         '      finishedAt: {{ Now | Quote }}',
         '{{ end }}',
