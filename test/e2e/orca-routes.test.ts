@@ -40,6 +40,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
     let ops: OpsClient;
     let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
     const account = `orca-routes-${storeType}`;
+    const uncached = `orca-live-${storeType}`;
 
     const deploy = (acct: string, manifests: object[], moniker: Obj = { app: 'shop', cluster: 'shop-web' }) => [
       { deployManifest: { account: acct, cloudProvider: 'kubernetes', moniker, namespaceOverride: ns, manifests } },
@@ -57,17 +58,21 @@ for (const storeType of ['memory', 'mysql'] as const) {
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'scale-agent-orca-routes-'));
       ns = await createNamespace('orca-routes');
-      // A short wait for an agent, so an operation for an account whose agent is down fails (retryable) quickly.
       let storage: StorageSpec = { type: 'memory' };
       if (storeType === 'mysql') {
         db = await createTestDatabase('e2e_orca');
         storage = { type: 'mysql', url: db.url };
       }
+      // A short wait for an agent, so an operation for an account whose agent is down fails (retryable) quickly.
       server = await PluginServerProcess.start({ dir, storage, extra: { operations: { agentWaitSeconds: 2 } } });
       agent = await AgentProcess.start({
         dir,
         serverAddress: server.grpcAddress,
-        accounts: [{ name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] }],
+        accounts: [
+          { name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] },
+          // The same namespace without ReplicaSets in the cache: its cluster reads go live through the agent.
+          { name: uncached, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], omitKinds: ['ReplicaSet'] },
+        ],
       });
       ops = new OpsClient(server);
     });
@@ -137,6 +142,14 @@ for (const storeType of ['memory', 'mysql'] as const) {
         code: 'SA_ERR_INVALID_INPUT',
         message: expect.stringMatching(/unknown criteria/),
       });
+      // An account that does not cache ReplicaSets answers the same, read live.
+      expect((await server.get<Obj[]>(`/manifests/${uncached}/${ns}/replicaSet/cluster/shop/shop-web`)).body).toEqual(
+        list.body,
+      );
+      expect(
+        (await server.get<Obj>(`/manifests/${uncached}/${ns}/replicaSet/cluster/shop/shop-web/dynamic/largest`)).body,
+      ).toEqual({ kind: 'replicaSet', namespace: ns, name: 'shop-web-v001' });
+      expect((await server.get<Obj[]>(`/admin/cache/${uncached}?kind=ReplicaSet`)).body).toEqual([]);
       const noAccount = await server.get<Obj>(`/manifests/nobody/${ns}/replicaSet/cluster/shop/shop-web`);
       expect(noAccount.status).toBe(404);
     });

@@ -6,9 +6,7 @@ import type { CachedObject } from '../cache/store.js';
 import type { OrcaRouteDeps } from './orca-routes.js';
 import type { LiveReader } from '../ops/live-read.js';
 
-export interface JobRouteDeps extends OrcaRouteDeps {
-  live?: LiveReader;
-}
+export type JobRouteDeps = OrcaRouteDeps;
 
 type JobParams = { app: string; account: string; location: string; id: string };
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { CacheStore } from '../cache/store.js';
+import type { LiveReader } from '../ops/live-read.js';
 import type { TaskRunner } from '../ops/task-runner.js';
 import { fetchArtifactBytes } from './artifact-fetch.js';
 import {
@@ -16,6 +17,8 @@ import { operationsFromBody, type OperationInputDeps } from './operation-input.j
 export interface OrcaRouteDeps extends OperationInputDeps {
   runner: TaskRunner;
   store: CacheStore;
+  /** Live reads through the account's agent, for what the cache does not hold (ops/live-read.ts). */
+  live?: LiveReader;
 }
 
 type ClusterParams = { account: string; location: string; kind: string; app: string; cluster: string };
@@ -36,7 +39,11 @@ export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): v
     }
     const { kind, group } = resolveKind(p.kind);
     const namespace = p.location === '_' ? '' : p.location;
-    return deps.store.list({ account: p.account, kind, group, namespace });
+    // Live when the account does not cache this kind there (filtered by kinds/namespaces), as manifests are.
+    return (
+      (await deps.live?.list(p.account, namespace, p.kind, { kind, group })) ??
+      deps.store.list({ account: p.account, kind, group, namespace })
+    );
   };
 
   // Clouddriver lists in the API server's order, which is by name.

@@ -46,19 +46,36 @@ export class LiveReader {
     const body = JSON.parse(Buffer.from(outcome.result.resultJson).toString('utf8')) as {
       result?: { manifest?: LiveManifest | null };
     };
-    const m = body.result?.manifest;
-    if (!m?.apiVersion || !m.kind || !m.metadata?.name) return undefined;
-    return {
+    return asCached(account, body.result?.manifest);
+  }
+
+  /**
+   * The objects of one kind in one namespace, live, for reads that list (cluster targets) when the account does not
+   * cache that kind there. Undefined when the cache is authoritative, no agent holds the account, or the read failed.
+   */
+  async list(
+    account: string,
+    location: string,
+    kindSpec: string,
+    resolved: { kind: string; group: string | undefined },
+  ): Promise<CachedObject[] | undefined> {
+    const a = this.deps.accounts.get(account);
+    if (!a?.sessionId || resolved.group === undefined || isCached(a, resolved.group, resolved.kind, location)) {
+      return undefined;
+    }
+    const outcome = await this.deps.dispatcher.execute({
+      operationId: `live-${Date.now().toString(36)}-${(sequence++).toString(36)}`,
       account,
-      group: parseApiVersion(m.apiVersion).group,
-      apiVersion: m.apiVersion,
-      kind: m.kind,
-      namespace: m.metadata.namespace ?? '',
-      name: m.metadata.name,
-      uid: m.metadata.uid ?? '',
-      resourceVersion: m.metadata.resourceVersion ?? '',
-      json: JSON.stringify(m),
+      type: 'liveList',
+      payload: { location, kind: kindSpec },
+      agentWaitMs: 0,
+      timeoutMs: this.deps.timeoutMs,
+    });
+    if (outcome.kind !== 'result' || !outcome.result.ok) return undefined;
+    const body = JSON.parse(Buffer.from(outcome.result.resultJson).toString('utf8')) as {
+      result?: { items?: LiveManifest[] };
     };
+    return (body.result?.items ?? []).flatMap((m) => asCached(account, m) ?? []);
   }
 
   /**
@@ -93,4 +110,20 @@ export class LiveReader {
     }
     return typeof body.result?.log === 'string' ? body.result.log : '';
   }
+}
+
+/** A manifest read live, in the cache's shape. */
+function asCached(account: string, m: LiveManifest | null | undefined): CachedObject | undefined {
+  if (!m?.apiVersion || !m.kind || !m.metadata?.name) return undefined;
+  return {
+    account,
+    group: parseApiVersion(m.apiVersion).group,
+    apiVersion: m.apiVersion,
+    kind: m.kind,
+    namespace: m.metadata.namespace ?? '',
+    name: m.metadata.name,
+    uid: m.metadata.uid ?? '',
+    resourceVersion: m.metadata.resourceVersion ?? '',
+    json: JSON.stringify(m),
+  };
 }
