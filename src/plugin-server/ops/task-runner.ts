@@ -148,9 +148,9 @@ export class TaskRunner {
       ...operationRecords(task.id, task.submitted, now).slice(from),
     ];
     task.resultObjects = task.resultObjects.filter((r) => !isException(r));
+    const read = task.updatedAtMs;
     reopenTask(task, `Resuming task from operation ${from + 1} of ${task.operations.length}`);
-    task.ownerId = this.ownerId;
-    await this.deps.repo.save(task);
+    await this.takeOver(task, read);
     this.start(task, task.submitted, from, requestedBy, authorization);
     return structuredClone(task);
   }
@@ -174,9 +174,9 @@ export class TaskRunner {
     task.operations = operationRecords(task.id, operations, now);
     task.submitted = operations;
     task.resultObjects = [];
+    const read = task.updatedAtMs;
     reopenTask(task, `Restarting task with ${operations.length} operation(s)`);
-    task.ownerId = this.ownerId;
-    await this.deps.repo.save(task);
+    await this.takeOver(task, read);
     this.start(task, operations, 0, requestedBy, authorization);
     return structuredClone(task);
   }
@@ -197,6 +197,16 @@ export class TaskRunner {
     }
     await this.save(live ?? task);
     return task;
+  }
+
+  /** This runner owns the reopened task from now on, unless another replica took it over first. */
+  private async takeOver(task: Task, readUpdatedAtMs: number): Promise<void> {
+    task.ownerId = this.ownerId;
+    // reopenTask stamps the time; a resume within the same millisecond as the read must still differ from it.
+    if (task.updatedAtMs === readUpdatedAtMs) task.updatedAtMs += 1;
+    if (!(await this.deps.repo.saveIfUnchanged(task, readUpdatedAtMs))) {
+      throw new ScaleAgentError('CONFLICT', `Task ${task.id} changed while it was being taken over; ask again`);
+    }
   }
 
   private start(

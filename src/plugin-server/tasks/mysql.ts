@@ -122,6 +122,14 @@ export class MysqlTaskRepository implements TaskRepository {
     return r.affectedRows === 1;
   }
 
+  async saveIfUnchanged(task: Task, readUpdatedAtMs: number): Promise<boolean> {
+    const [r] = await this.pool.query<ResultSetHeader>(
+      'UPDATE sa_tasks SET completed = ?, updated_at = ?, owner_id = ?, body = ? WHERE id = ? AND updated_at = ?',
+      [task.status.completed ? 1 : 0, task.updatedAtMs, task.ownerId, JSON.stringify(task), task.id, readUpdatedAtMs],
+    );
+    return r.affectedRows === 1;
+  }
+
   async purge(options: { olderThan: number; keep: number }): Promise<number> {
     let n = 0;
     const [byAge] = await this.pool.query<ResultSetHeader>(

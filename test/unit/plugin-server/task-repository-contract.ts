@@ -109,6 +109,23 @@ export function taskRepositoryContract(name: string, factory: TaskRepositoryFact
       expect((await repo.get('moved'))?.ownerId).toBe('second@h');
     });
 
+    it('of two takeovers of one task read at the same version, exactly one is saved', async () => {
+      const t = newTask('taken', 'first@h', undefined, 1000);
+      await repo.create(t);
+      failTask(t, 'Orchestration failed: no agent', true);
+      await repo.save(t);
+      const read = (await repo.get('taken'))!;
+      const mine = { ...structuredClone(read), ownerId: 'mine@h', updatedAtMs: read.updatedAtMs + 5 };
+      const theirs = { ...structuredClone(read), ownerId: 'theirs@h', updatedAtMs: read.updatedAtMs + 7 };
+      const results = [
+        await repo.saveIfUnchanged(mine, read.updatedAtMs),
+        await repo.saveIfUnchanged(theirs, read.updatedAtMs),
+      ];
+      expect(results).toEqual([true, false]);
+      expect((await repo.get('taken'))?.ownerId).toBe('mine@h');
+      expect(await repo.saveIfUnchanged({ ...mine, id: 'missing' }, read.updatedAtMs)).toBe(false);
+    });
+
     it('lists newest first, optionally only incomplete tasks', async () => {
       const a = newTask('l-a', 'o@h', undefined, 1000);
       const b = newTask('l-b', 'o@h', undefined, 2000);
