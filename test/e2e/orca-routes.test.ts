@@ -212,7 +212,13 @@ for (const storeType of ['memory', 'mysql'] as const) {
 
       // Two tasks fail the honest way: nobody holds the account within the agent wait.
       const failedA = await ops.waitTask(await ops.submit(deploy(resumable, [configMap('resume-a')], { app: 'shop' })));
-      const failedB = await ops.waitTask(await ops.submit(deploy(resumable, [configMap('resume-b')], { app: 'shop' })));
+      // B's first operation is for the account whose agent is up: it succeeds, the second one fails.
+      const failedB = await ops.waitTask(
+        await ops.submit([
+          ...deploy(account, [configMap('resume-first')], { app: 'shop' }),
+          ...deploy(resumable, [configMap('resume-b')], { app: 'shop' }),
+        ]),
+      );
       for (const t of [failedA, failedB]) {
         expect(t.status).toMatchObject({ completed: true, failed: true, retryable: true });
         expect(t.history.at(-1)!.status).toMatch(new RegExp(`no agent holds account ${resumable}`));
@@ -245,9 +251,18 @@ for (const storeType of ['memory', 'mysql'] as const) {
         expect(resumed).toMatchObject({ status: 200, body: { id: failedB.id, resourceUri: `/task/${failedB.id}` } });
         const done = await ops.waitTask(failedB.id);
         expect(done.status).toMatchObject({ completed: true, failed: false, retryable: false });
-        expect(done.history.map((h) => h.status)).toContain('Resuming task from operation 1 of 1');
+        // Only the operation that failed ran again; the first one's result stayed.
+        expect(done.history.map((h) => h.status)).toContain('Resuming task from operation 2 of 2');
+        expect(done.history.filter((h) => h.status.startsWith(`Sent deployManifest to agent agent-1`))).toHaveLength(1);
         expect(done.resultObjects.some((r) => r.type === 'EXCEPTION')).toBe(false);
-        expect(done.resultObjects[0]?.manifestNamesByNamespace).toEqual({ [ns]: ['configMap resume-b-v000'] });
+        expect(done.resultObjects.map((r) => r.manifestNamesByNamespace)).toEqual([
+          { [ns]: ['configMap resume-first-v000'] },
+          { [ns]: ['configMap resume-b-v000'] },
+        ]);
+        expect((await server.get<Obj>(`/armory/agent/operations/${failedB.id}.1`)).body).toMatchObject({
+          state: 'succeeded',
+          agentId: 'agent-2',
+        });
         expect(await exists(['configmap', 'resume-b-v000', '-n', ns])).toBe(true);
         // A succeeded task has nothing to resume.
         expect((await request('POST', `/task/${failedB.id}:resume`)).status).toBe(409);
