@@ -436,3 +436,84 @@ for (const storeType of ['memory', 'mysql'] as const) {
     });
   });
 }
+
+describe('Orca routes: a task resumed on another replica', () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  let a: PluginServerProcess;
+  let b: PluginServerProcess;
+  let dir: string;
+  let ns: string;
+  const account = 'orca-xr';
+
+  const agentFor = (serverAddress: string) =>
+    AgentProcess.start({
+      dir,
+      serverAddress,
+      accounts: [{ name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] }],
+    });
+
+  /** Until `server` sees the account in `state` (replicas learn about peers' accounts from the shared leases). */
+  const accountState = (server: PluginServerProcess, state: string) =>
+    waitFor(`${server.httpBase} to see ${account} ${state}`, async () => {
+      const r = await server.get<Obj>(`/armory/accounts/${account}`);
+      return r.body?.state === state;
+    });
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'scale-agent-orca-xr-'));
+    ns = await createNamespace('orca-xr');
+    const db = await createTestDatabase('e2e_orca_xr');
+    cleanups.push(() => db.drop());
+    const storage = { type: 'mysql' as const, url: db.url };
+    const extra = { accounts: { gracePeriodSeconds: 120, leaseSeconds: 3 }, operations: { agentWaitSeconds: 2 } };
+    a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
+    cleanups.push(() => a.stop());
+    b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
+    cleanups.push(() => b.stop());
+  });
+
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+  });
+
+  it('fails on one replica while the agent is away, resumes through the other once it is back', async () => {
+    const first = await agentFor(a.grpcAddress);
+    await accountState(b, 'ACTIVE');
+    await first.stop();
+    await accountState(a, 'ORPHANED');
+
+    const body = [
+      {
+        deployManifest: {
+          account,
+          moniker: { app: 'xr' },
+          namespaceOverride: ns,
+          manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'xr' }, data: { a: '1' } }],
+        },
+      },
+    ];
+    const failed = await new OpsClient(a).waitTask(await new OpsClient(a).submit(body));
+    expect(failed.status).toMatchObject({ failed: true, retryable: true });
+
+    const back = await agentFor(a.grpcAddress);
+    cleanups.push(() => back.stop());
+    await accountState(b, 'ACTIVE');
+
+    // Posted to B, which holds no agent: B takes the task over and forwards its operation to A.
+    const res = await fetch(`${b.httpBase}/task/${failed.id}:resume`, { method: 'POST' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ id: failed.id, resourceUri: `/task/${failed.id}` });
+    const done = await new OpsClient(b).waitTask(failed.id);
+    expect(done.status).toMatchObject({ completed: true, failed: false });
+    // Both replicas read the one task from the shared store.
+    expect((await new OpsClient(a).task(failed.id)).status).toMatchObject({ completed: true, failed: false });
+    const lines = done.history.map((h) => h.status);
+    expect(lines).toContain('Resuming task from operation 1 of 1');
+    expect(lines.filter((l) => l.startsWith('Sent deployManifest to agent agent-1'))).toHaveLength(1);
+    const { stdout } = await kubectl(['get', 'configmap', 'xr-v000', '-n', ns, '-o', 'jsonpath={.data.a}']);
+    expect(stdout).toBe('1');
+    // A second resume, at either replica, finds nothing to resume.
+    expect((await fetch(`${a.httpBase}/task/${failed.id}:resume`, { method: 'POST' })).status).toBe(409);
+  });
+});
