@@ -23,6 +23,22 @@ export interface FakeAgentOptions {
   batchSize: number;
   /** Account name prefix; names are `${prefix}-${agentId}-${i}` so fake clusters never collide. */
   accountPrefix?: string;
+  /**
+   * The objects of each account's full sync, of any kinds (default: `objectsPerAccount` ConfigMaps of `objectBytes`).
+   * Steady-state changes (changeBatch) always modify ConfigMaps.
+   */
+  workload?: (account: string) => FakeObject[];
+  /** Sends a Heartbeat this often while connected, as the real agent does when it has nothing else to send. */
+  heartbeatMs?: number;
+}
+
+/** One object of a workload, with the kind as the agent's discovery would describe it. */
+export interface FakeObject {
+  kind: { group: string; version: string; kind: string; resource: string; namespaced: boolean };
+  namespace: string;
+  name: string;
+  uid: string;
+  json: Buffer;
 }
 
 export interface FakeAgentStats {
@@ -60,6 +76,7 @@ export class FakeAgent {
   private unackedBytes = 0;
   private ackWaiters: (() => void)[] = [];
   private welcome?: Promise<Welcome>;
+  private heartbeats?: NodeJS.Timeout;
   private closedError?: Error;
 
   constructor(private readonly opts: FakeAgentOptions) {
@@ -96,6 +113,13 @@ export class FakeAgent {
         this.wakeAll();
       });
     });
+    if (this.opts.heartbeatMs) {
+      // A stream the server hears nothing on is closed as idle (sessions.ts), with its accounts orphaned.
+      this.heartbeats = setInterval(() => {
+        if (!this.closedError) this.write(encodeAgentMessage({ heartbeat: { sentAtMs: Date.now() } }));
+      }, this.opts.heartbeatMs);
+      this.heartbeats.unref();
+    }
     this.write(
       encodeAgentMessage({
         hello: {
@@ -113,7 +137,7 @@ export class FakeAgent {
             },
             namespaces: [],
             omitNamespaces: [],
-            kinds: ['ConfigMap'],
+            kinds: this.opts.workload ? [...new Set(this.opts.workload(name).map((o) => o.kind.kind))] : ['ConfigMap'],
             omitKinds: [],
           })),
         },
@@ -131,6 +155,10 @@ export class FakeAgent {
     const push = (m: AgentMessageInit, seq: number, changes = 0) =>
       out.push({ seq, bytes: encodeAgentMessage(m), changes });
     for (const account of this.accountNames) {
+      if (this.opts.workload) {
+        this.prepareWorkload(account, this.opts.workload(account), push);
+        continue;
+      }
       let seq = this.nextSeq();
       push({ syncStart: { seq, account, kind: KIND, namespace: '' } }, seq);
       for (let i = 0; i < this.opts.objectsPerAccount; i += this.opts.batchSize) {
@@ -142,6 +170,43 @@ export class FakeAgent {
       push({ syncEnd: { seq, account, kind: KIND, namespace: '', resourceVersion: String(this.rv) } }, seq);
     }
     return out;
+  }
+
+  /** One full sync per kind of the account's workload objects. */
+  private prepareWorkload(
+    account: string,
+    objects: FakeObject[],
+    push: (m: AgentMessageInit, seq: number, changes?: number) => void,
+  ): void {
+    const byKind = new Map<string, FakeObject[]>();
+    for (const o of objects) {
+      const list = byKind.get(o.kind.kind);
+      if (list) list.push(o);
+      else byKind.set(o.kind.kind, [o]);
+    }
+    for (const list of byKind.values()) {
+      const kind = list[0]!.kind;
+      const apiVersion = kind.group ? `${kind.group}/${kind.version}` : kind.version;
+      let seq = this.nextSeq();
+      push({ syncStart: { seq, account, kind, namespace: '' } }, seq);
+      for (let i = 0; i < list.length; i += this.opts.batchSize) {
+        const batch = list.slice(i, i + this.opts.batchSize).map((o) => ({
+          type: ChangeType.CHANGE_TYPE_ADDED,
+          account,
+          apiVersion,
+          kind: kind.kind,
+          namespace: o.namespace,
+          name: o.name,
+          uid: o.uid,
+          resourceVersion: String(++this.rv),
+          objectJson: o.json,
+        }));
+        seq = this.nextSeq();
+        push({ changeBatch: { seq, changes: batch } }, seq, batch.length);
+      }
+      seq = this.nextSeq();
+      push({ syncEnd: { seq, account, kind, namespace: '', resourceVersion: String(this.rv) } }, seq);
+    }
   }
 
   /** Sends prepared messages within the flow-control window; resolves when all are acked. */
@@ -258,6 +323,7 @@ export class FakeAgent {
   }
 
   close(): void {
+    clearInterval(this.heartbeats);
     this.stream?.end();
     this.client?.close();
   }

@@ -10,6 +10,7 @@ export const BENCHMARKS = [
   'bench/agent-memory.ts',
   'bench/server-capacity.ts',
   'bench/operations.ts',
+  'bench/spinnaker-views.ts',
   'bench/compiler.ts',
 ];
 

@@ -150,6 +150,9 @@ export class AccountRunner {
       omitNamespaces: c.omitNamespaces,
       kinds: c.kinds,
       omitKinds: c.omitKinds,
+      permissions: { read: c.permissions?.READ ?? [], write: c.permissions?.WRITE ?? [] },
+      onlySpinnakerManaged: c.onlySpinnakerManaged,
+      cacheAllApplicationRelationships: c.cacheAllApplicationRelationships,
     };
   }
 

@@ -22,7 +22,10 @@ export interface AccountConfig {
   /** Custom resource kinds (`Kind.group`) cached besides the default kinds, when `kinds` is not given. */
   customResources?: string[];
   onlyNamespacedResources: boolean;
+  /** Spinnaker (Fiat) roles; sent in Hello and kept in the plugin-server's account record. */
   permissions?: { READ?: string[]; WRITE?: string[] };
+  onlySpinnakerManaged: boolean;
+  cacheAllApplicationRelationships: boolean;
 }
 
 export interface AgentConfig {

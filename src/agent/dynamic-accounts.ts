@@ -41,6 +41,9 @@ export function definitionFingerprint(d: DynamicAccount): string {
         a?.omitNamespaces,
         a?.kinds,
         a?.omitKinds,
+        a?.permissions,
+        a?.onlySpinnakerManaged,
+        a?.cacheAllApplicationRelationships,
         d.kubeconfigFile,
         d.context,
         d.serviceAccount,
@@ -73,6 +76,9 @@ export function dynamicAccountConfig(
       kinds: [...a.kinds],
       omitKinds: [...a.omitKinds],
       onlyNamespacedResources: d.onlyNamespacedResources,
+      permissions: { READ: [...(a.permissions?.read ?? [])], WRITE: [...(a.permissions?.write ?? [])] },
+      onlySpinnakerManaged: a.onlySpinnakerManaged,
+      cacheAllApplicationRelationships: a.cacheAllApplicationRelationships,
     },
   };
 }

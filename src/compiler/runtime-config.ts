@@ -69,6 +69,9 @@ export function agentConfig(t: Topology, agent: Agent): Record<string, unknown> 
         if (a.permissions.READ.length > 0) perms.READ = a.permissions.READ;
         if (a.permissions.WRITE.length > 0) perms.WRITE = a.permissions.WRITE;
         if (Object.keys(perms).length > 0) out.permissions = perms;
+        // Only when set, so configs of topologies without them stay as they were.
+        if (a.onlySpinnakerManaged) out.onlySpinnakerManaged = true;
+        if (a.cacheAllApplicationRelationships) out.cacheAllApplicationRelationships = true;
         return out;
       }),
     },

@@ -33,6 +33,8 @@ export interface AccountInput {
   omitKinds?: string[];
   access?: Access;
   permissions?: { READ?: string[]; WRITE?: string[] };
+  onlySpinnakerManaged?: boolean;
+  cacheAllApplicationRelationships?: boolean;
   rbac?: { create?: boolean; serviceAccountNamespace?: string; extraRules?: PolicyRuleInput[] };
 }
 
@@ -106,6 +108,8 @@ export interface Account {
   omitKinds: string[];
   access: Access;
   permissions: { READ: string[]; WRITE: string[] };
+  onlySpinnakerManaged: boolean;
+  cacheAllApplicationRelationships: boolean;
   rbac: { create: boolean; serviceAccountNamespace: string; extraRules: PolicyRuleInput[] };
 }
 
@@ -239,6 +243,8 @@ function normalizeAccount(a: AccountInput, path: string): Account {
     omitKinds: a.omitKinds ?? [],
     access: a.access ?? 'read-write',
     permissions: { READ: a.permissions?.READ ?? [], WRITE: a.permissions?.WRITE ?? [] },
+    onlySpinnakerManaged: a.onlySpinnakerManaged ?? false,
+    cacheAllApplicationRelationships: a.cacheAllApplicationRelationships ?? false,
     rbac: {
       create: a.rbac?.create ?? true,
       serviceAccountNamespace: a.rbac?.serviceAccountNamespace ?? DEFAULT_REMOTE_NAMESPACE,

@@ -148,6 +148,9 @@ export class AccountRegistry {
       omitNamespaces: [...account.omitNamespaces],
       kinds: [...account.kinds],
       omitKinds: [...account.omitKinds],
+      permissions: { READ: [...(account.permissions?.read ?? [])], WRITE: [...(account.permissions?.write ?? [])] },
+      onlySpinnakerManaged: account.onlySpinnakerManaged,
+      cacheAllApplicationRelationships: account.cacheAllApplicationRelationships,
       registeredAt: this.now(),
     };
     // The lease first: a peer sweeping the account at this moment either removed it before (this registration then

@@ -29,6 +29,7 @@ import { PluginServerMetrics } from './metrics.js';
 import { registerJobRoutes } from './api/job-routes.js';
 import { registerOpsRoutes } from './api/ops-routes.js';
 import { registerOrcaRoutes } from './api/orca-routes.js';
+import { registerViewRoutes } from './api/views-routes.js';
 import {
   CacheBarrier,
   LiveReader,
@@ -225,6 +226,7 @@ export class PluginServer {
     registerOpsRoutes(this.http, routeDeps);
     registerOrcaRoutes(this.http, routeDeps);
     registerJobRoutes(this.http, routeDeps);
+    registerViewRoutes(this.http, { store: this.store, accounts: this.accounts });
     registerPeerOperationRoute(this.http, { dispatcher: this.dispatcher, barrier: this.barrier });
     await this.http.listen({ host: this.config.http.host, port: this.config.http.port });
     const address = this.http.server.address();

@@ -20,7 +20,9 @@ import {
 } from '../shared/proto.js';
 import type { AccountRegistry } from './accounts.js';
 import { ANONYMOUS, type Identity } from './auth/identity.js';
-import type { CacheStore, ChangeKind, ScopeKey, StoreChange, StoreOp } from './cache/store.js';
+import type { CacheStore, ChangeKind, IndexKeys, ScopeKey, StoreChange, StoreOp } from './cache/store.js';
+import { groupOf } from '../shared/kinds.js';
+import { DEFAULT_INDEX_OPTIONS, indexKeys, indexOptionsOf, NO_KEYS, type IndexOptions } from './views/app-index.js';
 import type { PluginServerConfig } from './config.js';
 import type { PluginServerMetrics } from './metrics.js';
 import type { GatedSession, SessionGate } from './session-gate.js';
@@ -88,6 +90,7 @@ class ProtocolError extends Error {
 // Kubernetes names are ASCII; anything else in a key field is a broken or hostile agent (and would poison the
 // MySQL ASCII key columns, closing the stream again on every replay).
 const KEY_TEXT = /^[\x21-\x7e]+$/;
+const ROLE = /^\S{1,1024}$/u;
 const API_VERSION = /^([a-z0-9]([a-z0-9.-]*[a-z0-9])?\/)?[a-z0-9]+$/;
 const KIND = /^[A-Za-z][A-Za-z0-9]*$/;
 
@@ -269,8 +272,11 @@ export class AgentSession implements GatedSession {
       let bytes = 0;
       const changes: StoreChange[] = new Array<StoreChange>(b.changes.length);
       let prev: StoreChange | undefined;
+      let options = DEFAULT_INDEX_OPTIONS;
       for (let i = 0; i < b.changes.length; i++) {
-        const sc = toStoreChange(b.changes[i]!, i, prev);
+        const c = b.changes[i]!;
+        if (c.account !== prev?.account) options = indexOptionsOf(this.deps.accounts.get(c.account)?.record);
+        const sc = toStoreChange(c, i, prev, options);
         bytes += sc.json.length + 256;
         changes[i] = prev = sc;
       }
@@ -527,6 +533,14 @@ function validateHello(h: Hello, maxAccounts: number): void {
 
 function validateAccounts(accounts: Account[], maxAccounts: number): void {
   if (accounts.length > maxAccounts) throw new ProtocolError(`${accounts.length} accounts exceed ${maxAccounts}`);
+  for (const a of accounts) {
+    for (const role of [...(a.permissions?.read ?? []), ...(a.permissions?.write ?? [])]) {
+      // As the agent config schema allows them: a role with whitespace silently matches nobody in Fiat.
+      if (!ROLE.test(role)) {
+        throw new ProtocolError(`account ${a.name}: invalid role ${JSON.stringify(role.slice(0, 80))} in permissions`);
+      }
+    }
+  }
 }
 
 function validateKindKey(k: KindKey | undefined, where: string): KindKey {
@@ -546,7 +560,7 @@ const CHANGE_TYPES: Record<number, ChangeKind> = {
  * Validates one change: key fields, and the object parsed as a JSON object (Secrets also stripped of data). `prev` is
  * the change before it in the batch: key fields equal to its were already validated.
  */
-function toStoreChange(c: Change, index: number, prev: StoreChange | undefined): StoreChange {
+function toStoreChange(c: Change, index: number, prev: StoreChange | undefined, options: IndexOptions): StoreChange {
   const type = CHANGE_TYPES[c.type];
   if (!type) throw new ProtocolError(`${where(c, index)}: invalid type ${c.type}`);
   if (prev === undefined || c.account !== prev.account || c.apiVersion !== prev.apiVersion || c.kind !== prev.kind) {
@@ -565,12 +579,14 @@ function toStoreChange(c: Change, index: number, prev: StoreChange | undefined):
   }
   if (c.uid.length > 64 || (c.uid && !KEY_TEXT.test(c.uid))) throw new ProtocolError(`${where(c, index)}: invalid uid`);
   let json = '';
+  let keys: IndexKeys = NO_KEYS;
   if (c.objectJson.length > 0) {
     const text = Buffer.from(c.objectJson.buffer, c.objectJson.byteOffset, c.objectJson.byteLength).toString('utf8');
     // Parsed in full, once: a body that is not a JSON object would otherwise be stored and break every later read
     // of its account (lists included). This is the single largest ingest cost (bench/profiles/stream-throughput.md),
     // and the price of never storing what cannot be served.
     const obj = parseObject(text, c, index);
+    if (type !== 'DELETED') keys = indexKeys(groupOf(c.apiVersion), c.kind, obj, options);
     json =
       c.kind === 'Secret' && (c.apiVersion === 'v1' || c.apiVersion.endsWith('/v1'))
         ? withoutSecretData(obj, text)
@@ -588,6 +604,7 @@ function toStoreChange(c: Change, index: number, prev: StoreChange | undefined):
     uid: c.uid,
     resourceVersion: c.resourceVersion,
     json,
+    ...(keys !== NO_KEYS ? { index: keys } : {}),
   };
 }
 

@@ -147,6 +147,9 @@ export interface AgentAccountSpec {
   omitNamespaces?: string[];
   kinds?: string[];
   omitKinds?: string[];
+  permissions?: { READ?: string[]; WRITE?: string[] };
+  onlySpinnakerManaged?: boolean;
+  cacheAllApplicationRelationships?: boolean;
 }
 
 export interface AgentOptions {

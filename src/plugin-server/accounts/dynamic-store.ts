@@ -1,4 +1,5 @@
 import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
+import type { AccountPermissions } from '../cache/store.js';
 
 /** A dynamic account as stored; the kubeconfig contents live apart, sealed (secret-box.ts). */
 export interface DynamicDefinition {
@@ -12,6 +13,10 @@ export interface DynamicDefinition {
   kinds: string[];
   omitKinds: string[];
   onlyNamespacedResources: boolean;
+  /** Optional: definitions stored before these existed have none (unrestricted, options off). */
+  permissions?: AccountPermissions | undefined;
+  onlySpinnakerManaged?: boolean | undefined;
+  cacheAllApplicationRelationships?: boolean | undefined;
   /** ACTIVE (serve it) or INACTIVE (keep the definition, serve nothing): the operator's intent. */
   enabled: boolean;
   errorMessage: string;

@@ -3,6 +3,7 @@ import { ScaleAgentError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logging.js';
 import { AccountState as ProtoAccountState, type AccountStatus, type DynamicAccount } from '../../shared/proto.js';
 import type { AccountRegistry } from '../accounts.js';
+import type { AccountPermissions } from '../cache/store.js';
 import type { AuditLog } from '../audit.js';
 import { streamIdentity, type Identity } from '../auth/identity.js';
 import type { AuthorizationPolicy } from '../auth/policy.js';
@@ -26,6 +27,9 @@ export interface DynamicAccountInput {
   kinds?: string[];
   omitKinds?: string[];
   onlyNamespacedResources?: boolean;
+  permissions?: { READ?: string[]; WRITE?: string[] };
+  onlySpinnakerManaged?: boolean;
+  cacheAllApplicationRelationships?: boolean;
   state?: 'ACTIVE' | 'INACTIVE';
 }
 
@@ -49,6 +53,9 @@ export interface DynamicAccountView {
   omitNamespaces: string[];
   kinds: string[];
   omitKinds: string[];
+  permissions: AccountPermissions;
+  onlySpinnakerManaged: boolean;
+  cacheAllApplicationRelationships: boolean;
   lastUpdated: number;
   createdAt: number;
 }
@@ -136,6 +143,7 @@ export class DynamicAccounts implements SessionGate {
     const { def, kubeconfig } = this.definitionFrom(input, entry, Date.now());
     await this.persist(def, kubeconfig);
     const watchChanged = wireJson(entry.def, entry.kubeconfig) !== wireJson(def, kubeconfig);
+    const optionsChanged = optionsJson(entry.def) !== optionsJson(def);
     this.entries.set(def.name, { def, kubeconfig });
     this.deps.audit.record({ who, what: 'dynamic account updated', account: def.name, result: 'ok' });
     if (!def.enabled) {
@@ -143,6 +151,10 @@ export class DynamicAccounts implements SessionGate {
     } else if (watchChanged) {
       // New namespaces, kinds or credentials: the old scopes' objects must go, and the agent relists.
       await this.deps.registry.forget(def.name);
+      this.place(def.name);
+    } else if (optionsChanged) {
+      // Permissions and Clouddriver options only: the agent announces the account again (AccountsUpdate) and the
+      // server records them; the watches resume from the cache, which stays.
       this.place(def.name);
     }
     return this.view(def.name)!;
@@ -223,6 +235,7 @@ export class DynamicAccounts implements SessionGate {
       omitNamespaces: d.omitNamespaces,
       kinds: d.kinds,
       omitKinds: d.omitKinds,
+      ...options(d),
       lastUpdated: Math.max(d.updatedAt, reg?.lastUpdated ?? 0),
       createdAt: d.createdAt,
     };
@@ -385,6 +398,9 @@ export class DynamicAccounts implements SessionGate {
         omitNamespaces: d.omitNamespaces,
         kinds: d.kinds,
         omitKinds: d.omitKinds,
+        permissions: { read: d.permissions?.READ ?? [], write: d.permissions?.WRITE ?? [] },
+        onlySpinnakerManaged: d.onlySpinnakerManaged ?? false,
+        cacheAllApplicationRelationships: d.cacheAllApplicationRelationships ?? false,
       },
       kubeconfig: Buffer.from(entry.kubeconfig ?? '', 'utf8'),
       kubeconfigFile: d.kubeconfigFile ?? '',
@@ -440,6 +456,13 @@ export class DynamicAccounts implements SessionGate {
       kinds: input.kinds ?? prev?.kinds ?? [],
       omitKinds: input.omitKinds ?? prev?.omitKinds ?? [],
       onlyNamespacedResources: input.onlyNamespacedResources ?? prev?.onlyNamespacedResources ?? false,
+      permissions: {
+        READ: input.permissions?.READ ?? (input.permissions ? [] : (prev?.permissions?.READ ?? [])),
+        WRITE: input.permissions?.WRITE ?? (input.permissions ? [] : (prev?.permissions?.WRITE ?? [])),
+      },
+      onlySpinnakerManaged: input.onlySpinnakerManaged ?? prev?.onlySpinnakerManaged ?? false,
+      cacheAllApplicationRelationships:
+        input.cacheAllApplicationRelationships ?? prev?.cacheAllApplicationRelationships ?? false,
       enabled: input.state ? input.state === 'ACTIVE' : (prev?.enabled ?? true),
       errorMessage: prev?.errorMessage ?? '',
       failedCount: prev?.failedCount ?? 0,
@@ -471,4 +494,20 @@ function wireJson(d: DynamicDefinition, kubeconfig: string | undefined): string 
     d.zoneId,
     kubeconfig,
   ]);
+}
+
+/** What the account record carries besides the watches: a change re-announces the account, without a relist. */
+function optionsJson(d: DynamicDefinition): string {
+  return JSON.stringify(options(d));
+}
+
+/** A definition's permissions and options; definitions stored before they existed read as unrestricted, off. */
+function options(
+  d: DynamicDefinition,
+): Pick<DynamicAccountView, 'permissions' | 'onlySpinnakerManaged' | 'cacheAllApplicationRelationships'> {
+  return {
+    permissions: { READ: d.permissions?.READ ?? [], WRITE: d.permissions?.WRITE ?? [] },
+    onlySpinnakerManaged: d.onlySpinnakerManaged ?? false,
+    cacheAllApplicationRelationships: d.cacheAllApplicationRelationships ?? false,
+  };
 }

@@ -1,7 +1,8 @@
 import { ScaleAgentError } from '../../shared/errors.js';
+import { monikerOf } from '../../shared/ops/spinnaker.js';
+import type { KubeObject } from '../../shared/ops/types.js';
 import type { CachedObject } from '../cache/store.js';
 import { canonicalKindName } from './kinds.js';
-import { moniker } from './manifest.js';
 
 /**
  * The cluster reads Orca's manifest stages resolve their targets with (docs/clouddriver-compatibility.md, Cluster
@@ -52,12 +53,12 @@ export function coordinatesOf(o: CachedObject): ManifestCoordinates {
 }
 
 /**
- * The objects whose moniker (annotations, else the name's Frigga parts) names this cluster and, when `app` is
+ * The objects whose moniker (`monikerOf`: annotations, else the name's Frigga parts) names this cluster and, when `app` is
  * given, this application. Clouddriver checks both for the cluster list and only the cluster for a dynamic target.
  */
 export function clusterMembers(objects: readonly CachedObject[], cluster: string, app?: string): CachedObject[] {
   return objects.filter((o) => {
-    const m = moniker(o.kind, parseManifest(o));
+    const m = monikerOf({ ...(parseManifest(o) as unknown as KubeObject), kind: o.kind });
     return m.cluster === cluster && (app === undefined || m.app === app);
   });
 }

@@ -4,6 +4,8 @@ import type { DynamicAccountInput, DynamicAccounts } from '../accounts/dynamic.j
 
 const NAME = '^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$';
 const names = { type: 'array', maxItems: 10_000, items: { type: 'string', minLength: 1, maxLength: 253 } } as const;
+// Role names as the agent config accepts them (schemas/agent-config.schema.json): no whitespace.
+const roles = { type: 'array', maxItems: 1000, items: { type: 'string', pattern: '^\\S+$', maxLength: 253 } } as const;
 
 const definitionSchema = {
   type: 'object',
@@ -20,6 +22,13 @@ const definitionSchema = {
     kinds: names,
     omitKinds: names,
     onlyNamespacedResources: { type: 'boolean' },
+    permissions: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { READ: roles, WRITE: roles },
+    },
+    onlySpinnakerManaged: { type: 'boolean' },
+    cacheAllApplicationRelationships: { type: 'boolean' },
     state: { enum: ['ACTIVE', 'INACTIVE'] },
   },
 } as const;

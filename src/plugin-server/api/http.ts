@@ -6,8 +6,11 @@ import type { AccountRegistry, RegisteredAccount } from '../accounts.js';
 import type { CachedObject, CacheStore } from '../cache/store.js';
 import type { PluginServerMetrics } from '../metrics.js';
 import type { SessionInfo } from '../sessions.js';
-import { resolveKind, SPINNAKER_KIND_MAP, splitFullName } from './kinds.js';
+import { accountFilter, type AccountFilter } from '../auth/spinnaker-accounts.js';
+import { credentialsDetail, credentialsSummary } from './credentials.js';
+import { resolveKind, splitFullName } from './kinds.js';
 import { manifestContainer } from './manifest.js';
+import { eventsOf } from '../views/events.js';
 
 export interface ApiDeps {
   store: CacheStore;
@@ -53,29 +56,6 @@ function sendError(reply: FastifyReply, e: unknown): FastifyReply {
     message,
     ...(isScaleAgentError(e) && e.details.length ? { errors: e.details.map((d) => d.message) } : {}),
   });
-}
-
-function credentialsView(a: RegisteredAccount, expand: boolean, liveNamespaces: string[] | undefined): object {
-  const name = a.record.name;
-  const base = {
-    name,
-    environment: name,
-    accountType: name,
-    cloudProvider: 'kubernetes',
-    requiredGroupMembership: [],
-    type: 'kubernetes',
-    challengeDestructiveActions: false,
-    primaryAccount: false,
-  };
-  if (!expand) return base;
-  return {
-    ...base,
-    cacheThreads: 1,
-    namespaces: a.record.namespaces.length ? a.record.namespaces : (liveNamespaces ?? []),
-    spinnakerKindMap: SPINNAKER_KIND_MAP,
-    dockerRegistries: [],
-    enabled: true,
-  };
 }
 
 function accountView(a: RegisteredAccount) {
@@ -135,8 +115,8 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   const liveNamespaces = async (account: string): Promise<string[]> =>
     (await deps.store.list({ account, group: '', kind: 'Namespace' })).map((o) => o.name);
 
-  const accountOr404 = (name: string): RegisteredAccount => {
-    const a = deps.accounts.get(name);
+  const accountOr404 = (name: string, filter?: AccountFilter): RegisteredAccount => {
+    const a = filter && !filter.allows(name) ? undefined : deps.accounts.get(name);
     if (!a) throw new ScaleAgentError('NOT_FOUND', `Account does not exist (name: ${name})`);
     return a;
   };
@@ -151,26 +131,38 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     return reply.type(deps.metrics.registry.contentType).send(text);
   });
 
+  // Reads of an account outside the caller's X-SPINNAKER-ACCOUNTS answer as for an account that does not exist,
+  // so they neither show it nor tell that it exists (auth/spinnaker-accounts.ts).
   app.get<{ Querystring: { expand?: string } }>('/credentials', async (request) => {
     const expand = request.query.expand === 'true';
+    const filter = accountFilter(request.headers);
     const out = [];
     for (const a of deps.accounts.list()) {
-      out.push(credentialsView(a, expand, expand ? await liveNamespaces(a.record.name) : undefined));
+      if (!filter.allows(a.record.name)) continue;
+      out.push(
+        expand ? credentialsDetail(a.record, await liveNamespaces(a.record.name)) : credentialsSummary(a.record),
+      );
     }
     return out;
   });
   app.get<{ Params: { account: string } }>('/credentials/:account', async (request) => {
-    const a = accountOr404(request.params.account);
-    return credentialsView(a, true, await liveNamespaces(a.record.name));
+    const a = accountOr404(request.params.account, accountFilter(request.headers));
+    return credentialsDetail(a.record, await liveNamespaces(a.record.name));
   });
 
-  const getManifest = async (account: string, location: string, fullName: string) => {
+  const getManifest = async (
+    headers: Record<string, string | string[] | undefined>,
+    account: string,
+    location: string,
+    fullName: string,
+    includeEvents: boolean,
+  ) => {
     const notFound = () =>
       new ScaleAgentError(
         'NOT_FOUND',
         `Manifest (account: ${account}, location: ${location}, name: ${fullName}) not found`,
       );
-    if (!deps.accounts.get(account)) throw notFound();
+    if (!accountFilter(headers).allows(account) || !deps.accounts.get(account)) throw notFound();
     const parts = splitFullName(fullName);
     if (!parts) throw notFound();
     const { kind, group } = resolveKind(parts[0]);
@@ -178,17 +170,23 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
       (await deps.store.get({ account, group, kind, namespace: location, name: parts[1] })) ??
       (await deps.liveManifest?.(account, location, parts[0], { kind, group }, parts[1]));
     if (!o) throw notFound();
-    return manifestContainer(o);
+    const container = manifestContainer(o);
+    if (includeEvents) container.events = await eventsOf(deps.store, o);
+    return container;
   };
-  app.get<{ Params: { account: string; location: string; name: string } }>(
+  // Clouddriver's default is includeEvents=true (Gate sends none, so Deck shows events); Orca sends false.
+  const withEvents = (q: { includeEvents?: string }) => q.includeEvents?.toLowerCase() !== 'false';
+  app.get<{ Params: { account: string; location: string; name: string }; Querystring: { includeEvents?: string } }>(
     '/manifests/:account/:location/:name',
     async (request) => {
       const { account, location, name } = request.params;
-      return getManifest(account, location === '_' ? '' : location, name);
+      return getManifest(request.headers, account, location === '_' ? '' : location, name, withEvents(request.query));
     },
   );
-  app.get<{ Params: { account: string; name: string } }>('/manifests/:account/:name', async (request) =>
-    getManifest(request.params.account, '', request.params.name),
+  app.get<{ Params: { account: string; name: string }; Querystring: { includeEvents?: string } }>(
+    '/manifests/:account/:name',
+    async (request) =>
+      getManifest(request.headers, request.params.account, '', request.params.name, withEvents(request.query)),
   );
 
   const agentView = (s: SessionInfo) => ({
@@ -250,6 +248,9 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
         omitNamespaces: a.record.omitNamespaces,
         kinds: a.record.kinds,
         omitKinds: a.record.omitKinds,
+        permissions: a.record.permissions,
+        onlySpinnakerManaged: a.record.onlySpinnakerManaged,
+        cacheAllApplicationRelationships: a.record.cacheAllApplicationRelationships,
       },
       agents: a.sessionId ? [{ agentId: a.record.agentId, caching: true }] : [],
       status: a.state,

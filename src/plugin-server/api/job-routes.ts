@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
+import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 import { failedContainerOf, jobStatusOf, type KubeObject, type NormalizedOperation } from '../../shared/ops/index.js';
 import { parsePropertyFile } from '../../shared/ops/property-file.js';
 import type { CachedObject } from '../cache/store.js';
@@ -24,13 +25,22 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRouteDeps): voi
     return deps.live;
   };
 
-  /** The Job from the cache, live when the cache lacks it; `id` is "job name" or the bare name. */
-  const findJob = async (p: JobParams): Promise<{ job: KubeObject; location: string; name: string }> => {
+  type Headers = Record<string, string | string[] | undefined>;
+
+  /**
+   * The Job from the cache, live when the cache lacks it; `id` is "job name" or the bare name. An account outside
+   * the caller's X-SPINNAKER-ACCOUNTS reads as missing, like /manifests.
+   */
+  const findJob = async (
+    p: JobParams,
+    headers: Headers,
+  ): Promise<{ job: KubeObject; location: string; name: string }> => {
     const location = p.location === '_' ? '' : p.location;
     const name = p.id.startsWith('job ') ? p.id.slice(4) : p.id;
-    const cached =
-      (await deps.store.get({ account: p.account, group: 'batch', kind: 'Job', namespace: location, name })) ??
-      (await deps.live?.get(p.account, location, 'job', { kind: 'Job', group: 'batch' }, name));
+    const cached = !accountFilter(headers).allows(p.account)
+      ? undefined
+      : ((await deps.store.get({ account: p.account, group: 'batch', kind: 'Job', namespace: location, name })) ??
+        (await deps.live?.get(p.account, location, 'job', { kind: 'Job', group: 'batch' }, name)));
     if (!cached) {
       throw new ScaleAgentError(
         'NOT_FOUND',
@@ -54,7 +64,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRouteDeps): voi
 
   // WaitOnJobCompletion polls this until jobState is Succeeded or Failed; a Job with no pod yet is Running.
   app.get<{ Params: JobParams }>('/applications/:app/jobs/:account/:location/:id', async (request) => {
-    const { job, location } = await findJob(request.params);
+    const { job, location } = await findJob(request.params, request.headers);
     const pods = await podsOf(request.params.account, location, job);
     const status = jobStatusOf(job, request.params.account, pods);
     const failed = status.jobState === 'Failed' ? failedContainerOf(pods) : undefined;
@@ -73,7 +83,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRouteDeps): voi
   app.get<{ Params: JobParams & { fileName: string } }>(
     '/applications/:app/jobs/:account/:location/:id/:fileName',
     async (request) => {
-      const { job, location, name } = await findJob(request.params);
+      const { job, location, name } = await findJob(request.params, request.headers);
       const pods = await podsOf(request.params.account, location, job);
       const newest = jobStatusOf(job, request.params.account, pods).mostRecentPodName;
       if (!newest) {
@@ -99,7 +109,9 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRouteDeps): voi
 
   // Cancelling a Run Job deletes the Job, its pods with it (Background propagation, as `kubectl delete job` does).
   app.delete<{ Params: JobParams }>('/applications/:app/jobs/:account/:location/:id', async (request) => {
-    const { location, name } = await findJob(request.params);
+    // A write: refused (403) for an account outside the caller's accounts before anything says whether it exists.
+    requireWritable(accountFilter(request.headers), [request.params.account]);
+    const { location, name } = await findJob(request.params, request.headers);
     const target = { location, kind: 'job', name };
     const op: NormalizedOperation = {
       type: 'deleteManifest',

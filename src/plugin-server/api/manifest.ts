@@ -1,16 +1,10 @@
 import type { CachedObject } from '../cache/store.js';
 import { canonicalKindName } from './kinds.js';
 import { manifestStatus, type ManifestStatus } from './status.js';
+import { monikerOf } from '../../shared/ops/spinnaker.js';
+import type { KubeObject, Moniker } from '../../shared/ops/types.js';
 
 type Obj = Record<string, unknown>;
-
-export interface Moniker {
-  app: string;
-  cluster: string;
-  stack?: string;
-  detail?: string;
-  sequence?: number;
-}
 
 export interface Artifact {
   type: string;
@@ -39,34 +33,6 @@ function obj(v: unknown): Obj | undefined {
 
 function arr(v: unknown): Obj[] {
   return Array.isArray(v) ? v.filter((x): x is Obj => obj(x) !== undefined) : [];
-}
-
-/** Frigga's naming: app[-stack[-detail]][-vNNN]. */
-function friggaMoniker(name: string): Moniker {
-  const seq = /^(.*)-v(\d{3,})$/.exec(name);
-  const cluster = seq ? seq[1]! : name;
-  const [app = cluster, stack, ...rest] = cluster.split('-');
-  const m: Moniker = { app, cluster };
-  if (stack) m.stack = stack;
-  if (rest.length) m.detail = rest.join('-');
-  if (seq) m.sequence = Number(seq[2]);
-  return m;
-}
-
-export function moniker(kind: string, manifest: Obj): Moniker {
-  const metadata = obj(manifest.metadata) ?? {};
-  const annotations = (obj(metadata.annotations) ?? {}) as Record<string, string>;
-  const name = typeof metadata.name === 'string' ? metadata.name : '';
-  const m = friggaMoniker(name);
-  const a = (k: string) => annotations[`moniker.spinnaker.io/${k}`];
-  if (a('application')) m.app = a('application')!;
-  if (a('cluster')) m.cluster = a('cluster')!;
-  if (a('stack')) m.stack = a('stack')!;
-  if (a('detail')) m.detail = a('detail')!;
-  const sequence =
-    a('sequence') ?? (kind === 'ReplicaSet' ? annotations['deployment.kubernetes.io/revision'] : undefined);
-  if (sequence !== undefined && /^\d+$/.test(sequence)) m.sequence = Number(sequence);
-  return m;
 }
 
 function podSpecOf(kind: string, manifest: Obj): Obj | undefined {
@@ -134,7 +100,7 @@ export function manifestContainer(o: CachedObject): ManifestContainer {
     account: o.account,
     name: `${kindName} ${o.name}`,
     location: o.namespace,
-    moniker: moniker(o.kind, manifest),
+    moniker: monikerOf(manifest as unknown as KubeObject),
     manifest,
     status: manifestStatus(o.group, o.kind, manifest),
     artifacts: artifacts(o.kind, o.namespace, manifest),

@@ -34,7 +34,7 @@ export function registerOpsRoutes(app: FastifyInstance, deps: OpsRouteDeps): voi
     if (requestId && requestId.length > MAX_REQUEST_ID) {
       throw new ScaleAgentError('INVALID_INPUT', `clientRequestId is longer than ${MAX_REQUEST_ID} characters`);
     }
-    const operations = operationsFromBody(request.body, endpoint, deps, request.params.opName);
+    const operations = operationsFromBody(request.body, endpoint, deps, request.headers, request.params.opName);
     const who = request.principal?.who ?? `network:${request.ip}`;
     const { task } = await deps.runner.submit(operations, requestId, who, request.headers.authorization);
     return { id: task.id, resourceUri: `/task/${task.id}` };

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
+import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 import type { CacheStore } from '../cache/store.js';
 import type { LiveReader } from '../ops/live-read.js';
 import type { TaskRunner } from '../ops/task-runner.js';
@@ -33,8 +34,10 @@ const who = (request: FastifyRequest) => request.principal?.who ?? `network:${re
  * fetching an embedded artifact, and the task calls of Orca's retry paths (resume, restart, retryability).
  */
 export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): void {
-  const clusterObjects = async (p: ClusterParams) => {
-    if (!deps.accounts.get(p.account)) {
+  // An account outside the caller's X-SPINNAKER-ACCOUNTS reads as missing, like /manifests.
+  const clusterObjects = async (request: FastifyRequest<{ Params: ClusterParams }>) => {
+    const p = request.params;
+    if (!deps.accounts.get(p.account) || !accountFilter(request.headers).allows(p.account)) {
       throw new ScaleAgentError('NOT_FOUND', `Account does not exist (name: ${p.account})`);
     }
     const { kind, group } = resolveKind(p.kind);
@@ -51,7 +54,7 @@ export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): v
     '/manifests/:account/:location/:kind/cluster/:app/:cluster',
     async (request): Promise<ManifestCoordinates[]> => {
       const { app: application, cluster } = request.params;
-      return clusterMembers(await clusterObjects(request.params), cluster, application)
+      return clusterMembers(await clusterObjects(request), cluster, application)
         .map(coordinatesOf)
         .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     },
@@ -63,7 +66,7 @@ export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): v
       const { account, location, kind, app: application, cluster } = request.params;
       const criteria = parseCriteria(request.params.criteria);
       // Clouddriver picks a dynamic target by cluster alone (KubernetesManifestProvider.getClusterAndSortAscending).
-      const picked = pickByCriteria(clusterMembers(await clusterObjects(request.params), cluster), criteria);
+      const picked = pickByCriteria(clusterMembers(await clusterObjects(request), cluster), criteria);
       if (!picked) {
         throw new ScaleAgentError(
           'NOT_FOUND',
@@ -74,6 +77,17 @@ export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): v
       return coordinatesOf(picked);
     },
   );
+
+  /** A task the caller may act on: it exists (404) and all its accounts are the caller's (403). */
+  const writableTask = async (request: FastifyRequest, id: string) => {
+    const task = await deps.runner.get(id);
+    if (!task) throw taskNotFound(id);
+    requireWritable(
+      accountFilter(request.headers),
+      task.operations.map((o) => o.account),
+    );
+    return task;
+  };
 
   app.put('/artifacts/fetch', async (request, reply) =>
     reply.type('application/octet-stream').send(fetchArtifactBytes(request.body)),
@@ -86,6 +100,7 @@ export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): v
       throw new ScaleAgentError('NOT_FOUND', `no route for POST /task/${ref} (tasks take POST /task/{id}:resume)`);
     }
     const id = ref.slice(0, -':resume'.length);
+    await writableTask(request, id);
     const task = await deps.runner.resume(id, who(request), request.headers.authorization);
     if (!task) throw taskNotFound(id);
     return taskId(task.id);
@@ -98,13 +113,15 @@ export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): v
         details: [{ path: 'retryable', message: 'must be a boolean' }],
       });
     }
+    await writableTask(request, request.params.id);
     const task = await deps.runner.setRetryable(request.params.id, body.retryable);
     if (!task) throw taskNotFound(request.params.id);
     return taskId(task.id);
   });
 
   app.post<{ Params: { id: string } }>('/kubernetes/task/:id/restart', async (request) => {
-    const operations = operationsFromBody(request.body, 'kubernetes', deps);
+    const operations = operationsFromBody(request.body, 'kubernetes', deps, request.headers);
+    await writableTask(request, request.params.id);
     const task = await deps.runner.restart(request.params.id, operations, who(request), request.headers.authorization);
     if (!task) throw taskNotFound(request.params.id);
     return taskId(task.id);

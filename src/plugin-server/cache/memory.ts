@@ -3,8 +3,10 @@ import {
   leaseLive,
   type AccountLease,
   type AccountRecord,
+  type AppCluster,
   type ApplyStats,
   type CachedObject,
+  type IndexKeys,
   type CacheStore,
   type KindCount,
   type ListFilter,
@@ -14,6 +16,7 @@ import {
   type StoreOp,
 } from './store.js';
 import { ScopeTable, type ScopeState } from './scopes.js';
+import { ClusterCounts, RefIndex, type KindId, type NameId } from './memory-index.js';
 
 interface Entry {
   group: string;
@@ -28,6 +31,8 @@ interface Entry {
   deleted: boolean;
   /** Generation of the entry's scope when the entry was last seen. */
   gen: number;
+  /** undefined for tombstones and objects with no index keys. */
+  index: IndexKeys | undefined;
 }
 
 /** Where changes of one (account, apiVersion, kind, namespace) go. */
@@ -36,11 +41,6 @@ interface Target {
   names: Map<NameId, Entry>;
   scope: ScopeState | undefined;
 }
-
-/** group\0kind(lower-case) */
-type KindId = string;
-/** namespace\0name */
-type NameId = string;
 
 function kindId(group: string, kind: string): KindId {
   return `${group}\u0000${kind.toLowerCase()}`;
@@ -66,6 +66,11 @@ export class MemoryCacheStore implements CacheStore {
   private readonly scopes = new ScopeTable();
   private readonly accounts = new Map<string, AccountRecord>();
   private readonly leases = new Map<string, AccountLease>();
+  /** app → account → its objects. */
+  private readonly byApp = new RefIndex();
+  /** account → controller uid → the objects it owns. */
+  private readonly byOwner = new RefIndex();
+  private readonly clusters = new ClusterCounts();
   /**
    * Where the previous change went: consecutive changes almost always share account, kind and namespace (a list
    * or a watch), so the group parse, scope lookup and map walk are done once per run instead of once per change.
@@ -150,6 +155,10 @@ export class MemoryCacheStore implements CacheStore {
       return false;
     }
     const deleted = c.type === 'DELETED';
+    const kid = kindId(group, c.kind);
+    if (existing?.index) this.unindex(c.account, kid, nid, existing.index);
+    const index = deleted ? undefined : c.index;
+    if (index) this.reindex(c.account, kid, nid, index);
     names.set(nid, {
       group,
       apiVersion: c.apiVersion,
@@ -161,8 +170,21 @@ export class MemoryCacheStore implements CacheStore {
       json: deleted ? '' : c.json,
       deleted,
       gen,
+      index,
     });
     return true;
+  }
+
+  private reindex(account: string, kid: KindId, nid: NameId, k: IndexKeys): void {
+    if (k.app) this.byApp.add(k.app, account, kid, nid);
+    if (k.app && k.cluster) this.clusters.add(k.app, account, k.cluster, 1);
+    if (k.ownerUid) this.byOwner.add(account, k.ownerUid, kid, nid);
+  }
+
+  private unindex(account: string, kid: KindId, nid: NameId, k: IndexKeys): void {
+    if (k.app) this.byApp.remove(k.app, account, kid, nid);
+    if (k.app && k.cluster) this.clusters.add(k.app, account, k.cluster, -1);
+    if (k.ownerUid) this.byOwner.remove(account, k.ownerUid, kid, nid);
   }
 
   private sweep(s: ScopeState): number {
@@ -171,6 +193,7 @@ export class MemoryCacheStore implements CacheStore {
     let swept = 0;
     for (const [id, e] of names) {
       if (e.gen < s.gen && (s.key.namespace === '' || e.namespace === s.key.namespace)) {
+        if (e.index) this.unindex(s.key.account, kindId(s.key.group, s.key.kind), id, e.index);
         names.delete(id);
         swept += 1;
       }
@@ -199,7 +222,13 @@ export class MemoryCacheStore implements CacheStore {
     const kinds = this.objects.get(filter.account);
     if (!kinds) return [];
     const out: CachedObject[] = [];
-    for (const names of kinds.values()) {
+    // With group and kind known, only that kind's map is read (search and the views list one kind at a time).
+    const only =
+      filter.group !== undefined && filter.kind !== undefined
+        ? kinds.get(kindId(filter.group, filter.kind))
+        : undefined;
+    const maps = only ? [only] : filter.group !== undefined && filter.kind !== undefined ? [] : kinds.values();
+    for (const names of maps) {
       for (const e of names.values()) {
         if (e.deleted) continue;
         if (filter.group !== undefined && e.group !== filter.group) continue;
@@ -209,6 +238,39 @@ export class MemoryCacheStore implements CacheStore {
       }
     }
     return out.sort(compareCached);
+  }
+
+  async listApplication(app: string): Promise<CachedObject[]> {
+    const out: CachedObject[] = [];
+    for (const [account, kinds] of this.byApp.get(app) ?? []) this.collect(account, kinds, out);
+    return out.sort((a, b) => (a.account < b.account ? -1 : a.account > b.account ? 1 : compareCached(a, b)));
+  }
+
+  async listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]> {
+    const owners = this.byOwner.get(account);
+    const out: CachedObject[] = [];
+    for (const uid of new Set(ownerUids)) {
+      const kinds = owners?.get(uid);
+      if (kinds) this.collect(account, kinds, out);
+    }
+    return out.sort(compareCached);
+  }
+
+  private collect(account: string, kinds: ReadonlyMap<KindId, ReadonlySet<NameId>>, out: CachedObject[]): void {
+    const objects = this.objects.get(account);
+    for (const [kid, nids] of kinds) {
+      const names = objects?.get(kid);
+      for (const nid of nids) {
+        const e = names?.get(nid);
+        if (e && !e.deleted) out.push({ ...toCached(account, e), ...(e.index ? { index: e.index } : {}) });
+      }
+    }
+  }
+
+  async applicationClusters(app?: string): Promise<AppCluster[]> {
+    return [...this.clusters.entries(app)].sort(
+      (a, b) => cmp(a.app, b.app) || cmp(a.account, b.account) || cmp(a.cluster, b.cluster),
+    );
   }
 
   async resumePoints(account: string): Promise<ResumePointRecord[]> {
@@ -244,6 +306,9 @@ export class MemoryCacheStore implements CacheStore {
     this.last = undefined;
     this.accounts.delete(name);
     this.objects.delete(name);
+    this.byApp.dropInner(name);
+    this.byOwner.dropOuter(name);
+    this.clusters.dropAccount(name);
     this.scopes.dropAccount(name);
     this.leases.delete(name);
   }
@@ -302,6 +367,10 @@ function toCached(account: string, e: Entry): CachedObject {
     resourceVersion: e.resourceVersion,
     json: e.json,
   };
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 export function compareCached(a: CachedObject, b: CachedObject): number {

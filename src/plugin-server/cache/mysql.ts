@@ -3,9 +3,11 @@ import { ScopeTable, type ScopeState } from './scopes.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js';
 import {
+  normalizeAccountRecord,
   scopeId,
   type AccountLease,
   type AccountRecord,
+  type AppCluster,
   type ApplyStats,
   type CachedObject,
   type CacheStore,
@@ -23,7 +25,7 @@ import {
  * Key columns are ASCII/binary: Kubernetes names are ASCII, and a utf8mb4 five-column key would exceed InnoDB's
  * 3072-byte index limit.
  */
-const MIGRATIONS: readonly string[][] = [
+export const MIGRATIONS: readonly (readonly string[])[] = [
   [
     `CREATE TABLE IF NOT EXISTS sa_objects (
       account VARCHAR(253) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
@@ -78,6 +80,27 @@ const MIGRATIONS: readonly string[][] = [
       KEY sa_account_leases_by_replica (replica)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
   ],
+  // 3: the application and owner indexes (views/app-index.ts). Rows written before have no keys, so every synced
+  // scope is marked unsynced: agents relist on their next connect and every object is written again with its keys.
+  [
+    `ALTER TABLE sa_objects
+      ADD COLUMN app VARCHAR(253) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+      ADD COLUMN cluster VARCHAR(253) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+      ADD COLUMN owner_uid VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',
+      ADD KEY sa_objects_by_app (app, account, cluster),
+      ADD KEY sa_objects_by_owner (account, owner_uid)`,
+    'UPDATE sa_sync_state SET synced = 0',
+  ],
+  // 4: account records carry permissions, onlySpinnakerManaged and cacheAllApplicationRelationships. The record is
+  // one JSON document, so this only writes the defaults into records stored before (JSON_MERGE_PATCH keeps a
+  // record's own values over the defaults); listAccounts fills them in too, for records a replica of the previous
+  // version writes during a rolling upgrade.
+  [
+    `UPDATE sa_accounts SET record = JSON_MERGE_PATCH(
+      '{"permissions":{"READ":[],"WRITE":[]},"onlySpinnakerManaged":false,"cacheAllApplicationRelationships":false}',
+      record)
+    WHERE JSON_VALID(record)`,
+  ],
 ];
 
 /** Rows per multi-row upsert, and a byte cap well under MariaDB's default 16 MiB max_allowed_packet. */
@@ -111,15 +134,24 @@ const UPSERT_TAIL = `ON DUPLICATE KEY UPDATE
   object_json = IF(upd, VALUES(object_json), object_json),
   updated_at = IF(upd, VALUES(updated_at), updated_at),
   resource_version = IF(upd, VALUES(resource_version), resource_version),
-  rv_num = IF(upd, VALUES(rv_num), rv_num)`;
+  rv_num = IF(upd, VALUES(rv_num), rv_num),
+  app = IF(upd, VALUES(app), app),
+  cluster = IF(upd, VALUES(cluster), cluster),
+  owner_uid = IF(upd, VALUES(owner_uid), owner_uid)`;
 
 const UPSERT_HEAD =
   'INSERT INTO sa_objects (account, grp, kind_lc, namespace, name, upd, sync_gen, kind, api_version, uid, deleted, ' +
-  'object_json, updated_at, resource_version, rv_num) VALUES ';
+  'object_json, updated_at, resource_version, rv_num, app, cluster, owner_uid) VALUES ';
 
 function upsertSql(rows: number): string {
-  return UPSERT_HEAD + ',(?,?,?,?,?,1,?,?,?,?,?,?,?,?,?)'.repeat(rows).slice(1) + ' ' + UPSERT_TAIL;
+  return UPSERT_HEAD + ',(?,?,?,?,?,1,?,?,?,?,?,?,?,?,?,?,?,?)'.repeat(rows).slice(1) + ' ' + UPSERT_TAIL;
 }
+
+const SELECT_OBJECT =
+  'SELECT account, grp, api_version, kind, namespace, name, uid, resource_version, object_json FROM sa_objects ';
+const SELECT_INDEXED =
+  'SELECT account, grp, api_version, kind, namespace, name, uid, resource_version, object_json, app, cluster, ' +
+  'owner_uid FROM sa_objects ';
 
 const FULL_UPSERT = upsertSql(MAX_ROWS_PER_STATEMENT);
 
@@ -304,7 +336,7 @@ export class MysqlCacheStore implements CacheStore {
     }
   }
 
-  /** Appends the row's 14 bound values (upd is the literal 1 in the statement). */
+  /** Appends the row's 17 bound values (upd is the literal 1 in the statement). */
   private pushChangeRow(values: unknown[], c: StoreChange, now: number, dirty: Map<string, ScopeState>): void {
     const { group } = parseApiVersion(c.apiVersion);
     const s = this.scopes.of(c.account, group, c.kind, c.namespace);
@@ -328,14 +360,15 @@ export class MysqlCacheStore implements CacheStore {
       now,
       c.resourceVersion,
       rvNumber(c.resourceVersion),
+      deleted ? '' : (c.index?.app ?? ''),
+      deleted ? '' : (c.index?.cluster ?? ''),
+      deleted ? '' : (c.index?.ownerUid ?? ''),
     );
   }
 
   async get(key: ObjectKey): Promise<CachedObject | undefined> {
     const params: unknown[] = [key.account, key.kind.toLowerCase(), key.namespace, key.name];
-    let sql =
-      'SELECT account, grp, api_version, kind, namespace, name, uid, resource_version, object_json FROM sa_objects ' +
-      'WHERE account = ? AND kind_lc = ? AND namespace = ? AND name = ? AND deleted = 0';
+    let sql = SELECT_OBJECT + 'WHERE account = ? AND kind_lc = ? AND namespace = ? AND name = ? AND deleted = 0';
     if (key.group !== undefined) {
       sql += ' AND grp = ?';
       params.push(key.group);
@@ -346,9 +379,7 @@ export class MysqlCacheStore implements CacheStore {
 
   async list(filter: ListFilter): Promise<CachedObject[]> {
     const params: unknown[] = [filter.account];
-    let sql =
-      'SELECT account, grp, api_version, kind, namespace, name, uid, resource_version, object_json FROM sa_objects ' +
-      'WHERE account = ? AND deleted = 0';
+    let sql = SELECT_OBJECT + 'WHERE account = ? AND deleted = 0';
     if (filter.group !== undefined) {
       sql += ' AND grp = ?';
       params.push(filter.group);
@@ -363,6 +394,36 @@ export class MysqlCacheStore implements CacheStore {
     }
     const [rows] = await this.query(sql + ' ORDER BY grp, kind_lc, namespace, name', params);
     return rows.map(toCached);
+  }
+
+  async listApplication(app: string): Promise<CachedObject[]> {
+    if (!app) return [];
+    const [rows] = await this.query(
+      SELECT_INDEXED + 'WHERE app = ? AND deleted = 0 ORDER BY account, grp, kind_lc, namespace, name',
+      [app],
+    );
+    return rows.map(toIndexed);
+  }
+
+  async listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]> {
+    const uids = [...new Set(ownerUids)].filter(Boolean);
+    if (uids.length === 0) return [];
+    const [rows] = await this.query(
+      SELECT_INDEXED + 'WHERE account = ? AND owner_uid IN (?) AND deleted = 0 ORDER BY grp, kind_lc, namespace, name',
+      [account, uids],
+    );
+    return rows.map(toIndexed);
+  }
+
+  async applicationClusters(app?: string): Promise<AppCluster[]> {
+    // Tombstones carry no keys, so the index alone answers (no row is read).
+    const [rows] = await this.query(
+      'SELECT DISTINCT app, account, cluster FROM sa_objects WHERE ' +
+        (app === undefined ? "app <> ''" : 'app = ?') +
+        " AND cluster <> '' ORDER BY app, account, cluster",
+      app === undefined ? [] : [app],
+    );
+    return rows.map((r) => ({ app: r.app as string, account: r.account as string, cluster: r.cluster as string }));
   }
 
   async resumePoints(account: string): Promise<ResumePointRecord[]> {
@@ -398,7 +459,7 @@ export class MysqlCacheStore implements CacheStore {
 
   async listAccounts(): Promise<AccountRecord[]> {
     const [rows] = await this.query('SELECT record FROM sa_accounts ORDER BY name', []);
-    return rows.map((r) => JSON.parse(r.record as string) as AccountRecord);
+    return rows.map((r) => normalizeAccountRecord(JSON.parse(r.record as string) as AccountRecord));
   }
 
   async dropAccount(name: string): Promise<void> {
@@ -521,5 +582,12 @@ function toCached(r: RowDataPacket): CachedObject {
     uid: r.uid as string,
     resourceVersion: r.resource_version as string,
     json: (r.object_json as string | null) ?? '',
+  };
+}
+
+function toIndexed(r: RowDataPacket): CachedObject {
+  return {
+    ...toCached(r),
+    index: { app: r.app as string, cluster: r.cluster as string, ownerUid: r.owner_uid as string },
   };
 }

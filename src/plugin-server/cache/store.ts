@@ -29,6 +29,19 @@ export interface ObjectKey {
   name: string;
 }
 
+/**
+ * Where an object is found besides its key (views/app-index.ts computes them on ingest): the application Spinnaker
+ * shows it under, and the controller that owns it.
+ */
+export interface IndexKeys {
+  /** The application it belongs to ('' when none). */
+  app: string;
+  /** Its cluster, for server groups and their managers only ('' otherwise): what /applications lists. */
+  cluster: string;
+  /** uid of its controller (ownerReferences[controller=true]), '' when none: how Pods find their server group. */
+  ownerUid: string;
+}
+
 export interface CachedObject {
   account: string;
   group: string;
@@ -40,6 +53,15 @@ export interface CachedObject {
   resourceVersion: string;
   /** The object as JSON text, exactly as stored. */
   json: string;
+  /** Set by the index reads (listApplication, listOwned). */
+  index?: IndexKeys;
+}
+
+/** One (application, account, cluster) the cache holds a server group or manager of. */
+export interface AppCluster {
+  app: string;
+  account: string;
+  cluster: string;
 }
 
 export type ChangeKind = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -55,6 +77,8 @@ export interface StoreChange {
   resourceVersion: string;
   /** The object as JSON; may be '' for DELETED. */
   json: string;
+  /** Index keys of the object (absent: none; a DELETED change removes the object from every index anyway). */
+  index?: IndexKeys;
 }
 
 export type StoreOp =
@@ -95,8 +119,48 @@ export interface AccountRecord {
   omitNamespaces: string[];
   kinds: string[];
   omitKinds: string[];
+  /**
+   * Spinnaker (Fiat) roles allowed to read and to write through the account, as configured on the agent (or the
+   * dynamic account); both lists empty: unrestricted. Served in /credentials (api/credentials.ts) for Fiat.
+   */
+  permissions: AccountPermissions;
+  /**
+   * Clouddriver's option: only objects Spinnaker manages belong to applications (views/app-index.ts). Unlike
+   * Clouddriver, the others are still cached, so /manifests reads (live in Clouddriver) keep finding them.
+   */
+  onlySpinnakerManaged: boolean;
+  /** Clouddriver's option: every kind belongs to its application, not only server groups, load balancers... */
+  cacheAllApplicationRelationships: boolean;
   /** ms since the epoch. */
   registeredAt: number;
+}
+
+/** Role lists per authorization, spelled as Clouddriver's and Fiat's account config spell them. */
+export interface AccountPermissions {
+  READ: string[];
+  WRITE: string[];
+}
+
+/**
+ * A stored record in the current shape: records written before these options existed (or by a replica of the
+ * previous version during a rolling upgrade) lack them, and read as unrestricted with both options off.
+ */
+export function normalizeAccountRecord(stored: Partial<AccountRecord> & { name: string }): AccountRecord {
+  return {
+    agentId: '',
+    apiServerHost: '',
+    caFingerprint: '',
+    kubernetesVersion: '',
+    namespaces: [],
+    omitNamespaces: [],
+    kinds: [],
+    omitKinds: [],
+    registeredAt: 0,
+    ...stored,
+    permissions: { READ: [...(stored.permissions?.READ ?? [])], WRITE: [...(stored.permissions?.WRITE ?? [])] },
+    onlySpinnakerManaged: stored.onlySpinnakerManaged ?? false,
+    cacheAllApplicationRelationships: stored.cacheAllApplicationRelationships ?? false,
+  };
 }
 
 /**
@@ -139,6 +203,12 @@ export interface CacheStore {
   get(key: ObjectKey): Promise<CachedObject | undefined>;
   /** Live objects matching the filter, ordered by group, kind, namespace, name. */
   list(filter: ListFilter): Promise<CachedObject[]>;
+  /** Live objects that belong to the application, in every account, ordered as list() orders them. */
+  listApplication(app: string): Promise<CachedObject[]>;
+  /** Live objects of the account owned (as controller) by one of these uids: the Pods of server groups. */
+  listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]>;
+  /** Every (application, account, cluster) of live server groups and managers, sorted; of one application if given. */
+  applicationClusters(app?: string): Promise<AppCluster[]>;
   /** Scopes of the account whose last full sync completed, with the resourceVersion the cache holds. */
   resumePoints(account: string): Promise<ResumePointRecord[]>;
   counts(): Promise<KindCount[]>;

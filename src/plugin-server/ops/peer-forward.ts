@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
+import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 import { OPERATION_PHASES, type OperationType } from '../../shared/ops/types.js';
 import type { BarrierOutcome, CacheBarrier } from './barrier.js';
 import type { DispatchOutcome, DispatchRequest, OperationDispatcher } from './dispatcher.js';
@@ -115,6 +116,8 @@ export function registerPeerOperationRoute(
     ) {
       throw new ScaleAgentError('INVALID_INPUT', `${PEER_OPERATIONS_PATH}: operationId, account, type, cacheWaitMs`);
     }
+    // Peers forward no X-SPINNAKER-ACCOUNTS (the posting replica checked it); a caller sending one is held to it.
+    requireWritable(accountFilter(request.headers), [b.account]);
     const outcome = await deps.dispatcher.execute({
       operationId: b.operationId,
       account: b.account,

@@ -1,6 +1,7 @@
 import type {
   AccountLease,
   AccountRecord,
+  AppCluster,
   ApplyStats,
   CachedObject,
   CacheStore,
@@ -47,6 +48,18 @@ export class WatchedStore implements CacheStore {
 
   list(filter: ListFilter): Promise<CachedObject[]> {
     return this.inner.list(filter);
+  }
+
+  listApplication(app: string): Promise<CachedObject[]> {
+    return this.inner.listApplication(app);
+  }
+
+  listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]> {
+    return this.inner.listOwned(account, ownerUids);
+  }
+
+  applicationClusters(app?: string): Promise<AppCluster[]> {
+    return this.inner.applicationClusters(app);
   }
 
   resumePoints(account: string): Promise<ResumePointRecord[]> {

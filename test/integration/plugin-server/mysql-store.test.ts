@@ -1,4 +1,6 @@
-import { MysqlCacheStore } from '../../../src/plugin-server/cache/mysql.js';
+import mysql, { type RowDataPacket } from 'mysql2/promise';
+import { describe, expect, it } from 'vitest';
+import { MIGRATIONS, MysqlCacheStore } from '../../../src/plugin-server/cache/mysql.js';
 import type { CacheStore } from '../../../src/plugin-server/cache/store.js';
 import { createTestDatabase } from '../../infra/index.js';
 import { cacheStoreContract } from '../../unit/plugin-server/store-contract.js';
@@ -17,4 +19,77 @@ cacheStoreContract('mysql', {
     await store.close();
     await drops.get(store)?.();
   },
+});
+
+describe('mysql store: account records from before permissions and the Clouddriver options', () => {
+  // A record as the previous version wrote it (and as a replica of it still writes during a rolling upgrade).
+  const old = {
+    name: 'old',
+    agentId: 'agent-1',
+    apiServerHost: '10.0.0.1:6443',
+    caFingerprint: 'ab'.repeat(32),
+    kubernetesVersion: 'v1.33.1',
+    namespaces: [],
+    omitNamespaces: [],
+    kinds: [],
+    omitKinds: [],
+    registeredAt: 1_700_000_000_000,
+  };
+  const defaults = {
+    permissions: { READ: [], WRITE: [] },
+    onlySpinnakerManaged: false,
+    cacheAllApplicationRelationships: false,
+  };
+
+  it('the migration writes the defaults into stored records and keeps what a record already has', async () => {
+    // The database as the previous version left it: every migration before this one applied, then its records.
+    // Found by content, not number, so migrations appended by other changes do not move it.
+    const index = MIGRATIONS.findIndex((m) => m.some((sql) => sql.includes('"onlySpinnakerManaged":false')));
+    expect(index).toBeGreaterThan(0);
+    const db = await createTestDatabase('sa_store_mig');
+    const conn = await mysql.createConnection(db.url);
+    try {
+      await conn.query(
+        'CREATE TABLE sa_schema_migrations (version INT NOT NULL PRIMARY KEY, applied_at BIGINT NOT NULL)',
+      );
+      for (let i = 0; i < index; i++) {
+        for (const sql of MIGRATIONS[i] ?? []) await conn.query(sql);
+        await conn.query('INSERT INTO sa_schema_migrations (version, applied_at) VALUES (?, 0)', [i + 1]);
+      }
+      const insert = 'INSERT INTO sa_accounts (name, record, updated_at) VALUES (?, ?, 0)';
+      await conn.query(insert, ['old', JSON.stringify(old)]);
+      const kept = { ...old, name: 'kept', permissions: { READ: ['team'], WRITE: ['ops'] } };
+      await conn.query(insert, ['kept', JSON.stringify(kept)]);
+      const store = new MysqlCacheStore(db.url);
+      await store.init();
+      await store.close();
+      const [rows] = await conn.query<RowDataPacket[]>('SELECT name, record FROM sa_accounts ORDER BY name');
+      expect(rows.map((r) => [r.name, JSON.parse(r.record as string)])).toEqual([
+        ['kept', { ...kept, onlySpinnakerManaged: false, cacheAllApplicationRelationships: false }],
+        ['old', { ...old, ...defaults }],
+      ]);
+    } finally {
+      await conn.end();
+      await db.drop();
+    }
+  });
+
+  it('listAccounts reads a record without the new fields as unrestricted with both options off', async () => {
+    const db = await createTestDatabase('sa_store_old');
+    const store = new MysqlCacheStore(db.url);
+    const conn = await mysql.createConnection(db.url);
+    try {
+      await store.init();
+      // Written after the migration by a replica of the previous version.
+      await conn.query('INSERT INTO sa_accounts (name, record, updated_at) VALUES (?, ?, 0)', [
+        'old',
+        JSON.stringify(old),
+      ]);
+      expect(await store.listAccounts()).toEqual([{ ...old, ...defaults }]);
+    } finally {
+      await conn.end();
+      await store.close();
+      await db.drop();
+    }
+  });
 });

@@ -235,6 +235,52 @@ describe('dynamic account lifecycle', () => {
     expect(await cacheNames('dyn-one')).toBeUndefined();
   });
 
+  it('permissions of a dynamic account reach /credentials; changing only them keeps the watches and the cache', async () => {
+    const bad = await api('POST', '/armory/accounts/dynamic', {
+      token: adminToken,
+      body: { name: 'dyn-bad-perms', kubeconfigContents: kubeconfigWithCanary, permissions: { READ: ['two words'] } },
+    });
+    expect(bad.status).toBe(400);
+    const created = await api('POST', '/armory/accounts/dynamic', {
+      token: adminToken,
+      body: {
+        name: 'dyn-perms',
+        zoneId: 'zone-1',
+        kubeconfigContents: kubeconfigWithCanary,
+        namespaces: [ns1],
+        kinds: ['ConfigMap'],
+        permissions: { READ: ['Dyn-Readers'], WRITE: ['dyn-ops'] },
+        onlySpinnakerManaged: true,
+      },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      permissions: { READ: ['Dyn-Readers'], WRITE: ['dyn-ops'] },
+      onlySpinnakerManaged: true,
+      cacheAllApplicationRelationships: false,
+    });
+    await waitFor('dyn-perms cache', async () => (await cacheNames('dyn-perms'))?.includes(`${ns1}/in-first`));
+    // Through the agent's Hello into the account record, served as Fiat reads it.
+    expect((await api('GET', '/credentials/dyn-perms')).body).toMatchObject({
+      permissions: { READ: ['dyn-readers'], WRITE: ['dyn-ops'] },
+      onlySpinnakerManaged: true,
+    });
+
+    const updated = await api('PUT', '/armory/accounts/dynamic', {
+      token: adminToken,
+      body: { name: 'dyn-perms', permissions: { READ: ['auditors'] } },
+    });
+    expect(updated.status).toBe(202);
+    expect(updated.body).toMatchObject({ permissions: { READ: ['auditors'], WRITE: [] }, namespaces: [ns1] });
+    // A change of the watches drops the account before answering; this one did not.
+    expect(await cacheNames('dyn-perms')).toContain(`${ns1}/in-first`);
+    await waitFor('the new permissions in /credentials', async () => {
+      const r = await api('GET', '/credentials/dyn-perms');
+      return JSON.stringify(r.body.permissions) === JSON.stringify({ READ: ['auditors'] });
+    });
+    expect((await api('DELETE', '/armory/accounts/dyn-perms', { token: adminToken })).status).toBe(202);
+  });
+
   it('an account that cannot reach its cluster shows FAILED with error_message and failed_count', async () => {
     const broken = kubeconfigWithCanary.replace(/server: \S+/, 'server: https://127.0.0.1:1');
     expect(

@@ -26,6 +26,8 @@ const account = (over: Partial<AccountConfig>): AccountConfig => ({
   kinds: [],
   omitKinds: [],
   onlyNamespacedResources: false,
+  onlySpinnakerManaged: false,
+  cacheAllApplicationRelationships: false,
   ...over,
 });
 const names = (rs: ApiResource[]): string[] => rs.map((x) => (x.group ? `${x.kind}.${x.group}` : x.kind));

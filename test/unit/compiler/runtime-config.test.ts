@@ -7,7 +7,7 @@ import { parse } from 'yaml';
 import { loadTopology, synthesize } from '../../../src/compiler/index.js';
 import { ensureTopologyCerts } from '../../../src/compiler/certs.js';
 import { AuthorizationPolicy } from '../../../src/plugin-server/auth/policy.js';
-import { ROOT, docs, tempDir } from './_helpers.js';
+import { MINIMAL, ROOT, docs, synthText, tempDir } from './_helpers.js';
 
 const Ajv2020 = _Ajv2020 as unknown as typeof _Ajv2020.default;
 const Ajv = _Ajv as unknown as typeof _Ajv.default;
@@ -117,5 +117,39 @@ describe('emitted runtime configs', () => {
     expect(policy.mayServeDynamic(agent('remote'), 'dyn-eu', 'westeurope').ok).toBe(true);
     expect(policy.mayServeDynamic(agent('remote'), 'dyn-us', 'us-east-1').ok).toBe(false);
     expect(policy.mayServeDynamic(agent('core'), 'dyn-eu', 'westeurope').ok).toBe(false);
+  });
+});
+
+describe('agent config of an account', () => {
+  it('carries permissions and the Clouddriver account options from the topology', async () => {
+    await using tmp = await tempDir();
+    const text = MINIMAL.replace(
+      '        permissions: { READ: [ops], WRITE: [ops] }\n',
+      '        permissions: { READ: [viewers, ops], WRITE: [ops] }\n' +
+        '        onlySpinnakerManaged: true\n        cacheAllApplicationRelationships: true\n',
+    );
+    expect(text).not.toBe(MINIMAL);
+    const r = await synthText(text, tmp.dir);
+    const cms = [...r.files]
+      .filter(([path]) => path.startsWith('manifests/'))
+      .flatMap(([, content]) => docs(content))
+      .filter((o) => o.kind === 'ConfigMap' && o.metadata.labels?.['app.kubernetes.io/component'] === 'agent');
+    expect(cms.length).toBeGreaterThan(0);
+    for (const cm of cms) {
+      const cfg = parse((cm.data as Record<string, string>)['config.yaml'] as string) as {
+        kubernetes: { accounts: Record<string, unknown>[] };
+      };
+      const [prod, ops] = cfg.kubernetes.accounts;
+      expect(ops).toMatchObject({
+        name: 'ops',
+        permissions: { READ: ['viewers', 'ops'], WRITE: ['ops'] },
+        onlySpinnakerManaged: true,
+        cacheAllApplicationRelationships: true,
+      });
+      // Unset in the topology: left out, and the agent's defaults (false, unrestricted) apply.
+      expect(prod).toMatchObject({ name: 'prod' });
+      expect(Object.keys(prod ?? {})).not.toContain('onlySpinnakerManaged');
+      expect(Object.keys(prod ?? {})).not.toContain('permissions');
+    }
   });
 });

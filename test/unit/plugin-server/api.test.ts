@@ -13,7 +13,12 @@ describe('plugin-server REST API', () => {
     agent = new TestAgent(address);
     await agent.hello([
       { ...account('dev'), namespaces: [] },
-      { ...account('prod', '10.0.0.2:6443'), namespaces: ['shop'] },
+      {
+        ...account('prod', '10.0.0.2:6443'),
+        namespaces: ['shop'],
+        permissions: { read: ['Shop-Readers', 'ops'], write: ['ops'] },
+        onlySpinnakerManaged: true,
+      },
     ]);
     const deployment = {
       apiVersion: 'apps/v1',
@@ -69,10 +74,11 @@ describe('plugin-server REST API', () => {
         cloudProvider: 'kubernetes',
         type: 'kubernetes',
         requiredGroupMembership: [],
+        permissions: {},
         challengeDestructiveActions: false,
         primaryAccount: false,
       },
-      expect.objectContaining({ name: 'prod' }),
+      expect.objectContaining({ name: 'prod', permissions: { READ: ['shop-readers', 'ops'], WRITE: ['ops'] } }),
     ]);
     const expanded = (await getJson(`${base}/credentials?expand=true`)).body as Record<string, unknown>[];
     expect(expanded[0]).toMatchObject({
@@ -82,8 +88,59 @@ describe('plugin-server REST API', () => {
       dockerRegistries: [],
       spinnakerKindMap: expect.objectContaining({ deployment: 'serverGroupManagers', replicaSet: 'serverGroups' }),
     });
-    expect(expanded[1]).toMatchObject({ name: 'prod', namespaces: ['shop'] });
+    expect(expanded[1]).toMatchObject({
+      name: 'prod',
+      namespaces: ['shop'],
+      permissions: { READ: ['shop-readers', 'ops'], WRITE: ['ops'] },
+      onlySpinnakerManaged: true,
+      cacheAllApplicationRelationships: false,
+    });
     expect((await getJson(`${base}/credentials/prod`)).body).toMatchObject({ name: 'prod', enabled: true });
+  });
+
+  it('X-SPINNAKER-ACCOUNTS hides other accounts from reads and refuses writes to them with 403', async () => {
+    const onlyProd = { 'X-SPINNAKER-ACCOUNTS': 'prod' };
+    const get = async (path: string) => {
+      const r = await fetch(`${base}${path}`, { headers: onlyProd });
+      return { status: r.status, body: (await r.json()) as unknown };
+    };
+    const list = (await get('/credentials?expand=true')).body as { name: string }[];
+    expect(list.map((a) => a.name)).toEqual(['prod']);
+    expect(((await get('/credentials')).body as { name: string }[]).map((a) => a.name)).toEqual(['prod']);
+    expect(await get('/credentials/dev')).toMatchObject({ status: 404, body: { code: 'SA_ERR_NOT_FOUND' } });
+    expect((await get('/credentials/prod')).status).toBe(200);
+    // The same manifest answers without the header.
+    expect((await getJson(`${base}/manifests/dev/payments/deployment%20web`)).status).toBe(200);
+    expect(await get('/manifests/dev/payments/deployment%20web')).toMatchObject({
+      status: 404,
+      body: { code: 'SA_ERR_NOT_FOUND' },
+    });
+    const op = (acct: string) => [
+      {
+        deleteManifest: {
+          cloudProvider: 'kubernetes',
+          account: acct,
+          location: 'payments',
+          manifestName: 'deployment web',
+          options: {},
+        },
+      },
+    ];
+    for (const path of ['/kubernetes/ops', '/ops']) {
+      const r = await fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { ...onlyProd, 'content-type': 'application/json' },
+        body: JSON.stringify(op('dev')),
+      });
+      expect({ path, body: await r.json() }).toMatchObject({ path, body: { status: 403, code: 'SA_ERR_FORBIDDEN' } });
+    }
+    // Refused before existence is checked: an unknown account outside the header is 403 as well, not 400.
+    const unknown = await fetch(`${base}/kubernetes/ops`, {
+      method: 'POST',
+      headers: { ...onlyProd, 'content-type': 'application/json' },
+      body: JSON.stringify(op('nope')),
+    });
+    expect(unknown.status).toBe(403);
   });
 
   it('404s are JSON with a stable code', async () => {
@@ -179,7 +236,13 @@ describe('plugin-server REST API', () => {
       name: 'prod',
       type: 'kubernetes',
       status: 'ACTIVE',
-      config: { namespaces: ['shop'] },
+      // As the agent configured them (roles not lower-cased: that is Fiat's reading, in /credentials).
+      config: {
+        namespaces: ['shop'],
+        permissions: { READ: ['Shop-Readers', 'ops'], WRITE: ['ops'] },
+        onlySpinnakerManaged: true,
+        cacheAllApplicationRelationships: false,
+      },
       agents: [{ agentId: 'agent-1', caching: true }],
     });
     expect((await getJson(`${base}/admin/cache/dev?kind=ConfigMap`)).body).toEqual([

@@ -37,6 +37,9 @@ export function account(name: string, host = '10.0.0.1:6443', fingerprint = 'aa'
     omitNamespaces: [],
     kinds: [],
     omitKinds: [],
+    permissions: undefined,
+    onlySpinnakerManaged: false,
+    cacheAllApplicationRelationships: false,
   };
 }
 

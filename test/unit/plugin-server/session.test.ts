@@ -10,7 +10,7 @@ import { loadSync } from '@grpc/proto-loader';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PluginServer } from '../../../src/plugin-server/server.js';
-import { ChangeType } from '../../../src/shared/proto.js';
+import { ChangeType, PROTOCOL_VERSION } from '../../../src/shared/proto.js';
 import { account, change, configMap, eventually, getJson, startServer, TestAgent } from './helpers.js';
 
 describe('plugin-server sessions over a real gRPC stream', () => {
@@ -157,6 +157,22 @@ describe('plugin-server sessions over a real gRPC stream', () => {
       },
     });
     expect((await badType.ended).code).toBe(GrpcStatus.INVALID_ARGUMENT);
+
+    const badRole = agent();
+    badRole.send({
+      hello: {
+        agentId: 'agent-bad-role',
+        version: 'test',
+        zone: '',
+        identity: {},
+        accounts: [{ ...account('roles'), permissions: { read: ['ok', 'two words'], write: [] } }],
+        protocolVersion: PROTOCOL_VERSION,
+      },
+    });
+    expect(await badRole.ended).toMatchObject({
+      code: GrpcStatus.INVALID_ARGUMENT,
+      details: expect.stringMatching(/invalid role "two words"/),
+    });
 
     // The good stream is untouched.
     await good.batch([change('dev', 'ADDED', configMap('still-fine', '5'))]);

@@ -3,7 +3,13 @@
  * test/integration/plugin-server/mysql-store.test.ts) must pass exactly these tests.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { CacheStore, ScopeKey, StoreChange, StoreOp } from '../../../src/plugin-server/cache/store.js';
+import type {
+  AccountRecord,
+  CacheStore,
+  ScopeKey,
+  StoreChange,
+  StoreOp,
+} from '../../../src/plugin-server/cache/store.js';
 
 export interface StoreFactory {
   create(): Promise<CacheStore>;
@@ -208,7 +214,7 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
     });
 
     it('persists account records and drops an account with its cache and resume points', async () => {
-      const rec = {
+      const rec: AccountRecord = {
         name: 'dev',
         agentId: 'agent-1',
         apiServerHost: '10.0.0.1:6443',
@@ -218,15 +224,23 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
         omitNamespaces: [],
         kinds: [],
         omitKinds: ['Secret'],
+        permissions: { READ: ['dev-readers', 'ops'], WRITE: ['ops'] },
+        onlySpinnakerManaged: true,
+        cacheAllApplicationRelationships: false,
         registeredAt: 1_700_000_000_000,
       };
+      // Permissions and the Clouddriver options round-trip, unrestricted and options flipped as well.
+      const prod: AccountRecord = {
+        ...rec,
+        name: 'prod',
+        permissions: { READ: [], WRITE: [] },
+        onlySpinnakerManaged: false,
+        cacheAllApplicationRelationships: true,
+      };
       await store.saveAccount(rec);
-      await store.saveAccount({ ...rec, name: 'prod' });
+      await store.saveAccount(prod);
       await store.saveAccount({ ...rec, agentId: 'agent-2' });
-      expect(await store.listAccounts()).toEqual([
-        { ...rec, agentId: 'agent-2' },
-        { ...rec, name: 'prod' },
-      ]);
+      expect(await store.listAccounts()).toEqual([{ ...rec, agentId: 'agent-2' }, prod]);
       await store.apply([
         syncStart(),
         change('ADDED', 'a', '1'),
@@ -234,7 +248,7 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
         change('ADDED', 'x', '2', { account: 'prod' }),
       ]);
       await store.dropAccount('dev');
-      expect(await store.listAccounts()).toEqual([{ ...rec, name: 'prod' }]);
+      expect(await store.listAccounts()).toEqual([prod]);
       expect(await names()).toEqual([]);
       expect(await store.resumePoints('dev')).toEqual([]);
       expect((await store.list({ account: 'prod' })).length).toBe(1);
@@ -325,6 +339,93 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       expect((await store.listLeases())[0]?.releasedAt).toBe(100);
       expect(await store.renewLeases('r1', 20_000)).toBe(0);
       expect(await store.dropAccountIfUnheld('dev', 200)).toBe(true);
+    });
+
+    describe('application and owner indexes', () => {
+      const rs = (name: string, rv: string, app: string, cluster: string, extra: Partial<StoreChange> = {}) =>
+        change('ADDED', name, rv, {
+          apiVersion: 'apps/v1',
+          kind: 'ReplicaSet',
+          uid: `uid-${name}`,
+          index: { app, cluster, ownerUid: '' },
+          ...extra,
+        });
+      const pod = (name: string, rv: string, ownerUid: string, extra: Partial<StoreChange> = {}) =>
+        change('ADDED', name, rv, { kind: 'Pod', index: { app: '', cluster: '', ownerUid }, ...extra });
+      const appNames = async (app: string) =>
+        (await store.listApplication(app)).map((o) => `${o.account}/${o.kind}/${o.name}:${o.index?.cluster ?? '?'}`);
+
+      it('lists an application across accounts with its keys, follows updates, deletes and resyncs', async () => {
+        await store.apply([
+          rs('shop-v001', '10', 'shop', 'replicaSet shop'),
+          rs('shop-v000', '11', 'shop', 'replicaSet shop', { account: 'prod' }),
+          change('ADDED', 'shop', '12', { kind: 'Service', index: { app: 'shop', cluster: '', ownerUid: '' } }),
+          rs('cart-v000', '13', 'cart', 'replicaSet cart'),
+          change('ADDED', 'plain', '14'),
+        ]);
+        // Ordered as list() orders: account, then group ('' before 'apps'), kind, namespace, name.
+        expect(await appNames('shop')).toEqual([
+          'dev/Service/shop:',
+          'dev/ReplicaSet/shop-v001:replicaSet shop',
+          'prod/ReplicaSet/shop-v000:replicaSet shop',
+        ]);
+        expect(await store.applicationClusters()).toEqual([
+          { app: 'cart', account: 'dev', cluster: 'replicaSet cart' },
+          { app: 'shop', account: 'dev', cluster: 'replicaSet shop' },
+          { app: 'shop', account: 'prod', cluster: 'replicaSet shop' },
+        ]);
+        // An update moves the object to another application; an older replay does not move it back.
+        await store.apply([rs('shop-v001', '20', 'cart', 'replicaSet cart')]);
+        await store.apply([rs('shop-v001', '15', 'shop', 'replicaSet shop')]);
+        expect(await appNames('cart')).toEqual([
+          'dev/ReplicaSet/cart-v000:replicaSet cart',
+          'dev/ReplicaSet/shop-v001:replicaSet cart',
+        ]);
+        expect(await appNames('shop')).toEqual(['dev/Service/shop:', 'prod/ReplicaSet/shop-v000:replicaSet shop']);
+        // An update without keys leaves every index.
+        await store.apply([change('MODIFIED', 'shop', '21', { kind: 'Service' })]);
+        // A delete leaves the index and the cluster list.
+        await store.apply([
+          change('DELETED', 'shop-v000', '22', { account: 'prod', apiVersion: 'apps/v1', kind: 'ReplicaSet' }),
+        ]);
+        expect(await appNames('shop')).toEqual([]);
+        expect((await store.applicationClusters()).map((c) => `${c.app}/${c.account}`)).toEqual(['cart/dev']);
+        // A resync that no longer lists an object sweeps it out of the index.
+        const rsScope: ScopeKey = { account: 'dev', group: 'apps', kind: 'ReplicaSet', namespace: '' };
+        await store.apply([
+          syncStart(rsScope),
+          rs('cart-v000', '30', 'cart', 'replicaSet cart'),
+          syncEnd('30', rsScope),
+        ]);
+        expect(await appNames('cart')).toEqual(['dev/ReplicaSet/cart-v000:replicaSet cart']);
+        expect(await appNames('')).toEqual([]);
+      });
+
+      it('finds the objects a controller owns within one account, and forgets a dropped account', async () => {
+        await store.apply([
+          pod('web-1', '10', 'uid-rs-a'),
+          pod('web-2', '11', 'uid-rs-a'),
+          pod('web-3', '12', 'uid-rs-b'),
+          pod('other', '13', 'uid-rs-a', { account: 'prod' }),
+          rs('web-v000', '14', 'web', 'replicaSet web', { account: 'prod' }),
+        ]);
+        const owned = async (account: string, uids: string[]) =>
+          (await store.listOwned(account, uids)).map((o) => `${o.name}:${o.index?.ownerUid ?? '?'}`);
+        expect(await owned('dev', ['uid-rs-a'])).toEqual(['web-1:uid-rs-a', 'web-2:uid-rs-a']);
+        expect(await owned('dev', ['uid-rs-a', 'uid-rs-b', 'uid-rs-a'])).toEqual([
+          'web-1:uid-rs-a',
+          'web-2:uid-rs-a',
+          'web-3:uid-rs-b',
+        ]);
+        expect(await owned('dev', [])).toEqual([]);
+        expect(await owned('prod', ['uid-rs-a'])).toEqual(['other:uid-rs-a']);
+        await store.apply([change('DELETED', 'web-2', '20', { kind: 'Pod' })]);
+        expect(await owned('dev', ['uid-rs-a'])).toEqual(['web-1:uid-rs-a']);
+        await store.dropAccount('prod');
+        expect(await owned('prod', ['uid-rs-a'])).toEqual([]);
+        expect(await store.listApplication('web')).toEqual([]);
+        expect(await store.applicationClusters()).toEqual([]);
+      });
     });
 
     it('handles a large batch in one call', async () => {

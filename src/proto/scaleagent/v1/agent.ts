@@ -172,6 +172,22 @@ export interface Account {
   /** Kinds the account watches as configured, e.g. "Deployment" or "Kind.group" (empty: all). */
   kinds: string[];
   omitKinds: string[];
+  /**
+   * Spinnaker (Fiat) roles allowed to read and to write through the account, as its config spells them
+   * (`permissions: {READ: [...], WRITE: [...]}`); unset or empty lists: unrestricted.
+   */
+  permissions:
+    | Permissions
+    | undefined;
+  /** Clouddriver's account options of the same names, kept in the account record for the server's views. */
+  onlySpinnakerManaged: boolean;
+  cacheAllApplicationRelationships: boolean;
+}
+
+/** Role lists per authorization, as Clouddriver's and Fiat's account `permissions` map. */
+export interface Permissions {
+  read: string[];
+  write: string[];
 }
 
 /** What makes two accounts "the same cluster": API server host and the SHA-256 fingerprint of its CA. */
@@ -958,7 +974,17 @@ export const Hello_IdentityEntry: MessageFns<Hello_IdentityEntry> = {
 };
 
 function createBaseAccount(): Account {
-  return { name: "", cluster: undefined, namespaces: [], omitNamespaces: [], kinds: [], omitKinds: [] };
+  return {
+    name: "",
+    cluster: undefined,
+    namespaces: [],
+    omitNamespaces: [],
+    kinds: [],
+    omitKinds: [],
+    permissions: undefined,
+    onlySpinnakerManaged: false,
+    cacheAllApplicationRelationships: false,
+  };
 }
 
 export const Account: MessageFns<Account> = {
@@ -980,6 +1006,15 @@ export const Account: MessageFns<Account> = {
     }
     for (const v of message.omitKinds) {
       writer.uint32(50).string(v!);
+    }
+    if (message.permissions !== undefined) {
+      Permissions.encode(message.permissions, writer.uint32(58).fork()).join();
+    }
+    if (message.onlySpinnakerManaged !== false) {
+      writer.uint32(64).bool(message.onlySpinnakerManaged);
+    }
+    if (message.cacheAllApplicationRelationships !== false) {
+      writer.uint32(72).bool(message.cacheAllApplicationRelationships);
     }
     return writer;
   },
@@ -1045,6 +1080,30 @@ export const Account: MessageFns<Account> = {
             message.omitKinds.push(reader.string());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.permissions = Permissions.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.onlySpinnakerManaged = reader.bool();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.cacheAllApplicationRelationships = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1075,6 +1134,17 @@ export const Account: MessageFns<Account> = {
         : globalThis.Array.isArray(object?.omit_kinds)
         ? object.omit_kinds.map((e: any) => globalThis.String(e))
         : [],
+      permissions: isSet(object.permissions) ? Permissions.fromJSON(object.permissions) : undefined,
+      onlySpinnakerManaged: isSet(object.onlySpinnakerManaged)
+        ? globalThis.Boolean(object.onlySpinnakerManaged)
+        : isSet(object.only_spinnaker_managed)
+        ? globalThis.Boolean(object.only_spinnaker_managed)
+        : false,
+      cacheAllApplicationRelationships: isSet(object.cacheAllApplicationRelationships)
+        ? globalThis.Boolean(object.cacheAllApplicationRelationships)
+        : isSet(object.cache_all_application_relationships)
+        ? globalThis.Boolean(object.cache_all_application_relationships)
+        : false,
     };
   },
 
@@ -1098,6 +1168,15 @@ export const Account: MessageFns<Account> = {
     if (message.omitKinds?.length) {
       obj.omitKinds = message.omitKinds;
     }
+    if (message.permissions !== undefined) {
+      obj.permissions = Permissions.toJSON(message.permissions);
+    }
+    if (message.onlySpinnakerManaged !== false) {
+      obj.onlySpinnakerManaged = message.onlySpinnakerManaged;
+    }
+    if (message.cacheAllApplicationRelationships !== false) {
+      obj.cacheAllApplicationRelationships = message.cacheAllApplicationRelationships;
+    }
     return obj;
   },
 
@@ -1114,6 +1193,96 @@ export const Account: MessageFns<Account> = {
     message.omitNamespaces = object.omitNamespaces?.map((e) => e) || [];
     message.kinds = object.kinds?.map((e) => e) || [];
     message.omitKinds = object.omitKinds?.map((e) => e) || [];
+    message.permissions = (object.permissions !== undefined && object.permissions !== null)
+      ? Permissions.fromPartial(object.permissions)
+      : undefined;
+    message.onlySpinnakerManaged = object.onlySpinnakerManaged ?? false;
+    message.cacheAllApplicationRelationships = object.cacheAllApplicationRelationships ?? false;
+    return message;
+  },
+};
+
+function createBasePermissions(): Permissions {
+  return { read: [], write: [] };
+}
+
+export const Permissions: MessageFns<Permissions> = {
+  encode(message: Permissions, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.read) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.write) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Permissions {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePermissions();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.read.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.write.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Permissions {
+    return {
+      read: globalThis.Array.isArray(object?.read) ? object.read.map((e: any) => globalThis.String(e)) : [],
+      write: globalThis.Array.isArray(object?.write) ? object.write.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: Permissions): unknown {
+    const obj: any = {};
+    if (message.read?.length) {
+      obj.read = message.read;
+    }
+    if (message.write?.length) {
+      obj.write = message.write;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Permissions>): Permissions {
+    return Permissions.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Permissions>): Permissions {
+    const message = createBasePermissions();
+    message.read = object.read?.map((e) => e) || [];
+    message.write = object.write?.map((e) => e) || [];
     return message;
   },
 };
