@@ -46,10 +46,16 @@ for (const storeType of ['memory', 'mysql'] as const) {
       { deployManifest: { account: acct, cloudProvider: 'kubernetes', moniker, namespaceOverride: ns, manifests } },
     ];
 
-    async function request(method: string, path: string, body?: unknown): Promise<{ status: number; body: Obj }> {
+    async function request(
+      method: string,
+      path: string,
+      body?: unknown,
+      headers: Record<string, string> = {},
+    ): Promise<{ status: number; body: Obj }> {
       const res = await fetch(server.httpBase + path, {
         method,
-        ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+        headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       const text = await res.text();
       return { status: res.status, body: (text ? JSON.parse(text) : {}) as Obj };
@@ -150,6 +156,11 @@ for (const storeType of ['memory', 'mysql'] as const) {
         (await server.get<Obj>(`/manifests/${uncached}/${ns}/replicaSet/cluster/shop/shop-web/dynamic/largest`)).body,
       ).toEqual({ kind: 'replicaSet', namespace: ns, name: 'shop-web-v001' });
       expect((await server.get<Obj[]>(`/admin/cache/${uncached}?kind=ReplicaSet`)).body).toEqual([]);
+      // A caller whose X-SPINNAKER-ACCOUNTS does not list the account reads it as missing.
+      const hidden = await request('GET', `${base}/dynamic/newest`, undefined, { 'X-SPINNAKER-ACCOUNTS': 'other' });
+      expect(hidden).toMatchObject({ status: 404, body: { code: 'SA_ERR_NOT_FOUND' } });
+      const listed = await request('GET', base, undefined, { 'X-SPINNAKER-ACCOUNTS': `other,${account}` });
+      expect(listed.body).toEqual(list.body);
       const noAccount = await server.get<Obj>(`/manifests/nobody/${ns}/replicaSet/cluster/shop/shop-web`);
       expect(noAccount.status).toBe(404);
     });
@@ -228,6 +239,11 @@ for (const storeType of ['memory', 'mysql'] as const) {
       const patched = await request('PATCH', `/kubernetes/task/${failedA.id}`, { retryable: false });
       expect(patched).toMatchObject({ status: 200, body: { id: failedA.id } });
       expect((await ops.task(failedA.id)).status).toMatchObject({ failed: true, retryable: false });
+      // A caller who may not write the task's account is refused before anything else is said.
+      const forbidden = await request('POST', `/task/${failedB.id}:resume`, undefined, {
+        'X-SPINNAKER-ACCOUNTS': account,
+      });
+      expect(forbidden).toMatchObject({ status: 403, body: { code: 'SA_ERR_FORBIDDEN' } });
       const refused = await request('POST', `/task/${failedA.id}:resume`);
       expect(refused.status).toBe(409);
       expect(refused.body).toMatchObject({
@@ -329,6 +345,9 @@ for (const storeType of ['memory', 'mysql'] as const) {
       expect(props.status).toBe(404);
       expect(props.body).toMatchObject({ code: 'SA_ERR_NOT_FOUND', message: expect.stringMatching(/has no pod yet/) });
 
+      const notYours = await request('DELETE', jobPath, undefined, { 'X-SPINNAKER-ACCOUNTS': 'other' });
+      expect(notYours).toMatchObject({ status: 403, body: { code: 'SA_ERR_FORBIDDEN' } });
+      expect((await request('GET', jobPath, undefined, { 'X-SPINNAKER-ACCOUNTS': 'other' })).status).toBe(404);
       const cancel = await request('DELETE', jobPath);
       expect(cancel.status).toBe(200);
       const deleted = await ops.waitTask(cancel.body.id as string);
@@ -506,8 +525,9 @@ describe('Orca routes: a task resumed on another replica', () => {
     expect(await res.json()).toEqual({ id: failed.id, resourceUri: `/task/${failed.id}` });
     const done = await new OpsClient(b).waitTask(failed.id);
     expect(done.status).toMatchObject({ completed: true, failed: false });
-    // Both replicas read the one task from the shared store.
-    expect((await new OpsClient(a).task(failed.id)).status).toMatchObject({ completed: true, failed: false });
+    // Both replicas read the one task from the shared store (B answers from its running copy first, so A sees the
+    // completion once B's write lands).
+    expect((await new OpsClient(a).waitTask(failed.id)).status).toMatchObject({ completed: true, failed: false });
     const lines = done.history.map((h) => h.status);
     expect(lines).toContain('Resuming task from operation 1 of 1');
     expect(lines.filter((l) => l.startsWith('Sent deployManifest to agent agent-1'))).toHaveLength(1);
