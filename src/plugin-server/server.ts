@@ -26,7 +26,9 @@ import type { CacheStore } from './cache/store.js';
 import { resolveMysqlUrl, type PluginServerConfig } from './config.js';
 import { startGrpcServer, type GrpcEndpoint } from './grpc-server.js';
 import { PluginServerMetrics } from './metrics.js';
+import { registerJobRoutes } from './api/job-routes.js';
 import { registerOpsRoutes } from './api/ops-routes.js';
+import { registerOrcaRoutes } from './api/orca-routes.js';
 import { registerViewRoutes } from './api/views-routes.js';
 import {
   CacheBarrier,
@@ -214,13 +216,16 @@ export class PluginServer {
     });
     installAdminAuth(this.http, this.config.http, this.audit);
     registerDynamicAccountRoutes(this.http, this.dynamic);
-    registerOpsRoutes(this.http, {
+    const routeDeps = {
       accounts: this.accounts,
       runner: this.runner,
       store: this.store,
       live: this.liveReader,
       dynamic: this.dynamic,
-    });
+    };
+    registerOpsRoutes(this.http, routeDeps);
+    registerOrcaRoutes(this.http, routeDeps);
+    registerJobRoutes(this.http, routeDeps);
     registerViewRoutes(this.http, { store: this.store, accounts: this.accounts });
     registerPeerOperationRoute(this.http, { dispatcher: this.dispatcher, barrier: this.barrier });
     await this.http.listen({ host: this.config.http.host, port: this.config.http.port });

@@ -71,6 +71,8 @@ export function isTransient(e: unknown): boolean {
 export interface KubeRequester {
   request<T>(method: string, path: string, options?: KubeRequestOptions): Promise<T>;
   getJson<T>(path: string, options?: Omit<KubeRequestOptions, 'body' | 'contentType'>): Promise<T>;
+  /** A GET whose answer is text, not JSON (a container's log). */
+  getText(path: string, options?: Omit<KubeRequestOptions, 'body' | 'contentType'>): Promise<string>;
 }
 
 /** Attempts per operation request: 429s and API-server restarts ride through; a dead server fails in ~6 s. */
@@ -148,12 +150,21 @@ export class KubeClient {
 
   /** Any verb, JSON in and out; errors are KubeApiError (statuses) or ScaleAgentError UNAVAILABLE/TIMEOUT. */
   async request<T>(method: string, path: string, options: KubeRequestOptions = {}): Promise<T> {
+    const body = await this.read(method, path, options);
+    return (body.length ? JSON.parse(body.toString('utf8')) : {}) as T;
+  }
+
+  async getText(path: string, options: Omit<KubeRequestOptions, 'body' | 'contentType'> = {}): Promise<string> {
+    return (await this.read('GET', path, { accept: '*/*', ...options })).toString('utf8');
+  }
+
+  /** The whole answer's bytes, transient failures retried up to `options.attempts`. */
+  private async read(method: string, path: string, options: KubeRequestOptions): Promise<Buffer> {
     const attempts = Math.max(1, options.attempts ?? 1);
     for (let attempt = 1; ; attempt++) {
       try {
         const { stream } = await this.open(method, path, options);
-        const body = await readAll(stream, MAX_RESPONSE_BYTES);
-        return (body.length ? JSON.parse(body.toString('utf8')) : {}) as T;
+        return await readAll(stream, MAX_RESPONSE_BYTES);
       } catch (e) {
         if (attempt >= attempts || !isTransient(e) || options.signal?.aborted) throw e;
         const retryAfter = e instanceof KubeApiError ? e.retryAfterSeconds : undefined;
@@ -208,6 +219,7 @@ export class KubeClient {
     return {
       request: (method, path, options = {}) => this.request(method, path, { attempts, ...options }),
       getJson: (path, options = {}) => this.getJson(path, { attempts, ...options }),
+      getText: (path, options = {}) => this.getText(path, { attempts, ...options }),
     };
   }
 

@@ -16,7 +16,7 @@ import { deleteManifest } from './delete.js';
 import { deployManifests } from './deploy.js';
 import { runJob } from './job.js';
 import { patchManifest } from './patch.js';
-import { liveGet, liveList } from './read.js';
+import { liveGet, liveList, liveLogs } from './read.js';
 import { enableDisable } from './traffic.js';
 import { pauseRollout, rollingRestart, scaleManifest, undoRollout } from './workload.js';
 import type { OpContext } from './context.js';
@@ -36,7 +36,7 @@ export interface ExecutionResult {
   ok: boolean;
   /**
    * The operation's Clouddriver result object (deploy/delete/patch: OperationResult shape; runJob: plus
-   * deployedNamesByLocation and jobStatus; liveGet: {manifest}; liveList: {items}), null for operations whose
+   * deployedNamesByLocation and jobStatus; liveGet: {manifest}; liveList: {items}; liveLogs: {log}), null for operations whose
    * Clouddriver result is null (scale, undo, pause, resume, restart, enable, disable), or the EXCEPTION object
    * when `ok` is false.
    */
@@ -124,6 +124,8 @@ function run(ctx: OpContext, op: NormalizedOperation): Promise<unknown> {
       return liveGet(ctx, op.payload);
     case 'liveList':
       return liveList(ctx, op.payload);
+    case 'liveLogs':
+      return liveLogs(ctx, op.payload);
   }
 }
 
@@ -142,7 +144,7 @@ function classify(e: unknown, signal: AbortSignal): { code: ErrorCode; message: 
 
 // ---- the stream's integration point ----------------------------------------------------------------------------
 
-const KNOWN_TYPES = new Set<OperationType>([...CLOUDDRIVER_OPERATIONS, 'liveGet', 'liveList']);
+const KNOWN_TYPES = new Set<OperationType>([...CLOUDDRIVER_OPERATIONS, 'liveGet', 'liveList', 'liveLogs']);
 
 /**
  * ServerMessage.operation → OperationResult, for the agent's stream. `payloadJson` is either a normalized payload
@@ -221,6 +223,7 @@ function isNormalized(type: OperationType, p: unknown): boolean {
   if (type === 'cleanupArtifacts') return Array.isArray(o.manifests);
   if (type === 'runJob')
     return typeof o.manifest === 'object' && Array.isArray(o.requiredArtifacts) && typeof o.application === 'string';
+  if (type === 'liveLogs') return typeof o.pod === 'string' && typeof o.limitBytes === 'number';
   if (type === 'liveList')
     return typeof o.kind === 'string' && typeof o.location === 'string' && !('manifestName' in o);
   return typeof o.target === 'object' && o.target !== null;

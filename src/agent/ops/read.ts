@@ -1,6 +1,6 @@
 import { redactSecret } from '../../shared/ops/results.js';
-import type { KubeObject, LiveGetPayload, LiveListPayload } from '../../shared/ops/types.js';
-import { collectionPath, intentFor } from '../kube/resources.js';
+import type { KubeObject, LiveGetPayload, LiveListPayload, LiveLogsPayload } from '../../shared/ops/types.js';
+import { collectionPath, intentFor, objectPath } from '../kube/resources.js';
 import { getObject, withoutManagedFields, type OpContext } from './context.js';
 
 /** Live read of one object (Clouddriver's `GET /manifests` reads live); `manifest: null` when it does not exist. */
@@ -22,4 +22,15 @@ export async function liveList(ctx: OpContext, p: LiveListPayload): Promise<{ it
   return {
     items: (list.items ?? []).map((o) => redactSecret(withoutManagedFields({ ...o, apiVersion, kind: r.kind }))),
   };
+}
+
+/** One container's log as text (Run Job property files), at most `limitBytes` of it, from the start. */
+export async function liveLogs(ctx: OpContext, p: LiveLogsPayload): Promise<{ log: string }> {
+  const r = await ctx.discovery.forKindName('pod', ctx.signal);
+  const log = await ctx.kube.getText(objectPath(r, p.location, p.pod, 'log'), {
+    query: { container: p.container, limitBytes: p.limitBytes },
+    signal: ctx.signal,
+    intent: intentFor('get', r, p.location, p.pod, 'log'),
+  });
+  return { log };
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { ScaleAgentError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logging.js';
 import {
   exceptionResult,
@@ -14,6 +15,7 @@ import {
   failTask,
   newTask,
   ORCHESTRATION,
+  reopenTask,
   type OperationRecord,
   type Task,
   type TaskRepository,
@@ -105,27 +107,123 @@ export class TaskRunner {
       replaces = existing?.id;
     }
     const task = newTask(randomUUID(), this.ownerId, requestId);
-    task.operations = operations.map((op, index) => ({
-      operationId: `${task.id}.${index}`,
-      taskId: task.id,
-      index,
-      type: op.type,
-      account: op.account,
-      state: 'queued',
-      attempts: 0,
-      queuedAt: task.startTimeMs,
-    }));
+    task.operations = operationRecords(task.id, operations, task.startTimeMs);
+    task.submitted = operations;
     const r = await this.deps.repo.create(task, replaces ? { replaces } : {});
     if (!r.created) return r;
+    this.start(task, operations, 0, requestedBy, authorization);
+    return r;
+  }
+
+  /**
+   * `POST /task/{id}:resume`, which Orca calls for a failed, retryable task: the operations from the first one that
+   * did not succeed run again under the same task id, on this replica (it takes the task over). Results of the
+   * operations that succeeded stay; the failure's EXCEPTION goes. Undefined when the task does not exist.
+   */
+  async resume(id: string, requestedBy = 'unknown', authorization?: string): Promise<Task | undefined> {
+    const task = await this.get(id);
+    if (!task) return undefined;
+    if (!task.status.failed || !task.status.retryable) {
+      const state = task.status.completed ? (task.status.failed ? 'failed, not retryable' : 'succeeded') : 'running';
+      throw new ScaleAgentError(
+        'CONFLICT',
+        `Task ${id} cannot be resumed: only a failed, retryable task can (it ${
+          state === 'running' ? 'is still running' : `has ${state}`
+        })`,
+      );
+    }
+    if (!task.submitted || task.submitted.length !== task.operations.length) {
+      throw new ScaleAgentError(
+        'CONFLICT',
+        `Task ${id} cannot be resumed: its operations were not recorded (it was created by an older plugin-server)`,
+      );
+    }
+    const from = Math.max(
+      0,
+      task.operations.findIndex((o) => o.state !== 'succeeded'),
+    );
+    const now = Date.now();
+    task.operations = [
+      ...task.operations.slice(0, from),
+      ...operationRecords(task.id, task.submitted, now).slice(from),
+    ];
+    task.resultObjects = task.resultObjects.filter((r) => !isException(r));
+    const read = task.updatedAtMs;
+    reopenTask(task, `Resuming task from operation ${from + 1} of ${task.operations.length}`);
+    await this.takeOver(task, read);
+    this.start(task, task.submitted, from, requestedBy, authorization);
+    return structuredClone(task);
+  }
+
+  /**
+   * `POST /{cloudProvider}/task/{id}/restart` (Orca's restartTaskViaOperations, for a task whose Clouddriver went
+   * away): the operations given run under the existing task id, from scratch. Refused while the task runs here.
+   */
+  async restart(
+    id: string,
+    operations: NormalizedOperation[],
+    requestedBy = 'unknown',
+    authorization?: string,
+  ): Promise<Task | undefined> {
+    const task = await this.get(id);
+    if (!task) return undefined;
+    if (this.running.has(id)) {
+      throw new ScaleAgentError('CONFLICT', `Task ${id} is running on this plugin-server; it cannot be restarted`);
+    }
+    const now = Date.now();
+    task.operations = operationRecords(task.id, operations, now);
+    task.submitted = operations;
+    task.resultObjects = [];
+    const read = task.updatedAtMs;
+    reopenTask(task, `Restarting task with ${operations.length} operation(s)`);
+    await this.takeOver(task, read);
+    this.start(task, operations, 0, requestedBy, authorization);
+    return structuredClone(task);
+  }
+
+  /**
+   * `PATCH /{cloudProvider}/task/{id}` (Orca's updateTaskRetryability): Orca marks a failed task as not retryable
+   * once it stops retrying it, so nothing resumes it later.
+   */
+  async setRetryable(id: string, retryable: boolean): Promise<Task | undefined> {
+    const task = await this.get(id);
+    if (!task) return undefined;
+    task.retryable = retryable;
+    task.status = { ...task.status, retryable };
+    const live = this.running.get(id);
+    if (live) {
+      live.retryable = retryable;
+      live.status = { ...live.status, retryable };
+    }
+    await this.save(live ?? task);
+    return task;
+  }
+
+  /** This runner owns the reopened task from now on, unless another replica took it over first. */
+  private async takeOver(task: Task, readUpdatedAtMs: number): Promise<void> {
+    task.ownerId = this.ownerId;
+    // reopenTask stamps the time; a resume within the same millisecond as the read must still differ from it.
+    if (task.updatedAtMs === readUpdatedAtMs) task.updatedAtMs += 1;
+    if (!(await this.deps.repo.saveIfUnchanged(task, readUpdatedAtMs))) {
+      throw new ScaleAgentError('CONFLICT', `Task ${task.id} changed while it was being taken over; ask again`);
+    }
+  }
+
+  private start(
+    task: Task,
+    operations: NormalizedOperation[],
+    from: number,
+    requestedBy: string,
+    authorization: string | undefined,
+  ): void {
     this.running.set(task.id, task);
     this.requesters.set(task.id, requestedBy);
     if (authorization) this.credentials.set(task.id, authorization);
-    void this.run(task, operations).finally(() => {
+    void this.run(task, operations, from).finally(() => {
       this.running.delete(task.id);
       this.requesters.delete(task.id);
       this.credentials.delete(task.id);
     });
-    return r;
   }
 
   /** The live copy for a running task (no store round trip), else the stored one. */
@@ -175,10 +273,10 @@ export class TaskRunner {
     return next;
   }
 
-  private async run(task: Task, operations: NormalizedOperation[]): Promise<void> {
+  private async run(task: Task, operations: NormalizedOperation[], from = 0): Promise<void> {
     try {
-      for (const [index, op] of operations.entries()) {
-        const ok = await this.runOne(task, op, task.operations[index]!);
+      for (let index = from; index < operations.length; index++) {
+        const ok = await this.runOne(task, operations[index]!, task.operations[index]!);
         if (!ok) return;
       }
       completeTask(task);
@@ -308,6 +406,19 @@ export class TaskRunner {
     task.resultObjects.push(exception);
     failTask(task, `Orchestration failed: ${OPERATION_CLASSES[type]} | ScaleAgentError: [${message}]`, retryable);
   }
+}
+
+function operationRecords(taskId: string, operations: NormalizedOperation[], queuedAt: number): OperationRecord[] {
+  return operations.map((op, index) => ({
+    operationId: `${taskId}.${index}`,
+    taskId,
+    index,
+    type: op.type,
+    account: op.account,
+    state: 'queued',
+    attempts: 0,
+    queuedAt,
+  }));
 }
 
 function isException(v: unknown): v is Record<string, unknown> {

@@ -57,6 +57,13 @@ export class MemoryTaskRepository implements TaskRepository {
     return false;
   }
 
+  async saveIfUnchanged(task: Task, readUpdatedAtMs: number): Promise<boolean> {
+    const stored = this.tasks.get(task.id);
+    if (!stored || stored.updatedAtMs !== readUpdatedAtMs) return false;
+    this.tasks.set(task.id, structuredClone(task));
+    return true;
+  }
+
   async purge(options: { olderThan: number; keep: number }): Promise<number> {
     const newestFirst = [...this.tasks.values()].reverse();
     let n = 0;

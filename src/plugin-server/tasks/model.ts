@@ -1,3 +1,5 @@
+import type { NormalizedOperation } from '../../shared/ops/types.js';
+
 /**
  * A task as Clouddriver reports it (`GET /task/{id}`, docs/clouddriver-compatibility.md, Tasks): status flags mirroring the
  * last history line, the history itself and the operations' result objects. We keep one record per operation next
@@ -57,6 +59,11 @@ export interface Task {
   sagaIds: string[];
   retryable: boolean;
   operations: OperationRecord[];
+  /**
+   * The operations as parsed, so a failed, retryable task can run them again under its id (`POST /task/{id}:resume`).
+   * Absent on tasks stored before it was recorded; never shown in the Clouddriver view.
+   */
+  submitted?: NormalizedOperation[];
 }
 
 export const ORCHESTRATION = 'ORCHESTRATION';
@@ -99,7 +106,14 @@ export function failTask(task: Task, line: string, retryable: boolean): void {
 }
 
 /** The Clouddriver view: everything but our per-operation records. */
-export function taskView(task: Task): Omit<Task, 'operations' | 'updatedAtMs'> {
-  const { operations: _operations, updatedAtMs: _updated, ...rest } = task;
+export function taskView(task: Task): Omit<Task, 'operations' | 'updatedAtMs' | 'submitted'> {
+  const { operations: _operations, updatedAtMs: _updated, submitted: _submitted, ...rest } = task;
   return rest;
+}
+
+/** Back to running (resume, restart): not complete, not failed, with a history line saying why. */
+export function reopenTask(task: Task, line: string): void {
+  addHistory(task, ORCHESTRATION, line);
+  task.status = { ...task.status, complete: false, completed: false, failed: false, retryable: false };
+  task.retryable = false;
 }

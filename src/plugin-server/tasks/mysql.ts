@@ -69,9 +69,12 @@ export class MysqlTaskRepository implements TaskRepository {
   }
 
   async save(task: Task): Promise<void> {
-    await this.pool.query('UPDATE sa_tasks SET completed = ?, updated_at = ?, body = ? WHERE id = ?', [
+    // owner_id follows the body: a resumed or restarted task moves to the replica running it, whose heartbeat
+    // then keeps it from being reaped.
+    await this.pool.query('UPDATE sa_tasks SET completed = ?, updated_at = ?, owner_id = ?, body = ? WHERE id = ?', [
       task.status.completed ? 1 : 0,
       task.updatedAtMs,
+      task.ownerId,
       JSON.stringify(task),
       task.id,
     ]);
@@ -115,6 +118,14 @@ export class MysqlTaskRepository implements TaskRepository {
     const [r] = await this.pool.query<ResultSetHeader>(
       'UPDATE sa_tasks SET completed = ?, updated_at = ?, body = ? WHERE id = ? AND completed = 0 AND updated_at < ?',
       [task.status.completed ? 1 : 0, task.updatedAtMs, JSON.stringify(task), task.id, staleBefore],
+    );
+    return r.affectedRows === 1;
+  }
+
+  async saveIfUnchanged(task: Task, readUpdatedAtMs: number): Promise<boolean> {
+    const [r] = await this.pool.query<ResultSetHeader>(
+      'UPDATE sa_tasks SET completed = ?, updated_at = ?, owner_id = ?, body = ? WHERE id = ? AND updated_at = ?',
+      [task.status.completed ? 1 : 0, task.updatedAtMs, task.ownerId, JSON.stringify(task), task.id, readUpdatedAtMs],
     );
     return r.affectedRows === 1;
   }

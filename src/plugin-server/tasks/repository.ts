@@ -25,6 +25,11 @@ export interface TaskRepository {
   abandoned(staleBefore: number): Promise<Task[]>;
   /** Saves a task failed by a reaper, only if its owner still has not marked it since `staleBefore`. */
   saveIfAbandoned(task: Task, staleBefore: number): Promise<boolean>;
+  /**
+   * Saves a task being run again (resume, restart) only if nobody wrote it since it was read (`updatedAtMs` as read
+   * is still stored): of two replicas taking one task over at once, exactly one wins.
+   */
+  saveIfUnchanged(task: Task, readUpdatedAtMs: number): Promise<boolean>;
   /** Removes completed tasks finished before `olderThan`, and beyond the newest `keep`; returns how many. */
   purge(options: { olderThan: number; keep: number }): Promise<number>;
   close(): Promise<void>;

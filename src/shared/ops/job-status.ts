@@ -14,6 +14,29 @@ export interface JobStatus {
   reason?: string;
   pods: { name: string; status: unknown }[];
   mostRecentPodName?: string;
+  /** Set when the Job failed and a container of its pods ended with a non-zero exit code (or a signal). */
+  exitCode?: number;
+  signal?: number;
+  /** What failed, in one paragraph: the Job's Failed condition and the failed container's termination. */
+  failureDetails?: string;
+  /** The failed container's log, when the caller could read it (plugin-server, through the agent). */
+  logs?: string;
+}
+
+/** The container whose termination explains a failed Job, newest pod first. */
+export interface FailedContainer {
+  pod: string;
+  container: string;
+  exitCode: number;
+  signal?: number;
+  reason?: string;
+  message?: string;
+}
+
+interface ContainerStatusShape {
+  name?: string;
+  state?: { terminated?: { exitCode?: number; signal?: number; reason?: string; message?: string } };
+  lastState?: { terminated?: { exitCode?: number; signal?: number; reason?: string; message?: string } };
 }
 
 interface JobShape {
@@ -58,5 +81,52 @@ export function jobStatusOf(job: KubeObject, account: string, pods: readonly Kub
     const done = Date.parse(j.status.completionTime ?? '');
     if (!Number.isNaN(done)) out.completedTime = done;
   }
+  if (out.jobState === 'Failed') addFailureDetails(out, failedContainerOf(pods));
   return out;
+}
+
+/**
+ * The newest pod's container (init containers first: they run first) that terminated with a non-zero exit code or
+ * a signal, in its current or, after a restart, its last state.
+ */
+export function failedContainerOf(pods: readonly KubeObject[]): FailedContainer | undefined {
+  const newestFirst = [...pods].sort((a, b) =>
+    String(b.metadata.creationTimestamp ?? '').localeCompare(String(a.metadata.creationTimestamp ?? '')),
+  );
+  for (const pod of newestFirst) {
+    const status = (pod.status ?? {}) as {
+      initContainerStatuses?: ContainerStatusShape[];
+      containerStatuses?: ContainerStatusShape[];
+    };
+    for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
+      const t = c.state?.terminated ?? c.lastState?.terminated;
+      if (!t || !c.name || ((t.exitCode ?? 0) === 0 && !t.signal)) continue;
+      const out: FailedContainer = { pod: pod.metadata.name ?? '', container: c.name, exitCode: t.exitCode ?? 0 };
+      if (t.signal) out.signal = t.signal;
+      if (t.reason) out.reason = t.reason;
+      if (t.message) out.message = t.message;
+      return out;
+    }
+  }
+  return undefined;
+}
+
+function addFailureDetails(out: JobStatus, failed: FailedContainer | undefined): void {
+  const lines: string[] = [];
+  if (out.message || out.reason) lines.push(`Job failed: ${[out.reason, out.message].filter(Boolean).join(': ')}`);
+  if (failed) {
+    out.exitCode = failed.exitCode;
+    out.completionDetails.exitCode = String(failed.exitCode);
+    if (failed.signal !== undefined) {
+      out.signal = failed.signal;
+      out.completionDetails.signal = String(failed.signal);
+    }
+    lines.push(
+      `Pod ${failed.pod}: container ${failed.container} exited with code ${failed.exitCode}` +
+        (failed.signal !== undefined ? ` (signal ${failed.signal})` : '') +
+        (failed.reason ? `, reason ${failed.reason}` : '') +
+        (failed.message ? `: ${failed.message}` : ''),
+    );
+  }
+  if (lines.length) out.failureDetails = lines.join('\n');
 }

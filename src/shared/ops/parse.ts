@@ -11,6 +11,7 @@ import type {
   LabelSelector,
   LiveGetPayload,
   LiveListPayload,
+  LiveLogsPayload,
   Moniker,
   NormalizedOperation,
   OperationType,
@@ -45,6 +46,9 @@ export interface ParseOptions {
 }
 
 export const DEFAULT_DELETE_WAIT_MS = 60_000;
+
+/** Default bound on a live log read: well inside the stream's message limit. */
+export const DEFAULT_LOG_LIMIT_BYTES = 4 * 1024 * 1024;
 
 /** Operation names accepted on the REST API, with the internal type they run as. */
 const OPERATION_ALIASES: Record<string, OperationType> = {
@@ -181,6 +185,8 @@ function parsePayload(ctx: Ctx, type: OperationType, name: string, d: Json, opti
       return parseLiveGet(ctx, d);
     case 'liveList':
       return parseLiveList(ctx, d);
+    case 'liveLogs':
+      return parseLiveLogs(ctx, d);
   }
 }
 
@@ -630,6 +636,23 @@ function parseLiveList(ctx: Ctx, d: Json): LiveListPayload | undefined {
   if (selector) out.labelSelector = selector;
   const limit = int(d.limit);
   if (limit !== undefined && limit > 0) out.limit = limit;
+  return out;
+}
+
+/** Internal (never on the REST API); parsed for hand-made wire messages like the other live reads. */
+function parseLiveLogs(ctx: Ctx, d: Json): LiveLogsPayload | undefined {
+  const pod = str(d.pod);
+  if (!pod) {
+    ctx.add('pod', 'empty', 'pod is required');
+    return undefined;
+  }
+  const out: LiveLogsPayload = {
+    location: optionalName(ctx, d, 'location') ?? '',
+    pod,
+    limitBytes: int(d.limitBytes) ?? DEFAULT_LOG_LIMIT_BYTES,
+  };
+  const container = str(d.container);
+  if (container) out.container = container;
   return out;
 }
 

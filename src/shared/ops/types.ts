@@ -148,6 +148,15 @@ export interface LiveListPayload {
   limit?: number;
 }
 
+/** Live read of one container's log (Run Job property files); the pod's only container when `container` is unset. */
+export interface LiveLogsPayload {
+  location: string;
+  pod: string;
+  container?: string;
+  /** Bound on the bytes read (the API server's limitBytes): the log travels back in one stream message. */
+  limitBytes: number;
+}
+
 export interface PayloadByType {
   deployManifest: DeployPayload;
   deleteManifest: DeletePayload;
@@ -163,11 +172,12 @@ export interface PayloadByType {
   cleanupArtifacts: CleanupArtifactsPayload;
   liveGet: LiveGetPayload;
   liveList: LiveListPayload;
+  liveLogs: LiveLogsPayload;
 }
 
 export type OperationType = keyof PayloadByType;
 
-/** The Clouddriver operation names we accept on the REST API (liveGet/liveList are internal). */
+/** The Clouddriver operation names we accept on the REST API (liveGet/liveList/liveLogs are internal). */
 export const CLOUDDRIVER_OPERATIONS = [
   'deployManifest',
   'deleteManifest',
@@ -205,6 +215,7 @@ export const OPERATION_PHASES: Record<OperationType, string> = {
   cleanupArtifacts: 'CLEANUP_KUBERNETES_ARTIFACTS',
   liveGet: 'READ_KUBERNETES_MANIFEST',
   liveList: 'READ_KUBERNETES_MANIFEST',
+  liveLogs: 'READ_KUBERNETES_LOGS',
 };
 
 /** Clouddriver's operation class names, used in task history ("Processing op: ...") and EXCEPTION results. */
@@ -223,6 +234,7 @@ export const OPERATION_CLASSES: Record<OperationType, string> = {
   cleanupArtifacts: 'KubernetesCleanupArtifactsOperation',
   liveGet: 'KubernetesLiveGet',
   liveList: 'KubernetesLiveList',
+  liveLogs: 'KubernetesLiveLogs',
 };
 
 /** Operations that change nothing when run twice (safe to retry after an agent drops mid-operation). */
@@ -237,4 +249,5 @@ export const IDEMPOTENT_OPERATIONS: ReadonlySet<OperationType> = new Set<Operati
   'cleanupArtifacts',
   'liveGet',
   'liveList',
+  'liveLogs',
 ]);

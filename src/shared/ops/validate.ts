@@ -68,6 +68,7 @@ function namespacesOf(op: NormalizedOperation): { field: string; namespace: stri
       return [{ field: 'namespace', namespace: op.payload.namespace ?? op.payload.manifest.metadata.namespace }];
     case 'deleteManifest':
     case 'liveList':
+    case 'liveLogs':
       return [{ field: 'location', namespace: op.payload.location }];
     default:
       return [{ field: 'location', namespace: op.payload.target.location }];

@@ -8,6 +8,7 @@ import {
   exceptionResult,
   fullResourceName,
   imageName,
+  failedContainerOf,
   jobStatusOf,
   manifestNamesByNamespace,
   monikerOf,
@@ -256,5 +257,48 @@ describe('job status', () => {
       reason: 'BackoffLimitExceeded',
       message: 'Job has reached the specified backoff limit',
     });
+  });
+
+  it('explains a failure with the failed container of the newest pod (exit code, signal, failureDetails)', () => {
+    const failedJob = job({
+      failed: 2,
+      conditions: [{ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded', message: 'backoff limit' }],
+    });
+    const pod = (name: string, created: string, containerStatuses: unknown[]): KubeObject => ({
+      ...obj('v1', 'Pod', name, 'jobs', {}),
+      metadata: { name, namespace: 'jobs', creationTimestamp: created },
+      status: { phase: 'Failed', containerStatuses },
+    });
+    const older = pod('pi-x7k2p-aaaaa', '2025-01-01T00:00:00Z', [
+      { name: 'main', state: { terminated: { exitCode: 2, reason: 'Error' } } },
+    ]);
+    const newer = pod('pi-x7k2p-bbbbb', '2025-01-01T00:01:00Z', [
+      { name: 'sidecar', state: { terminated: { exitCode: 0, reason: 'Completed' } } },
+      {
+        name: 'main',
+        state: { terminated: { exitCode: 137, signal: 9, reason: 'OOMKilled', message: 'out of memory' } },
+      },
+    ]);
+    const s = jobStatusOf(failedJob, 'a', [older, newer]);
+    expect(s).toMatchObject({
+      jobState: 'Failed',
+      exitCode: 137,
+      signal: 9,
+      completionDetails: { exitCode: '137', signal: '9', reason: 'BackoffLimitExceeded', message: 'backoff limit' },
+      mostRecentPodName: 'pi-x7k2p-bbbbb',
+    });
+    expect(s.failureDetails).toBe(
+      'Job failed: BackoffLimitExceeded: backoff limit\n' +
+        'Pod pi-x7k2p-bbbbb: container main exited with code 137 (signal 9), reason OOMKilled: out of memory',
+    );
+    expect(failedContainerOf([older])).toEqual({
+      pod: 'pi-x7k2p-aaaaa',
+      container: 'main',
+      exitCode: 2,
+      reason: 'Error',
+    });
+    // A running or succeeded Job carries none of it.
+    expect(jobStatusOf(job({ active: 1 }), 'a', [older])).not.toHaveProperty('failureDetails');
+    expect(jobStatusOf(job({ active: 1 }), 'a', [older])).not.toHaveProperty('exitCode');
   });
 });

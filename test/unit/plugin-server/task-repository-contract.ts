@@ -93,6 +93,39 @@ export function taskRepositoryContract(name: string, factory: TaskRepositoryFact
       expect((await repo.get('old'))?.status.failed).toBe(true);
     });
 
+    it('a task saved under a new owner (resumed on another replica) is kept alive by that owner', async () => {
+      const now = Date.now();
+      const t = newTask('moved', 'first@h', undefined, now - 60_000);
+      await repo.create(t);
+      failTask(t, 'Orchestration failed: no agent', true);
+      await repo.save(t);
+      t.ownerId = 'second@h';
+      addHistory(t, 'ORCHESTRATION', 'Resuming task from operation 1 of 1');
+      t.status = { ...t.status, complete: false, completed: false, failed: false, retryable: false };
+      t.updatedAtMs = now - 60_000;
+      await repo.save(t);
+      await repo.heartbeat('second@h', now);
+      expect((await repo.abandoned(now - 10_000)).map((x) => x.id)).not.toContain('moved');
+      expect((await repo.get('moved'))?.ownerId).toBe('second@h');
+    });
+
+    it('of two takeovers of one task read at the same version, exactly one is saved', async () => {
+      const t = newTask('taken', 'first@h', undefined, 1000);
+      await repo.create(t);
+      failTask(t, 'Orchestration failed: no agent', true);
+      await repo.save(t);
+      const read = (await repo.get('taken'))!;
+      const mine = { ...structuredClone(read), ownerId: 'mine@h', updatedAtMs: read.updatedAtMs + 5 };
+      const theirs = { ...structuredClone(read), ownerId: 'theirs@h', updatedAtMs: read.updatedAtMs + 7 };
+      const results = [
+        await repo.saveIfUnchanged(mine, read.updatedAtMs),
+        await repo.saveIfUnchanged(theirs, read.updatedAtMs),
+      ];
+      expect(results).toEqual([true, false]);
+      expect((await repo.get('taken'))?.ownerId).toBe('mine@h');
+      expect(await repo.saveIfUnchanged({ ...mine, id: 'missing' }, read.updatedAtMs)).toBe(false);
+    });
+
     it('lists newest first, optionally only incomplete tasks', async () => {
       const a = newTask('l-a', 'o@h', undefined, 1000);
       const b = newTask('l-b', 'o@h', undefined, 2000);

@@ -406,7 +406,7 @@ export interface Operation {
   /**
    * "deployManifest", "deleteManifest", "patchManifest", "scaleManifest", "undoRolloutManifest",
    * "pauseRolloutManifest", "resumeRolloutManifest", "rollingRestartManifest", "enableManifest",
-   * "disableManifest", "runJob", "cleanupArtifacts", "liveGet", "liveList".
+   * "disableManifest", "runJob", "cleanupArtifacts", "liveGet", "liveList", "liveLogs".
    */
   type: string;
   /**
