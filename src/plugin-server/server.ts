@@ -226,7 +226,11 @@ export class PluginServer {
     registerOpsRoutes(this.http, routeDeps);
     registerOrcaRoutes(this.http, routeDeps);
     registerJobRoutes(this.http, routeDeps);
-    registerViewRoutes(this.http, { store: this.store, accounts: this.accounts });
+    registerViewRoutes(this.http, {
+      store: this.store,
+      accounts: this.accounts,
+      logs: (account, location, pod, container) => this.liveReader.logs(account, location, pod, container),
+    });
     registerPeerOperationRoute(this.http, { dispatcher: this.dispatcher, barrier: this.barrier });
     await this.http.listen({ host: this.config.http.host, port: this.config.http.port });
     const address = this.http.server.address();

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
+import { KwokNode } from '../infra/kwok.js';
 import { AgentProcess, PluginServerProcess, type StorageSpec } from '../infra/processes.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
@@ -430,6 +431,46 @@ for (const storeType of ['memory', 'mysql'] as const) {
         moniker: { app: 'frontendapp', cluster: 'deployment frontend' },
       });
       expect((await get(`/instances/${account}/${nsFront}/${enc('pod nosuch')}`)).status).toBe(404);
+    });
+
+    it("an instance's console: each container's log, read live through the agent (kwok node)", async () => {
+      const node = await KwokNode.start({
+        dir: join(dir, 'kwok'),
+        name: `kwok-${nsBack}`,
+        logs: [{ namespace: nsBack, containers: ['init', 'main'], text: 'listening on :8080\nready\n' }],
+      });
+      try {
+        await kubectl(['apply', '-n', nsBack, '-f', '-'], {
+          input: JSON.stringify({
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name: 'console-demo' },
+            spec: {
+              nodeName: `kwok-${nsBack}`,
+              initContainers: [{ name: 'init', image: 'busybox' }],
+              containers: [{ name: 'main', image: 'busybox' }],
+            },
+          }),
+        });
+        const path = `/instances/${account}/${nsBack}/${enc('pod console-demo')}/console?provider=kubernetes`;
+        const console = await waitFor('the pod cached and running', async () => {
+          const r = await get(path);
+          return r.status === 200 && (r.body.output as Obj[])[1]?.output === 'listening on :8080\nready\n'
+            ? r.body
+            : undefined;
+        });
+        expect(console.output).toEqual([
+          { name: 'init', output: 'listening on :8080\nready\n' },
+          { name: 'main', output: 'listening on :8080\nready\n' },
+        ]);
+      } finally {
+        await node.stop();
+      }
+      // Gone from the cluster: Clouddriver's answer, not an error.
+      expect(await ok(`/instances/${account}/${nsBack}/${enc('pod nosuch')}/console`)).toEqual({
+        output: [{ name: 'Error', output: 'Failed to retrieve pod data; pod may have been deleted.' }],
+      });
+      expect((await get(`/instances/nosuchaccount/${nsBack}/${enc('pod console-demo')}/console`)).status).toBe(404);
     });
 
     it('security groups (NetworkPolicies): listings by account and namespace, one by name', async () => {
