@@ -178,6 +178,37 @@ describe('scale-agent accounts migrate', () => {
     });
   });
 
+  it("reads Halyard's config (deploymentConfigurations[].providers.kubernetes.accounts)", async () => {
+    const hal = join(dir, 'halconfig.yml');
+    writeFileSync(
+      hal,
+      [
+        'currentDeployment: default',
+        'deploymentConfigurations:',
+        '  - name: default',
+        '    providers:',
+        '      kubernetes:',
+        '        enabled: true',
+        '        accounts:',
+        '          - name: hal-one',
+        '            providerVersion: V2',
+        '            kubeconfigFile: /kube/hal-one',
+        '            omitNamespaces: [kube-system]',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli(['--file', hal, '--dry-run', '--json', ...common()]);
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as MigrationSummary).accounts).toEqual([
+      {
+        name: 'hal-one',
+        action: 'create',
+        where: `${hal}:8 deploymentConfigurations[0].providers.kubernetes.accounts[0]`,
+      },
+    ]);
+    expect((await get('/armory/accounts/hal-one')).code).toBe('SA_ERR_NOT_FOUND');
+  });
+
   it('bad input exits 2 and names the file and line; nothing changes', async () => {
     const before = await dynamicAccounts();
     const broken = join(dir, 'broken.yml');
