@@ -46,7 +46,7 @@ const ACTION_OF = { created: 'create', updated: 'update', unchanged: 'unchanged'
 export async function migrateAccounts(source: SourceAccount[], opts: MigrateOptions): Promise<MigrationSummary> {
   const base = opts.url.replace(/\/+$/, '');
   const outcomes: AccountOutcome[] = [];
-  const pending: { definition: AccountDefinition; outcome: AccountOutcome }[] = [];
+  const pending: Pending[] = [];
   const names = new Set<string>();
   for (const s of source) {
     const rawName = (s.raw as { name?: unknown } | null)?.name;
@@ -93,8 +93,40 @@ export async function migrateAccounts(source: SourceAccount[], opts: MigrateOpti
     pending.push({ definition, outcome });
   }
 
-  // Items the server refuses are taken out and the rest sent again: at most one round per refused item.
-  let batch = pending;
+  for (const chunk of chunks(pending)) await send(base, opts, chunk);
+
+  const counts = { create: 0, update: 0, unchanged: 0, skip: 0, refuse: 0 };
+  for (const o of outcomes) counts[o.action]++;
+  return { url: base, dryRun: opts.dryRun, accounts: outcomes, counts };
+}
+
+type Pending = { definition: AccountDefinition; outcome: AccountOutcome };
+
+/** The endpoint takes at most 1,000 items and 1 MiB a request; stay well inside both. */
+const CHUNK_ITEMS = 500;
+const CHUNK_BYTES = 512 * 1024;
+
+function chunks(items: Pending[]): Pending[][] {
+  const out: Pending[][] = [];
+  let current: Pending[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = JSON.stringify(item.definition).length;
+    if (current.length && (current.length >= CHUNK_ITEMS || bytes + size > CHUNK_BYTES)) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += size;
+  }
+  if (current.length) out.push(current);
+  return out;
+}
+
+/** One request's worth; items the server refuses are taken out and the rest sent again (one round per refusal). */
+async function send(base: string, opts: MigrateOptions, items: Pending[]): Promise<void> {
+  let batch = items;
   while (batch.length > 0) {
     const answer = await post(
       base,
@@ -106,7 +138,7 @@ export async function migrateAccounts(source: SourceAccount[], opts: MigrateOpti
         const item = batch[r.index];
         if (item) item.outcome.action = ACTION_OF[r.outcome];
       }
-      break;
+      return;
     }
     const refused = answer.refused.filter((r) => r.index < batch.length);
     if (refused.length === 0) {
@@ -116,10 +148,6 @@ export async function migrateAccounts(source: SourceAccount[], opts: MigrateOpti
     const out = new Set(refused.map((r) => r.index));
     batch = batch.filter((_, i) => !out.has(i));
   }
-
-  const counts = { create: 0, update: 0, unchanged: 0, skip: 0, refuse: 0 };
-  for (const o of outcomes) counts[o.action]++;
-  return { url: base, dryRun: opts.dryRun, accounts: outcomes, counts };
 }
 
 type PostAnswer =

@@ -209,6 +209,21 @@ describe('scale-agent accounts migrate', () => {
     expect((await get('/armory/accounts/hal-one')).code).toBe('SA_ERR_NOT_FOUND');
   });
 
+  it('sends more accounts than one request may carry in several requests', async () => {
+    const many = join(dir, 'many.yml');
+    const names = Array.from({ length: 1200 }, (_, i) => `bulk-${String(i).padStart(4, '0')}`);
+    writeFileSync(
+      many,
+      `kubernetes:\n  accounts:\n${names.map((n) => `    - {name: ${n}, kubeconfigFile: /kube/${n}}\n`).join('')}`,
+    );
+    const r = await cli(['--file', many, '--dry-run', '--json', ...common()]);
+    expect(r.code, r.stderr).toBe(0);
+    const s = JSON.parse(r.stdout) as MigrationSummary;
+    expect(s.counts).toEqual({ create: 1200, update: 0, unchanged: 0, skip: 0, refuse: 0 });
+    expect(s.accounts.map((a) => a.name)).toEqual(names);
+    expect((await dynamicAccounts()).filter((a) => a.name.startsWith('bulk-'))).toEqual([]);
+  });
+
   it('bad input exits 2 and names the file and line; nothing changes', async () => {
     const before = await dynamicAccounts();
     const broken = join(dir, 'broken.yml');
