@@ -38,7 +38,13 @@ export interface PluginServerConfig {
     auth?: { tokensFile: string; trustedNetworks: string[] };
   };
   storage: StorageConfig;
-  accounts: { gracePeriodSeconds: number; leaseSeconds: number; cacheKinds: string[]; cacheOmitKinds: string[] };
+  accounts: {
+    gracePeriodSeconds: number;
+    leaseSeconds: number;
+    cacheKinds: string[];
+    cacheOmitKinds: string[];
+    management: { pattern?: string };
+  };
   operations: {
     agentWaitSeconds: number;
     cacheWaitSeconds: number;
@@ -117,6 +123,16 @@ function validatePluginServerConfig(doc: LocatedDocument): PluginServerConfig {
     throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
       details: [detailAt(doc, '/dynamicAccounts', 'give one of encryptionKeyFile and encryptionKeyEnv, not both')],
     });
+  }
+  const pattern = config.accounts.management.pattern;
+  if (pattern !== undefined) {
+    try {
+      new RegExp(pattern);
+    } catch (e) {
+      throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
+        details: [detailAt(doc, '/accounts/management/pattern', `not a regular expression: ${(e as Error).message}`)],
+      });
+    }
   }
   if (config.storage.type === 'mysql' && config.storage.urlFile && !isAbsolute(config.storage.urlFile)) {
     config.storage.urlFile = resolve(dirname(doc.file), config.storage.urlFile);

@@ -14,6 +14,7 @@ import {
   type DynamicAccountStore,
 } from './accounts/dynamic-store.js';
 import { SecretBox } from './accounts/secret-box.js';
+import { registerAccountManagementRoutes, type ForwardRequest } from './api/account-management.js';
 import { registerDynamicAccountRoutes } from './api/dynamic-routes.js';
 import { AuditLog } from './audit.js';
 import { installAdminAuth } from './auth/admin-auth.js';
@@ -103,7 +104,12 @@ export class PluginServer {
 
   constructor(
     readonly config: PluginServerConfig,
-    options: { log?: Logger; store?: CacheStore } = {},
+    private readonly options: {
+      log?: Logger;
+      store?: CacheStore;
+      /** Account management requests this server does not handle (front mode: to the upstream Clouddriver). */
+      forwardAccountManagement?: ForwardRequest;
+    } = {},
   ) {
     this.log = options.log ?? createLogger({ name: 'plugin-server', level: config.logLevel });
     // Every write is observed: tasks wait on it for the cache to catch up with what their operation wrote.
@@ -216,6 +222,11 @@ export class PluginServer {
     });
     installAdminAuth(this.http, this.config.http, this.audit);
     registerDynamicAccountRoutes(this.http, this.dynamic);
+    registerAccountManagementRoutes(this.http, {
+      dynamic: this.dynamic,
+      pattern: this.config.accounts.management.pattern,
+      forward: this.options.forwardAccountManagement,
+    });
     const routeDeps = {
       accounts: this.accounts,
       runner: this.runner,

@@ -115,12 +115,9 @@ export async function deployManifests(
   for (const item of prepared) {
     const r = await resourceFor(ctx, item.manifest, crdScopes);
     note(ctx, `Submitting manifest ${fullResourceName(item.manifest)} to kubernetes master...`);
-    const live = await submit(
-      ctx,
-      r,
-      item.manifest,
-      submitModeOf(item.manifest, ctx.defaultApplyMode, item.forceCreate),
-    );
+    // The request's applyMode replaces the account default; a manifest's annotations still win (submitModeOf).
+    const mode = submitModeOf(item.manifest, p.applyMode ?? ctx.defaultApplyMode, item.forceCreate);
+    const live = await submit(ctx, r, item.manifest, mode);
     deployed.push(withoutManagedFields(live));
   }
   note(ctx, `Deploy manifest task completed successfully for all manifests in account ${ctx.account}`);

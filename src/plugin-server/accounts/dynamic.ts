@@ -160,6 +160,26 @@ export class DynamicAccounts implements SessionGate {
     return this.view(def.name)!;
   }
 
+  /** An account the agents registered from their own config (not dynamic): REST may not define it. */
+  isStatic(name: string): boolean {
+    return !this.entries.has(name) && this.deps.registry.get(name) !== undefined;
+  }
+
+  /**
+   * What `create` (no definition yet) or `update` would do with `input`, without doing it: throws as they would for
+   * an invalid definition; 'unchanged' when the definition would stay as it is (same watches, options and state).
+   */
+  preview(input: DynamicAccountInput): 'create' | 'update' | 'unchanged' {
+    const entry = this.entries.get(input.name);
+    const { def, kubeconfig } = this.definitionFrom(input, entry, entry?.def.updatedAt ?? 0);
+    if (!entry) return 'create';
+    const same =
+      wireJson(entry.def, entry.kubeconfig) === wireJson(def, kubeconfig) &&
+      optionsJson(entry.def) === optionsJson(def) &&
+      entry.def.enabled === def.enabled;
+    return same ? 'unchanged' : 'update';
+  }
+
   async remove(name: string, who: string): Promise<void> {
     if (!this.entries.has(name)) {
       if (this.deps.registry.get(name)) {

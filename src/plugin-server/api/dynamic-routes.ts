@@ -1,13 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { DynamicAccountInput, DynamicAccounts } from '../accounts/dynamic.js';
+import { migrateAccounts } from '../accounts/migrate.js';
 
 const NAME = '^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$';
 const names = { type: 'array', maxItems: 10_000, items: { type: 'string', minLength: 1, maxLength: 253 } } as const;
 // Role names as the agent config accepts them (schemas/agent-config.schema.json): no whitespace.
 const roles = { type: 'array', maxItems: 1000, items: { type: 'string', pattern: '^\\S+$', maxLength: 253 } } as const;
 
-const definitionSchema = {
+export const definitionSchema = {
   type: 'object',
   required: ['name'],
   properties: {
@@ -71,6 +72,24 @@ export function registerDynamicAccountRoutes(app: FastifyInstance, dynamic: Dyna
     async (request, reply) => {
       requireObjectBody(request.body);
       return reply.code(202).send(await dynamic.update(request.body, who(request)));
+    },
+  );
+  // Armory's bulk migrate: an array of definitions (AddAgentAccountRequest and any other definition key), new ones
+  // INACTIVE unless `state` says otherwise; `?dryRun=true` answers what would happen and changes nothing.
+  app.post<{ Body: DynamicAccountInput[]; Querystring: { dryRun?: boolean } }>(
+    '/armory/accounts',
+    {
+      schema: {
+        body: { type: 'array', minItems: 1, maxItems: 1000, items: definitionSchema },
+        querystring: { type: 'object', properties: { dryRun: { type: 'boolean' } } },
+      },
+    },
+    async (request, reply) => {
+      const report = await migrateAccounts(dynamic, request.body, who(request), {
+        dryRun: request.query.dryRun === true,
+      });
+      const changed = !report.dryRun && report.results.some((r) => r.outcome !== 'unchanged');
+      return reply.code(changed ? 202 : 200).send(report);
     },
   );
   app.patch<{ Body: { name: string; state: 'ACTIVE' | 'INACTIVE' }[] }>(

@@ -8,6 +8,7 @@ import {
   expectOk,
   getJson,
   runOne,
+  runOps,
   stageContext,
   type Obj,
 } from './helpers.js';
@@ -246,6 +247,49 @@ describe('deployManifest against the real API server', () => {
       a: '3',
     });
     expect(live.metadata.managedFields.map((f: { operation: string }) => f.operation)).not.toContain('Apply');
+  });
+
+  it('honours the request-level applyMode; a manifest annotation still wins over it', async () => {
+    const ns = await createNamespace('ops-applymode');
+    const cm = (name: string, annotations: Record<string, string> = {}) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, annotations: { 'strategy.spinnaker.io/versioned': 'false', ...annotations } },
+      data: { a: '1' },
+    });
+    const deploy = (applyMode: string) =>
+      runOne(kc, 'deployManifest', {
+        account: ACCOUNT,
+        moniker: { app: 'applymode' },
+        namespaceOverride: ns,
+        applyMode,
+        manifests: [
+          cm('by-request'),
+          cm('by-spinnaker-annotation', { 'strategy.spinnaker.io/server-side-apply': 'true' }),
+          cm('by-our-annotation', { 'scale-agent.io/apply-mode': 'server-side' }),
+        ],
+      });
+    const how = async (name: string) => {
+      const live = await getJson(['configmap', name, '-n', ns, '--show-managed-fields']);
+      return {
+        lastApplied: 'kubectl.kubernetes.io/last-applied-configuration' in live.metadata.annotations,
+        operations: live.metadata.managedFields.map((f: { manager: string; operation: string }) => f.operation),
+      };
+    };
+    expectOk(await deploy('client-side'));
+    // The request asked for client-side apply: a merge patch/create with the last applied configuration, no Apply.
+    expect(await how('by-request')).toEqual({ lastApplied: true, operations: ['Update'] });
+    // Per-manifest annotations keep priority over the request, as Clouddriver gives them.
+    expect(await how('by-spinnaker-annotation')).toEqual({ lastApplied: false, operations: ['Apply'] });
+    expect(await how('by-our-annotation')).toEqual({ lastApplied: false, operations: ['Apply'] });
+
+    const bad = await runOps(kc, [
+      { deployManifest: { account: ACCOUNT, applyMode: 'sideways', manifests: [cm('x')] } },
+    ]).then(
+      () => 'accepted',
+      (e: Error) => e.message,
+    );
+    expect(bad).toContain('applyMode must be "server-side" or "client-side"');
   });
 
   it('runJob creates a Job (a new one per run) and reports its status as the API shows it', async () => {

@@ -33,6 +33,16 @@ describe('plugin-server config', () => {
     expect(error('storage: {type: mysql, url: "mysql://a@b/c", env: X}').details[0]!.message).toMatch(/exactly one/);
   });
 
+  it('accounts.management.pattern must be a regular expression; unset by default', () => {
+    expect(parsePluginServerConfig('{}').accounts.management).toEqual({});
+    expect(parsePluginServerConfig('accounts: {management: {pattern: "prod-.*"}}').accounts.management).toEqual({
+      pattern: 'prod-.*',
+    });
+    const e = error('accounts:\n  management:\n    pattern: "prod-(.*"\n');
+    expect(e.details[0]).toMatchObject({ path: '/accounts/management/pattern', line: 3 });
+    expect(e.details[0]!.message).toMatch(/not a regular expression/);
+  });
+
   it('names file, line and JSON path of schema errors', () => {
     const e = error('grpc:\n  port: 70000\nhttp:\n  bogus: 1\n');
     expect(e.code).toBe('SA_ERR_INVALID_INPUT');
