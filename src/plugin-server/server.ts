@@ -188,6 +188,7 @@ export class PluginServer {
       refreshMs: config.accountsRefreshSeconds * 1000,
       timeoutMs: config.mergeTimeoutMs,
       log: this.log,
+      registered: () => this.accounts.list().map((a) => a.record.name),
     });
     const front = new FrontMode({
       client,
@@ -200,6 +201,12 @@ export class PluginServer {
       log: this.log,
     });
     return { client, accounts, front };
+  }
+
+  /** Front mode: why an agent account may not take a name, because the upstream Clouddriver has it. */
+  private upstreamClash(): ((name: string) => string | undefined) | undefined {
+    const accounts = this.upstream?.accounts;
+    return accounts ? (name) => accounts.clash(name) : undefined;
   }
 
   async start(): Promise<{ grpcPort: number; httpPort: number }> {
@@ -251,7 +258,9 @@ export class PluginServer {
     });
     installAdminAuth(this.http, this.config.http, this.audit, { proxiesUnmatched: this.upstream !== undefined });
     this.upstream?.front.installRouting(this.http);
-    registerDynamicAccountRoutes(this.http, this.dynamic);
+    registerDynamicAccountRoutes(this.http, this.dynamic, {
+      upstreamClash: this.upstreamClash(),
+    });
     registerOpsRoutes(this.http, {
       accounts: this.accounts,
       runner: this.runner,
@@ -374,7 +383,7 @@ export class PluginServer {
         },
         serverVersion: versionInfo().version,
         gate: this.dynamic,
-        upstreamClash: this.upstream ? (name) => this.upstream?.accounts.clash(name) : undefined,
+        upstreamClash: this.upstreamClash(),
         onOperationResult: (sessionId, result) => this.dispatcher.onResult(sessionId, result),
       },
       (s) => {

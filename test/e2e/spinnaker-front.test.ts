@@ -289,6 +289,14 @@ describe('front mode: the plugin-server in front of a (stand-in) Clouddriver', (
     expect(clash).toMatchObject({ state: 'rejected' });
     expect(clash!.rejectedReason).toMatch(/already exists in the upstream Clouddriver/);
     expect(accounts.find((a) => a.name === AGENT)).toMatchObject({ state: expect.not.stringMatching(/rejected/) });
+    // A dynamic account of that name is refused when it is defined.
+    const dynamic = await call('/armory/accounts/dynamic', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: CLASH, kubeconfigFile: testEnv().kubeconfig }),
+    });
+    expect(dynamic.status).toBe(409);
+    expect(dynamic.body.message).toMatch(/already exists in the upstream Clouddriver/);
     expect(
       await server.metric('scale_agent_plugin_server_account_rejections_total{reason="upstream"}'),
     ).toBeGreaterThanOrEqual(1);

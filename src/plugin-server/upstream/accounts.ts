@@ -16,7 +16,13 @@ export class UpstreamAccounts {
 
   constructor(
     private readonly client: UpstreamClient,
-    private readonly options: { refreshMs: number; timeoutMs: number; log: Logger },
+    private readonly options: {
+      refreshMs: number;
+      timeoutMs: number;
+      log: Logger;
+      /** Agent accounts registered here, to warn about a name the upstream gained after its agent registered it. */
+      registered?: () => string[];
+    },
   ) {}
 
   has(name: string): boolean {
@@ -53,6 +59,13 @@ export class UpstreamAccounts {
           .filter((n): n is string => typeof n === 'string'),
       );
       this.lastRefreshedAt = Date.now();
+      const both = (this.options.registered?.() ?? []).filter((n) => this.names.has(n));
+      if (both.length > 0) {
+        this.options.log.warn(
+          { accounts: both, upstream: this.client.baseUrl },
+          'agent accounts also exist in the upstream Clouddriver; requests for them are answered here, rename one side',
+        );
+      }
     } catch (e) {
       this.options.log.warn(
         { err: e, upstream: this.client.baseUrl, known: this.names.size },
