@@ -10,10 +10,11 @@
  * upstream, and that a slow or stopped upstream never holds up agent accounts.
  */
 import { mkdtempSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, get as httpGet, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNamespace, kubectl, testEnv, waitFor } from '../infra/index.js';
@@ -93,6 +94,8 @@ const classicTask = {
   history: [{ phase: 'ORCHESTRATION', status: 'Orchestration completed.' }],
   resultObjects: [],
 };
+
+const GZIPPED = gzipSync(JSON.stringify([{ name: 'deployManifest', enabled: true }]));
 
 const korkNotFound = (message: string) => ({ timestamp: Date.now(), status: 404, error: 'Not Found', message });
 
@@ -185,6 +188,20 @@ class StandIn {
     if (rec.method === 'GET' && path.startsWith('/task/')) return json(404, korkNotFound('Task not found'));
     if (rec.method === 'POST' && path === '/kubernetes/ops') {
       return json(200, { id: 'classic-task-1', resourceUri: '/task/classic-task-1' });
+    }
+    // A body in two parts a moment apart (a large or slow answer), to check that it streams through.
+    if (rec.method === 'GET' && path === '/images/find') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('[{"imageName":"first"}');
+      await sleep(1500);
+      res.end(',{"imageName":"second"}]');
+      return;
+    }
+    // A compressed answer, to check that it passes as sent (not decoded).
+    if (rec.method === 'GET' && path === '/features/stages') {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      res.end(GZIPPED);
+      return;
     }
     // Anything else: an echo with an unusual status and a header of its own, to check pass-through.
     return json(
@@ -376,6 +393,29 @@ describe('front mode: the plugin-server in front of a (stand-in) Clouddriver', (
     const seen = standIn.seen('/artifacts/fetch/').at(-1)!;
     expect(seen.headers['x-custom']).toBe('kept');
     expect(seen.headers['content-type']).toBe('application/json');
+  });
+
+  it('answers stream through as they come, and compressed answers pass undecoded', async () => {
+    const started = Date.now();
+    const res = await fetch(`${server.httpBase}/images/find?q=x`);
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    const firstAt = Date.now() - started;
+    let text = new TextDecoder().decode(first.value);
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
+    expect(firstAt).toBeLessThan(1200);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
+    expect(JSON.parse(text)).toEqual([{ imageName: 'first' }, { imageName: 'second' }]);
+
+    const raw = await new Promise<{ headers: IncomingMessage['headers']; body: Buffer }>((resolve, reject) => {
+      httpGet(`${server.httpBase}/features/stages`, { headers: { 'accept-encoding': 'gzip' } }, (r) => {
+        const chunks: Buffer[] = [];
+        r.on('data', (c: Buffer) => chunks.push(c));
+        r.on('end', () => resolve({ headers: r.headers, body: Buffer.concat(chunks) }));
+      }).on('error', reject);
+    });
+    expect(raw.headers['content-encoding']).toBe('gzip');
+    expect(raw.body.equals(GZIPPED)).toBe(true);
   });
 
   it('operations go to the side that owns their accounts; mixed is refused; tasks are routed by owner', async () => {
