@@ -9,7 +9,7 @@
  * can be made slow or stopped. What is asserted is the plugin-server's side: which side answers, what reaches the
  * upstream, and that a slow or stopped upstream never holds up agent accounts.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, get as httpGet, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -452,6 +452,33 @@ describe('front mode: the plugin-server in front of a (stand-in) Clouddriver', (
     const classic = await call('/task/classic-task-1');
     expect(classic.status).toBe(200);
     expect(classic.body).toEqual(classicTask);
+  });
+
+  it('with REST authentication, routes the plugin-server lacks are the Clouddriver surface (trusted networks)', async () => {
+    const tokens = join(dir, 'rest-tokens');
+    writeFileSync(tokens, 'front-admin-token ops admin\n');
+    const authed = await PluginServerProcess.start({
+      dir,
+      name: 'plugin-server-auth',
+      extra: {
+        http: { auth: { tokensFile: tokens, trustedNetworks: ['127.0.0.1/32'] } },
+        spinnaker: { upstream: { baseUrl: standIn.baseUrl } },
+      },
+    });
+    try {
+      const proxied = await fetch(`${authed.httpBase}/artifacts/account/x`);
+      expect(proxied.status).toBe(207);
+      expect(proxied.headers.get('x-stand-in')).toBe('echo');
+      expect((await fetch(`${authed.httpBase}/armory/agents`)).status).toBe(401);
+      expect((await fetch(`${authed.httpBase}/admin/nothing`)).status).toBe(401);
+      const admin = await fetch(`${authed.httpBase}/admin/nothing`, {
+        headers: { authorization: 'Bearer front-admin-token' },
+      });
+      expect(admin.status).toBe(404);
+      expect(standIn.seen('/admin/nothing')).toEqual([]);
+    } finally {
+      await authed.stop();
+    }
   });
 
   it('a slow upstream: merged lists answer with the local part and the warning header, proxied requests 504', async () => {
