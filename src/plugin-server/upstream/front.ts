@@ -40,6 +40,16 @@ function pathOf(url: string): string {
   return (url.split('?')[0] ?? '/').replace(/\/{2,}/g, '/');
 }
 
+/** A path segment decoded; undefined when absent or not valid percent-encoding (then it names no task of ours). */
+function decodedOrUndefined(segment: string | undefined): string | undefined {
+  if (segment === undefined) return undefined;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
 function failureReason(e: unknown): string {
   return e instanceof UpstreamUnreachable ? e.failure : 'error';
 }
@@ -94,8 +104,8 @@ export class FrontMode {
       if (route === undefined) {
         const path = pathOf(request.url);
         if (isAdminPath(path)) return;
-        const task = TASK_ACTION.exec(path)?.[1];
-        if (task !== undefined && (await this.deps.taskExists(decodeURIComponent(task)))) {
+        const task = decodedOrUndefined(TASK_ACTION.exec(path)?.[1]);
+        if (task !== undefined && (await this.deps.taskExists(task))) {
           throw new ScaleAgentError(
             'NOT_FOUND',
             `task ${task} is an agent account's task; it cannot be resumed or restarted, post the operation again`,
