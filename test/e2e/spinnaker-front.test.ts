@@ -30,6 +30,8 @@ interface Recorded {
   url: string;
   headers: IncomingMessage['headers'];
   body: string;
+  /** The connection closed before the stand-in answered (the plugin-server let the request go). */
+  abandoned?: boolean;
 }
 
 /** Recorded Clouddriver answers (shapes of CredentialsController, ApplicationsController, SearchController, ...). */
@@ -132,13 +134,16 @@ class StandIn {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const rec = {
+    const rec: Recorded = {
       method: req.method ?? '',
       url: req.url ?? '',
       headers: req.headers,
       body: Buffer.concat(chunks).toString(),
     };
     this.requests.push(rec);
+    res.on('close', () => {
+      if (!res.writableFinished) rec.abandoned = true;
+    });
     if (this.delayMs > 0) await sleep(this.delayMs);
     if (res.destroyed) return;
     const url = new URL(rec.url, 'http://stand-in');
@@ -494,6 +499,13 @@ describe('front mode: the plugin-server in front of a (stand-in) Clouddriver', (
       expect(p.status).toBe(504);
       expect(p.ms).toBeLessThan(3500);
       expect(p.body).toMatchObject({ status: 504, error: 'Gateway Timeout', code: 'SA_ERR_TIMEOUT' });
+
+      // A caller that hangs up releases the upstream request at once, long before the upstream would answer.
+      await fetch(`${server.httpBase}/artifacts/abandoned`, { signal: AbortSignal.timeout(300) }).catch(
+        () => undefined,
+      );
+      // Within 1 s of hanging up: well before timeoutMs (2 s), which would release it too.
+      await waitFor('the upstream request released', () => standIn.seen('/artifacts/abandoned')[0]?.abandoned, 1000);
     } finally {
       standIn.delayMs = 0;
     }

@@ -174,6 +174,12 @@ export class FrontMode {
       (request.headers['transfer-encoding'] !== undefined ||
         (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0'));
     const forwardedFor = [request.headers['x-forwarded-for'], request.ip].filter(Boolean).join(', ');
+    // A caller that hangs up before the upstream answers releases the upstream request too.
+    const callerGone = new AbortController();
+    const onClose = () => {
+      if (!reply.raw.writableFinished) callerGone.abort();
+    };
+    reply.raw.once('close', onClose);
     try {
       const res = await this.deps.client.request({
         method: request.method,
@@ -185,10 +191,11 @@ export class FrontMode {
           'x-forwarded-proto': request.headers['x-forwarded-proto'] ?? request.protocol,
         },
         body: body ?? (streamed ? request.raw : undefined),
+        signal: callerGone.signal,
       });
       return reply.code(res.status).headers(res.headers).send(res.body);
     } catch (e) {
-      this.deps.errors.inc({ reason: failureReason(e), use: 'proxy' });
+      if (!callerGone.signal.aborted) this.deps.errors.inc({ reason: failureReason(e), use: 'proxy' });
       if (e instanceof UpstreamUnreachable) throw e.toScaleAgentError(this.deps.client.baseUrl);
       throw e;
     }
