@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { UpstreamConfig } from '../config.js';
 
@@ -41,7 +41,8 @@ export function endToEndHeaders(headers: HeaderMap | IncomingHttpHeaders): Recor
 export interface UpstreamResponse {
   status: number;
   headers: Record<string, string | string[]>;
-  body: Readable;
+  /** A Readable (streamed as it comes when sent on) that can also be read whole (`text()`). */
+  body: Dispatcher.ResponseData['body'];
 }
 
 export type UpstreamFailure = 'timeout' | 'connect';
@@ -132,12 +133,13 @@ export class UpstreamClient {
   ): Promise<{ status: number; body: unknown }> {
     const signal = AbortSignal.timeout(timeoutMs);
     const forwarded: HeaderMap = { ...headers, accept: 'application/json' };
-    delete forwarded['accept-encoding'];
-    delete forwarded['content-length'];
-    delete forwarded['content-type'];
+    // Read here, not passed on: an identity body of the whole answer (no encoding, no 304 for a cached copy).
+    for (const h of ['accept-encoding', 'content-length', 'content-type', 'if-none-match', 'if-modified-since']) {
+      delete forwarded[h];
+    }
     const res = await this.request({ method: 'GET', pathAndQuery, headers: forwarded, signal });
     try {
-      const text = await (res.body as Readable & { text(): Promise<string> }).text();
+      const text = await res.body.text();
       let body: unknown;
       try {
         body = text === '' ? undefined : JSON.parse(text);
