@@ -17,8 +17,8 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNamespace, kubectl, testEnv, waitFor } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
+import { AgentProcess, PluginServerProcess, type StorageSpec } from '../infra/processes.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 const CLASSIC = 'classic-prod';
@@ -219,322 +219,333 @@ class StandIn {
   }
 }
 
-describe('front mode: the plugin-server in front of a (stand-in) Clouddriver', () => {
-  let dir: string;
-  let ns: string;
-  const standIn = new StandIn();
-  let server: PluginServerProcess;
-  let agent: AgentProcess;
-  let ops: OpsClient;
-  let agentTaskId = '';
-  /** "replicaSet sharedapp-agent-v000": ReplicaSets are versioned on deploy, as Clouddriver versions them. */
-  let agentServerGroup = '';
+// Both stores: tasks and agent accounts, which routing looks up, live in the store.
+for (const storeType of ['memory', 'mysql'] as const) {
+  describe(`front mode (${storeType} store): the plugin-server in front of a (stand-in) Clouddriver`, () => {
+    let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
+    let dir: string;
+    let ns: string;
+    const standIn = new StandIn();
+    let server: PluginServerProcess;
+    let agent: AgentProcess;
+    let ops: OpsClient;
+    let agentTaskId = '';
+    /** "replicaSet sharedapp-agent-v000": ReplicaSets are versioned on deploy, as Clouddriver versions them. */
+    let agentServerGroup = '';
 
-  const call = async (path: string, init: RequestInit = {}) => {
-    const started = Date.now();
-    const res = await fetch(server.httpBase + path, init);
-    const text = await res.text();
-    let body: Obj | Obj[] | undefined;
-    try {
-      body = text ? (JSON.parse(text) as Obj) : undefined;
-    } catch {
-      body = { text };
-    }
-    return { status: res.status, headers: res.headers, body: body as Obj, ms: Date.now() - started };
-  };
+    const call = async (path: string, init: RequestInit = {}) => {
+      const started = Date.now();
+      const res = await fetch(server.httpBase + path, init);
+      const text = await res.text();
+      let body: Obj | Obj[] | undefined;
+      try {
+        body = text ? (JSON.parse(text) as Obj) : undefined;
+      } catch {
+        body = { text };
+      }
+      return { status: res.status, headers: res.headers, body: body as Obj, ms: Date.now() - started };
+    };
 
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'scale-agent-front-'));
-    ns = await createNamespace('front');
-    await standIn.start();
-    server = await PluginServerProcess.start({
-      dir,
-      extra: {
-        spinnaker: {
-          upstream: {
-            baseUrl: standIn.baseUrl,
-            timeoutMs: 2000,
-            connectTimeoutMs: 1000,
-            mergeTimeoutMs: 1000,
-            accountsRefreshSeconds: 1,
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), `scale-agent-front-${storeType}-`));
+      ns = await createNamespace(`front-${storeType}`);
+      await standIn.start();
+      let storage: StorageSpec = { type: 'memory' };
+      if (storeType === 'mysql') {
+        db = await createTestDatabase('e2e_front');
+        storage = { type: 'mysql', url: db.url };
+      }
+      server = await PluginServerProcess.start({
+        dir,
+        storage,
+        extra: {
+          spinnaker: {
+            upstream: {
+              baseUrl: standIn.baseUrl,
+              timeoutMs: 2000,
+              connectTimeoutMs: 1000,
+              mergeTimeoutMs: 1000,
+              accountsRefreshSeconds: 1,
+            },
           },
         },
-      },
-    });
-    agent = await AgentProcess.start({
-      dir,
-      serverAddress: server.grpcAddress,
-      accounts: [
-        { name: AGENT, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] },
-        { name: CLASH, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] },
-      ],
-    });
-    ops = new OpsClient(server);
-    const task = await ops.run([
-      {
-        deployManifest: {
-          account: AGENT,
-          cloudProvider: 'kubernetes',
-          moniker: { app: 'sharedapp' },
-          namespaceOverride: ns,
-          manifests: [
-            {
-              apiVersion: 'apps/v1',
-              kind: 'ReplicaSet',
-              metadata: { name: 'sharedapp-agent' },
-              spec: {
-                replicas: 0,
-                selector: { matchLabels: { app: 'sharedapp' } },
-                template: {
-                  metadata: { labels: { app: 'sharedapp' } },
-                  spec: { containers: [{ name: 'main', image: 'nginx:1.19.1' }] },
+      });
+      agent = await AgentProcess.start({
+        dir,
+        serverAddress: server.grpcAddress,
+        accounts: [
+          { name: AGENT, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] },
+          { name: CLASH, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] },
+        ],
+      });
+      ops = new OpsClient(server);
+      const task = await ops.run([
+        {
+          deployManifest: {
+            account: AGENT,
+            cloudProvider: 'kubernetes',
+            moniker: { app: 'sharedapp' },
+            namespaceOverride: ns,
+            manifests: [
+              {
+                apiVersion: 'apps/v1',
+                kind: 'ReplicaSet',
+                metadata: { name: 'sharedapp-agent' },
+                spec: {
+                  replicas: 0,
+                  selector: { matchLabels: { app: 'sharedapp' } },
+                  template: {
+                    metadata: { labels: { app: 'sharedapp' } },
+                    spec: { containers: [{ name: 'main', image: 'nginx:1.19.1' }] },
+                  },
                 },
               },
-            },
-          ],
+            ],
+          },
         },
-      },
-    ]);
-    agentTaskId = task.id;
-    agentServerGroup = (task.resultObjects[0]!.manifestNamesByNamespace as Record<string, string[]>)[ns]![0]!;
-  });
-  afterAll(async () => {
-    await agent?.stop();
-    await server?.stop();
-    await standIn.stop();
-    if (ns) await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
-  });
-
-  it('an agent account whose name the upstream has is refused at registration, with the reason', async () => {
-    const accounts = (await (await fetch(`${agent.adminBase}/accounts`)).json()) as Obj[];
-    const clash = accounts.find((a) => a.name === CLASH);
-    expect(clash).toMatchObject({ state: 'rejected' });
-    expect(clash!.rejectedReason).toMatch(/already exists in the upstream Clouddriver/);
-    expect(accounts.find((a) => a.name === AGENT)).toMatchObject({ state: expect.not.stringMatching(/rejected/) });
-    // A dynamic account of that name is refused when it is defined.
-    const dynamic = await call('/armory/accounts/dynamic', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: CLASH, kubeconfigFile: testEnv().kubeconfig }),
+      ]);
+      agentTaskId = task.id;
+      agentServerGroup = (task.resultObjects[0]!.manifestNamesByNamespace as Record<string, string[]>)[ns]![0]!;
     });
-    expect(dynamic.status).toBe(409);
-    expect(dynamic.body.message).toMatch(/already exists in the upstream Clouddriver/);
-    expect(
-      await server.metric('scale_agent_plugin_server_account_rejections_total{reason="upstream"}'),
-    ).toBeGreaterThanOrEqual(1);
-  });
-
-  it('/credentials (plain and expanded) lists both sides, the clashing name once', async () => {
-    for (const q of ['', '?expand=true']) {
-      const r = await call(`/credentials${q}`);
-      expect(r.status).toBe(200);
-      const names = (r.body as Obj[]).map((c) => c.name as string).sort();
-      expect(names).toEqual([CLASH, CLASSIC, AGENT].sort());
-      expect(r.headers.get('x-scale-agent-upstream')).toBeNull();
-    }
-  });
-
-  it('/applications and /applications/{app} merge both sides; 404 only when neither side knows the app', async () => {
-    const apps = (await call('/applications')).body as Obj[];
-    expect(apps.map((a) => a.name)).toEqual(['classicapp', 'sharedapp']);
-    const shared = apps.find((a) => a.name === 'sharedapp')!;
-    expect(Object.keys(shared.clusterNames as Obj).sort()).toEqual([CLASSIC, AGENT].sort());
-
-    const one = await call('/applications/sharedapp');
-    expect(one.status).toBe(200);
-    expect(Object.keys(one.body.clusters as Obj).sort()).toEqual([CLASSIC, AGENT].sort());
-    expect(one.body.attributes).toMatchObject({ email: 'team@example.com', cloudProviders: 'kubernetes' });
-
-    expect((await call('/applications/classicapp')).status).toBe(200);
-    const none = await call('/applications/noneapp');
-    expect(none.status).toBe(404);
-    expect(none.body.code).toBe('SA_ERR_NOT_FOUND');
-
-    const groups = (await call('/applications/sharedapp/serverGroups')).body as Obj[];
-    expect(groups.map((g) => g.account as string).sort()).toEqual([CLASSIC, AGENT].sort());
-
-    const search = (await call('/search?q=sharedapp&type=serverGroups')).body as Obj[];
-    expect(search).toHaveLength(1);
-    const accounts = (search[0]!.results as Obj[]).map((r) => r.account as string);
-    expect(accounts).toContain(CLASSIC);
-    expect(accounts).toContain(AGENT);
-    expect(search[0]!.totalMatches).toBe(accounts.length);
-  });
-
-  it("an agent account's views come from the plugin-server, a classic account's from the upstream", async () => {
-    // The account refresher reads /credentials meanwhile; every other request is the test's.
-    const others = () => standIn.requests.filter((r) => !r.url.startsWith('/credentials')).length;
-    const before = others();
-    const clusters = await call(`/applications/sharedapp/clusters/${AGENT}`);
-    expect(clusters.status).toBe(200);
-    const manifest = await call(`/manifests/${AGENT}/${ns}/${encodeURIComponent(agentServerGroup)}`);
-    expect(manifest.status).toBe(200);
-    expect(manifest.body.account).toBe(AGENT);
-    expect(others()).toBe(before);
-
-    const classic = await call(
-      `/manifests/${CLASSIC}/default/${encodeURIComponent('replicaSet x-v001')}?includeEvents=false`,
-    );
-    expect(classic.status).toBe(207);
-    expect(classic.headers.get('x-stand-in')).toBe('echo');
-    expect(classic.body.url).toBe(`/manifests/${CLASSIC}/default/replicaSet%20x-v001?includeEvents=false`);
-  });
-
-  it('requests the plugin-server does not own pass through unchanged: method, path, query, headers, body, status', async () => {
-    const body = JSON.stringify({ type: 'embedded/base64', reference: 'aGVsbG8=' });
-    const r = await call('/artifacts/fetch/?x=1&y=%20z', {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json', 'x-spinnaker-user': 'alice@example.com', 'x-custom': 'kept' },
-      body,
+    afterAll(async () => {
+      await agent?.stop();
+      await server?.stop();
+      await standIn.stop();
+      if (ns) await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+      await db?.drop();
     });
-    expect(r.status).toBe(207);
-    expect(r.headers.get('x-stand-in')).toBe('echo');
-    expect(r.body).toMatchObject({
-      method: 'PUT',
-      url: '/artifacts/fetch/?x=1&y=%20z',
-      body,
-      user: 'alice@example.com',
-    });
-    const seen = standIn.seen('/artifacts/fetch/').at(-1)!;
-    expect(seen.headers['x-custom']).toBe('kept');
-    expect(seen.headers['content-type']).toBe('application/json');
-  });
 
-  it('answers stream through as they come, and compressed answers pass undecoded', async () => {
-    const started = Date.now();
-    const res = await fetch(`${server.httpBase}/images/find?q=x`);
-    const reader = res.body!.getReader();
-    const first = await reader.read();
-    const firstAt = Date.now() - started;
-    let text = new TextDecoder().decode(first.value);
-    for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
-    expect(firstAt).toBeLessThan(1200);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
-    expect(JSON.parse(text)).toEqual([{ imageName: 'first' }, { imageName: 'second' }]);
-
-    const raw = await new Promise<{ headers: IncomingMessage['headers']; body: Buffer }>((resolve, reject) => {
-      httpGet(`${server.httpBase}/features/stages`, { headers: { 'accept-encoding': 'gzip' } }, (r) => {
-        const chunks: Buffer[] = [];
-        r.on('data', (c: Buffer) => chunks.push(c));
-        r.on('end', () => resolve({ headers: r.headers, body: Buffer.concat(chunks) }));
-      }).on('error', reject);
-    });
-    expect(raw.headers['content-encoding']).toBe('gzip');
-    expect(raw.body.equals(GZIPPED)).toBe(true);
-  });
-
-  it('operations go to the side that owns their accounts; mixed is refused; tasks are routed by owner', async () => {
-    const classicOp = `[{"deployManifest":{"account":"${CLASSIC}","cloudProvider":"kubernetes","manifests":[{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"}}]}}]`;
-    const r = await call('/kubernetes/ops?clientRequestId=abc', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-spinnaker-user': 'alice@example.com' },
-      body: classicOp,
-    });
-    expect(r.status).toBe(200);
-    expect(r.body).toEqual({ id: 'classic-task-1', resourceUri: '/task/classic-task-1' });
-    const seen = standIn.seen('/kubernetes/ops').at(-1)!;
-    expect(seen.body).toBe(classicOp);
-    expect(seen.url).toBe('/kubernetes/ops?clientRequestId=abc');
-    expect(seen.headers['x-spinnaker-user']).toBe('alice@example.com');
-
-    const mixed = await call('/kubernetes/ops', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify([
-        { deleteManifest: { account: CLASSIC, location: 'default', manifestName: 'configMap c' } },
-        { deleteManifest: { account: AGENT, location: ns, manifestName: 'configMap c' } },
-      ]),
-    });
-    expect(mixed.status).toBe(400);
-    expect(mixed.body.message).toMatch(/cannot mix agent accounts \(front-agent\) with accounts of the upstream/);
-
-    // The agent's deploy ran here (beforeAll): its task is read here, the stand-in never saw it.
-    const local = await call(`/task/${agentTaskId}`);
-    expect(local.status).toBe(200);
-    expect(local.body.status.completed).toBe(true);
-    expect(standIn.seen(`/task/${agentTaskId}`)).toEqual([]);
-    expect(standIn.seen('/kubernetes/ops').every((s) => !s.body.includes(AGENT))).toBe(true);
-    const classic = await call('/task/classic-task-1');
-    expect(classic.status).toBe(200);
-    expect(classic.body).toEqual(classicTask);
-  });
-
-  it('with REST authentication, routes the plugin-server lacks are the Clouddriver surface (trusted networks)', async () => {
-    const tokens = join(dir, 'rest-tokens');
-    writeFileSync(tokens, 'front-admin-token ops admin\n');
-    const authed = await PluginServerProcess.start({
-      dir,
-      name: 'plugin-server-auth',
-      extra: {
-        http: { auth: { tokensFile: tokens, trustedNetworks: ['127.0.0.1/32'] } },
-        spinnaker: { upstream: { baseUrl: standIn.baseUrl } },
-      },
-    });
-    try {
-      const proxied = await fetch(`${authed.httpBase}/artifacts/account/x`);
-      expect(proxied.status).toBe(207);
-      expect(proxied.headers.get('x-stand-in')).toBe('echo');
-      expect((await fetch(`${authed.httpBase}/armory/agents`)).status).toBe(401);
-      expect((await fetch(`${authed.httpBase}/admin/nothing`)).status).toBe(401);
-      const admin = await fetch(`${authed.httpBase}/admin/nothing`, {
-        headers: { authorization: 'Bearer front-admin-token' },
+    it('an agent account whose name the upstream has is refused at registration, with the reason', async () => {
+      const accounts = (await (await fetch(`${agent.adminBase}/accounts`)).json()) as Obj[];
+      const clash = accounts.find((a) => a.name === CLASH);
+      expect(clash).toMatchObject({ state: 'rejected' });
+      expect(clash!.rejectedReason).toMatch(/already exists in the upstream Clouddriver/);
+      expect(accounts.find((a) => a.name === AGENT)).toMatchObject({ state: expect.not.stringMatching(/rejected/) });
+      // A dynamic account of that name is refused when it is defined.
+      const dynamic = await call('/armory/accounts/dynamic', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: CLASH, kubeconfigFile: testEnv().kubeconfig }),
       });
-      expect(admin.status).toBe(404);
-      expect(standIn.seen('/admin/nothing')).toEqual([]);
-    } finally {
-      await authed.stop();
-    }
-  });
+      expect(dynamic.status).toBe(409);
+      expect(dynamic.body.message).toMatch(/already exists in the upstream Clouddriver/);
+      expect(
+        await server.metric('scale_agent_plugin_server_account_rejections_total{reason="upstream"}'),
+      ).toBeGreaterThanOrEqual(1);
+    });
 
-  it('a slow upstream: merged lists answer with the local part and the warning header, proxied requests 504', async () => {
-    standIn.delayMs = 4000;
-    try {
-      const r = await call('/applications');
-      expect(r.status).toBe(200);
-      expect(r.ms).toBeLessThan(3000);
-      expect(r.headers.get('x-scale-agent-upstream')).toBe('unavailable');
-      expect((r.body as Obj[]).map((a) => a.name)).toEqual(['sharedapp']);
+    it('/credentials (plain and expanded) lists both sides, the clashing name once', async () => {
+      for (const q of ['', '?expand=true']) {
+        const r = await call(`/credentials${q}`);
+        expect(r.status).toBe(200);
+        const names = (r.body as Obj[]).map((c) => c.name as string).sort();
+        expect(names).toEqual([CLASH, CLASSIC, AGENT].sort());
+        expect(r.headers.get('x-scale-agent-upstream')).toBeNull();
+      }
+    });
 
-      const p = await call(`/manifests/${CLASSIC}/default/${encodeURIComponent('replicaSet x-v001')}`);
-      expect(p.status).toBe(504);
-      expect(p.ms).toBeLessThan(3500);
-      expect(p.body).toMatchObject({ status: 504, error: 'Gateway Timeout', code: 'SA_ERR_TIMEOUT' });
+    it('/applications and /applications/{app} merge both sides; 404 only when neither side knows the app', async () => {
+      const apps = (await call('/applications')).body as Obj[];
+      expect(apps.map((a) => a.name)).toEqual(['classicapp', 'sharedapp']);
+      const shared = apps.find((a) => a.name === 'sharedapp')!;
+      expect(Object.keys(shared.clusterNames as Obj).sort()).toEqual([CLASSIC, AGENT].sort());
 
-      // A caller that hangs up releases the upstream request at once, long before the upstream would answer.
-      await fetch(`${server.httpBase}/artifacts/abandoned`, { signal: AbortSignal.timeout(300) }).catch(
-        () => undefined,
+      const one = await call('/applications/sharedapp');
+      expect(one.status).toBe(200);
+      expect(Object.keys(one.body.clusters as Obj).sort()).toEqual([CLASSIC, AGENT].sort());
+      expect(one.body.attributes).toMatchObject({ email: 'team@example.com', cloudProviders: 'kubernetes' });
+
+      expect((await call('/applications/classicapp')).status).toBe(200);
+      const none = await call('/applications/noneapp');
+      expect(none.status).toBe(404);
+      expect(none.body.code).toBe('SA_ERR_NOT_FOUND');
+
+      const groups = (await call('/applications/sharedapp/serverGroups')).body as Obj[];
+      expect(groups.map((g) => g.account as string).sort()).toEqual([CLASSIC, AGENT].sort());
+
+      const search = (await call('/search?q=sharedapp&type=serverGroups')).body as Obj[];
+      expect(search).toHaveLength(1);
+      const accounts = (search[0]!.results as Obj[]).map((r) => r.account as string);
+      expect(accounts).toContain(CLASSIC);
+      expect(accounts).toContain(AGENT);
+      expect(search[0]!.totalMatches).toBe(accounts.length);
+    });
+
+    it("an agent account's views come from the plugin-server, a classic account's from the upstream", async () => {
+      // The account refresher reads /credentials meanwhile; every other request is the test's.
+      const others = () => standIn.requests.filter((r) => !r.url.startsWith('/credentials')).length;
+      const before = others();
+      const clusters = await call(`/applications/sharedapp/clusters/${AGENT}`);
+      expect(clusters.status).toBe(200);
+      const manifest = await call(`/manifests/${AGENT}/${ns}/${encodeURIComponent(agentServerGroup)}`);
+      expect(manifest.status).toBe(200);
+      expect(manifest.body.account).toBe(AGENT);
+      expect(others()).toBe(before);
+
+      const classic = await call(
+        `/manifests/${CLASSIC}/default/${encodeURIComponent('replicaSet x-v001')}?includeEvents=false`,
       );
-      // Within 1 s of hanging up: well before timeoutMs (2 s), which would release it too.
-      await waitFor('the upstream request released', () => standIn.seen('/artifacts/abandoned')[0]?.abandoned, 1000);
-    } finally {
-      standIn.delayMs = 0;
-    }
-    expect(await server.metric('scale_agent_upstream_errors_total{reason="timeout",use="merge"}')).toBeGreaterThan(0);
-    expect(await server.metric('scale_agent_upstream_errors_total{reason="timeout",use="proxy"}')).toBeGreaterThan(0);
+      expect(classic.status).toBe(207);
+      expect(classic.headers.get('x-stand-in')).toBe('echo');
+      expect(classic.body.url).toBe(`/manifests/${CLASSIC}/default/replicaSet%20x-v001?includeEvents=false`);
+    });
+
+    it('requests the plugin-server does not own pass through unchanged: method, path, query, headers, body, status', async () => {
+      const body = JSON.stringify({ type: 'embedded/base64', reference: 'aGVsbG8=' });
+      const r = await call('/artifacts/fetch/?x=1&y=%20z', {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', 'x-spinnaker-user': 'alice@example.com', 'x-custom': 'kept' },
+        body,
+      });
+      expect(r.status).toBe(207);
+      expect(r.headers.get('x-stand-in')).toBe('echo');
+      expect(r.body).toMatchObject({
+        method: 'PUT',
+        url: '/artifacts/fetch/?x=1&y=%20z',
+        body,
+        user: 'alice@example.com',
+      });
+      const seen = standIn.seen('/artifacts/fetch/').at(-1)!;
+      expect(seen.headers['x-custom']).toBe('kept');
+      expect(seen.headers['content-type']).toBe('application/json');
+    });
+
+    it('answers stream through as they come, and compressed answers pass undecoded', async () => {
+      const started = Date.now();
+      const res = await fetch(`${server.httpBase}/images/find?q=x`);
+      const reader = res.body!.getReader();
+      const first = await reader.read();
+      const firstAt = Date.now() - started;
+      let text = new TextDecoder().decode(first.value);
+      for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
+      expect(firstAt).toBeLessThan(1200);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
+      expect(JSON.parse(text)).toEqual([{ imageName: 'first' }, { imageName: 'second' }]);
+
+      const raw = await new Promise<{ headers: IncomingMessage['headers']; body: Buffer }>((resolve, reject) => {
+        httpGet(`${server.httpBase}/features/stages`, { headers: { 'accept-encoding': 'gzip' } }, (r) => {
+          const chunks: Buffer[] = [];
+          r.on('data', (c: Buffer) => chunks.push(c));
+          r.on('end', () => resolve({ headers: r.headers, body: Buffer.concat(chunks) }));
+        }).on('error', reject);
+      });
+      expect(raw.headers['content-encoding']).toBe('gzip');
+      expect(raw.body.equals(GZIPPED)).toBe(true);
+    });
+
+    it('operations go to the side that owns their accounts; mixed is refused; tasks are routed by owner', async () => {
+      const classicOp = `[{"deployManifest":{"account":"${CLASSIC}","cloudProvider":"kubernetes","manifests":[{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"}}]}}]`;
+      const r = await call('/kubernetes/ops?clientRequestId=abc', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-spinnaker-user': 'alice@example.com' },
+        body: classicOp,
+      });
+      expect(r.status).toBe(200);
+      expect(r.body).toEqual({ id: 'classic-task-1', resourceUri: '/task/classic-task-1' });
+      const seen = standIn.seen('/kubernetes/ops').at(-1)!;
+      expect(seen.body).toBe(classicOp);
+      expect(seen.url).toBe('/kubernetes/ops?clientRequestId=abc');
+      expect(seen.headers['x-spinnaker-user']).toBe('alice@example.com');
+
+      const mixed = await call('/kubernetes/ops', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify([
+          { deleteManifest: { account: CLASSIC, location: 'default', manifestName: 'configMap c' } },
+          { deleteManifest: { account: AGENT, location: ns, manifestName: 'configMap c' } },
+        ]),
+      });
+      expect(mixed.status).toBe(400);
+      expect(mixed.body.message).toMatch(/cannot mix agent accounts \(front-agent\) with accounts of the upstream/);
+
+      // The agent's deploy ran here (beforeAll): its task is read here, the stand-in never saw it.
+      const local = await call(`/task/${agentTaskId}`);
+      expect(local.status).toBe(200);
+      expect(local.body.status.completed).toBe(true);
+      expect(standIn.seen(`/task/${agentTaskId}`)).toEqual([]);
+      expect(standIn.seen('/kubernetes/ops').every((s) => !s.body.includes(AGENT))).toBe(true);
+      const classic = await call('/task/classic-task-1');
+      expect(classic.status).toBe(200);
+      expect(classic.body).toEqual(classicTask);
+    });
+
+    it('with REST authentication, routes the plugin-server lacks are the Clouddriver surface (trusted networks)', async () => {
+      const tokens = join(dir, 'rest-tokens');
+      writeFileSync(tokens, 'front-admin-token ops admin\n');
+      const authed = await PluginServerProcess.start({
+        dir,
+        name: 'plugin-server-auth',
+        extra: {
+          http: { auth: { tokensFile: tokens, trustedNetworks: ['127.0.0.1/32'] } },
+          spinnaker: { upstream: { baseUrl: standIn.baseUrl } },
+        },
+      });
+      try {
+        const proxied = await fetch(`${authed.httpBase}/artifacts/account/x`);
+        expect(proxied.status).toBe(207);
+        expect(proxied.headers.get('x-stand-in')).toBe('echo');
+        expect((await fetch(`${authed.httpBase}/armory/agents`)).status).toBe(401);
+        expect((await fetch(`${authed.httpBase}/admin/nothing`)).status).toBe(401);
+        const admin = await fetch(`${authed.httpBase}/admin/nothing`, {
+          headers: { authorization: 'Bearer front-admin-token' },
+        });
+        expect(admin.status).toBe(404);
+        expect(standIn.seen('/admin/nothing')).toEqual([]);
+      } finally {
+        await authed.stop();
+      }
+    });
+
+    it('a slow upstream: merged lists answer with the local part and the warning header, proxied requests 504', async () => {
+      standIn.delayMs = 4000;
+      try {
+        const r = await call('/applications');
+        expect(r.status).toBe(200);
+        expect(r.ms).toBeLessThan(3000);
+        expect(r.headers.get('x-scale-agent-upstream')).toBe('unavailable');
+        expect((r.body as Obj[]).map((a) => a.name)).toEqual(['sharedapp']);
+
+        const p = await call(`/manifests/${CLASSIC}/default/${encodeURIComponent('replicaSet x-v001')}`);
+        expect(p.status).toBe(504);
+        expect(p.ms).toBeLessThan(3500);
+        expect(p.body).toMatchObject({ status: 504, error: 'Gateway Timeout', code: 'SA_ERR_TIMEOUT' });
+
+        // A caller that hangs up releases the upstream request at once, long before the upstream would answer.
+        await fetch(`${server.httpBase}/artifacts/abandoned`, { signal: AbortSignal.timeout(300) }).catch(
+          () => undefined,
+        );
+        // Within 1 s of hanging up: well before timeoutMs (2 s), which would release it too.
+        await waitFor('the upstream request released', () => standIn.seen('/artifacts/abandoned')[0]?.abandoned, 1000);
+      } finally {
+        standIn.delayMs = 0;
+      }
+      expect(await server.metric('scale_agent_upstream_errors_total{reason="timeout",use="merge"}')).toBeGreaterThan(0);
+      expect(await server.metric('scale_agent_upstream_errors_total{reason="timeout",use="proxy"}')).toBeGreaterThan(0);
+    });
+
+    it('a stopped upstream: agent accounts keep working, merged lists answer the local part, proxied requests 502', async () => {
+      await standIn.stop();
+      const creds = await call('/credentials');
+      expect(creds.status).toBe(200);
+      expect(creds.ms).toBeLessThan(2000);
+      expect(creds.headers.get('x-scale-agent-upstream')).toBe('unavailable');
+      expect((creds.body as Obj[]).map((c) => c.name)).toEqual([AGENT]);
+
+      const app = await call('/applications/sharedapp');
+      expect(app.status).toBe(200);
+      expect(Object.keys(app.body.clusters as Obj)).toEqual([AGENT]);
+
+      const manifest = await call(`/manifests/${AGENT}/${ns}/${encodeURIComponent(agentServerGroup)}`);
+      expect(manifest.status).toBe(200);
+
+      const proxied = await call('/artifacts/credentials');
+      expect(proxied.status).toBe(502);
+      expect(proxied.body).toMatchObject({ status: 502, error: 'Bad Gateway', code: 'SA_ERR_BAD_GATEWAY' });
+      expect(proxied.body.message).toMatch(/upstream Clouddriver .* is unreachable/);
+
+      const unknownTask = await call('/task/not-here');
+      expect(unknownTask.status).toBe(502);
+      await waitFor('an agent task still readable', async () => (await call(`/task/${agentTaskId}`)).status === 200);
+    });
   });
-
-  it('a stopped upstream: agent accounts keep working, merged lists answer the local part, proxied requests 502', async () => {
-    await standIn.stop();
-    const creds = await call('/credentials');
-    expect(creds.status).toBe(200);
-    expect(creds.ms).toBeLessThan(2000);
-    expect(creds.headers.get('x-scale-agent-upstream')).toBe('unavailable');
-    expect((creds.body as Obj[]).map((c) => c.name)).toEqual([AGENT]);
-
-    const app = await call('/applications/sharedapp');
-    expect(app.status).toBe(200);
-    expect(Object.keys(app.body.clusters as Obj)).toEqual([AGENT]);
-
-    const manifest = await call(`/manifests/${AGENT}/${ns}/${encodeURIComponent(agentServerGroup)}`);
-    expect(manifest.status).toBe(200);
-
-    const proxied = await call('/artifacts/credentials');
-    expect(proxied.status).toBe(502);
-    expect(proxied.body).toMatchObject({ status: 502, error: 'Bad Gateway', code: 'SA_ERR_BAD_GATEWAY' });
-    expect(proxied.body.message).toMatch(/upstream Clouddriver .* is unreachable/);
-
-    const unknownTask = await call('/task/not-here');
-    expect(unknownTask.status).toBe(502);
-    await waitFor('an agent task still readable', async () => (await call(`/task/${agentTaskId}`)).status === 200);
-  });
-});
+}
