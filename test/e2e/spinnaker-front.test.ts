@@ -1,12 +1,12 @@
 /**
  * Front mode end to end (`spinnaker.upstream`, docs/spinnaker.md): a real plugin-server process in front of a
- * Clouddriver, with a real agent serving one account of the shared control plane.
+ * Clouddriver, with a real agent serving one account of the shared control plane, on the memory and the MySQL store.
  *
  * The Clouddriver is a STAND-IN: no Clouddriver can run on these machines, so a small HTTP server in this file
- * answers the routes the plugin-server merges or routes with shapes recorded from Clouddriver (credentials,
- * applications, server groups, search, tasks, POST /kubernetes/ops answered with a task id), echoes anything else
- * (to check that method, path, query, headers, body and status pass through), records every request it gets, and
- * can be made slow or stopped. What is asserted is the plugin-server's side: which side answers, what reaches the
+ * answers the routes the plugin-server merges or routes in Clouddriver's shapes (credentials, applications, server
+ * groups, search, tasks, POST /kubernetes/ops answered with a task id; written after Clouddriver's controllers and
+ * models, not captured from a running one), echoes anything else (to check that method, path, query, headers, body
+ * and status pass through), records every request it gets, and can be made slow or stopped. What is asserted is the plugin-server's side: which side answers, what reaches the
  * upstream, and that a slow or stopped upstream never holds up agent accounts.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -34,7 +34,7 @@ interface Recorded {
   abandoned?: boolean;
 }
 
-/** Recorded Clouddriver answers (shapes of CredentialsController, ApplicationsController, SearchController, ...). */
+/** Clouddriver's answers, in the shapes of CredentialsController, ApplicationsController, SearchController, ... */
 const credentials = (expand: boolean) =>
   [CLASSIC, CLASH].map((name) => ({
     name,
