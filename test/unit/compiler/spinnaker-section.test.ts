@@ -78,4 +78,15 @@ describe('topology spinnaker section', () => {
     );
     expect(r.summary.spinnaker.join('\n')).toContain('accountPattern: agent-.*');
   });
+
+  it('accountPattern in front mode is refused, located', async () => {
+    await using tmp = await tempDir();
+    await expect(
+      synthText(withSpinnaker('  upstream: { baseUrl: "http://cd:7002" }\n  accountPattern: "agent-.*"\n'), tmp.dir),
+    ).rejects.toMatchObject({
+      details: [
+        expect.objectContaining({ path: '/spinnaker/accountPattern', message: expect.stringMatching(/orca-only/) }),
+      ],
+    });
+  });
 });
