@@ -105,6 +105,8 @@ export function pluginServerConfig(t: Topology): Record<string, unknown> {
         : {}),
     },
     storage,
+    // Front mode: the plugin-server passes what is not about agent accounts to the existing Clouddriver.
+    ...(t.spinnaker?.mode === 'front' ? { spinnaker: { upstream: { baseUrl: t.spinnaker.upstreamUrl } } } : {}),
     ...(mode === 'mtls'
       ? {
           authorization: {

@@ -25,6 +25,11 @@ export function semanticErrors(t: TopologyInput, src: LoadedYaml): ErrorDetail[]
     );
   }
 
+  // accountPattern steers Orca's shards; in front mode there are none, and a pattern there would be silently unused.
+  if (t.spinnaker?.accountPattern !== undefined && (t.spinnaker.mode ?? 'front') === 'front') {
+    err('/spinnaker/accountPattern', "accountPattern applies to mode 'orca-only' only (front mode routes by itself)");
+  }
+
   const agentNames = new Map<string, string>();
   const accountNames = new Map<string, string>();
   t.agents.forEach((agent, i) => {

@@ -1,6 +1,7 @@
 import type { Place, PlaceKind } from './model.js';
 import { CONTAINER_HTTP_PORT, NAMES } from './names.js';
 import type { Obj } from './serialize.js';
+import { spinnakerSnippet } from './spinnaker-snippet.js';
 import type { Topology } from './topology.js';
 
 export interface SynthSummary {
@@ -79,7 +80,10 @@ export function summarize(t: Topology, places: Place[], rendered: Map<string, Ob
 function spinnakerSettings(t: Topology): string[] {
   const ps = t.pluginServer;
   const url = `http://${NAMES.pluginServer}.${ps.namespace}.svc:${CONTAINER_HTTP_PORT}`;
-  const lines = [`Clouddriver-compatible REST API: ${url} (point Spinnaker's services, or Orca's routing, at it)`];
+  const lines = [
+    `Clouddriver-compatible REST API: ${url} (point Spinnaker's services, or Orca's routing, at it)`,
+    ...spinnakerSnippet(t, url),
+  ];
   const auth = ps.restAuth;
   if (!auth.enabled) {
     lines.push(

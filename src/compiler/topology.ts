@@ -91,8 +91,12 @@ export interface TopologyInput {
     rest?: { auth?: { enabled?: boolean; tokensSecret?: SecretKeyRef; trustedNetworks?: string[] } };
     pod?: PodSettings;
   };
+  spinnaker?: { mode?: SpinnakerMode; upstream: { baseUrl: string }; accountPattern?: string };
   agents: AgentInput[];
 }
+
+/** docs/spinnaker.md: the plugin-server in front of Clouddriver, or Orca alone routing agent accounts to it. */
+export type SpinnakerMode = 'front' | 'orca-only';
 
 export interface Account {
   name: string;
@@ -159,6 +163,8 @@ export interface Topology {
     restAuth: RestAuth;
     pod: PodSettings;
   };
+  /** Absent: Spinnaker has no Clouddriver of its own next to the plugin-server. */
+  spinnaker?: { mode: SpinnakerMode; upstreamUrl: string; accountPattern?: string };
   agents: Agent[];
 }
 
@@ -216,6 +222,15 @@ export function normalizeTopology(input: TopologyInput, version: string): Topolo
               trustedNetworks: ps.rest?.auth?.trustedNetworks ?? [],
             },
     },
+    ...(input.spinnaker
+      ? {
+          spinnaker: {
+            mode: input.spinnaker.mode ?? 'front',
+            upstreamUrl: input.spinnaker.upstream.baseUrl,
+            ...(input.spinnaker.accountPattern !== undefined ? { accountPattern: input.spinnaker.accountPattern } : {}),
+          },
+        }
+      : {}),
     agents: input.agents.map((a, i) => ({
       name: a.name,
       path: `/agents/${i}`,

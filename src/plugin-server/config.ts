@@ -19,6 +19,15 @@ export interface IdentityRule {
   zones: string[];
 }
 
+/** spinnaker.upstream: the real Clouddriver this server fronts (front mode, docs/spinnaker.md). */
+export interface UpstreamConfig {
+  baseUrl: string;
+  timeoutMs: number;
+  connectTimeoutMs: number;
+  mergeTimeoutMs: number;
+  accountsRefreshSeconds: number;
+}
+
 export interface AuthorizationConfig {
   agentTokensFile?: string;
   identities: IdentityRule[];
@@ -55,6 +64,8 @@ export interface PluginServerConfig {
   };
   authorization?: AuthorizationConfig;
   dynamicAccounts: { encryptionKeyFile?: string; encryptionKeyEnv?: string };
+  /** Optional in the type so configs built in code need not name it; the schema defaults it to {}. */
+  spinnaker?: { upstream?: UpstreamConfig };
   limits: {
     maxMessageBytes: number;
     maxUnackedBytes: number;

@@ -19,6 +19,7 @@ export class PluginServerMetrics {
   readonly storeWrite: Histogram<'store'>;
   readonly droppedChanges: Counter<'reason'>;
   readonly accountRejections: Counter<'reason'>;
+  readonly upstreamErrors: Counter<'reason' | 'use'>;
 
   constructor(deps: { store: CacheStore; accounts: AccountRegistry; now?: () => number }) {
     const registers = [this.registry];
@@ -65,8 +66,14 @@ export class PluginServerMetrics {
     });
     this.accountRejections = new Counter({
       name: 'scale_agent_plugin_server_account_rejections_total',
-      help: 'Account registrations refused, by reason (unauthorized, conflict, invalid_name, duplicate, dynamic).',
+      help: 'Account registrations refused, by reason (unauthorized, conflict, invalid_name, duplicate, dynamic, upstream).',
       labelNames: ['reason'],
+      registers,
+    });
+    this.upstreamErrors = new Counter({
+      name: 'scale_agent_upstream_errors_total',
+      help: 'Front mode: requests to the upstream Clouddriver that got no usable answer, by reason (timeout, connect, status) and use (proxy: a proxied request answered 502/504; merge: a merged list answered with the agent accounts only).',
+      labelNames: ['reason', 'use'],
       registers,
     });
     this.changeLag = new Histogram({

@@ -20,7 +20,7 @@ import { AuditLog } from './audit.js';
 import { installAdminAuth } from './auth/admin-auth.js';
 import { AuthorizationPolicy } from './auth/policy.js';
 import { TokenFile } from './auth/tokens.js';
-import { buildApi } from './api/http.js';
+import { API_BODY_LIMIT, buildApi } from './api/http.js';
 import { MemoryCacheStore } from './cache/memory.js';
 import { MysqlCacheStore } from './cache/mysql.js';
 import type { CacheStore } from './cache/store.js';
@@ -42,6 +42,9 @@ import {
 import { forwardOperation, registerPeerOperationRoute } from './ops/peer-forward.js';
 import { AgentSession } from './sessions.js';
 import { MemoryTaskRepository, MysqlTaskRepository, type TaskRepository } from './tasks/index.js';
+import { UpstreamAccounts } from './upstream/accounts.js';
+import { UpstreamClient } from './upstream/client.js';
+import { FrontMode } from './upstream/front.js';
 
 /** Running tasks are marked alive this often; unmarked for TASK_STALE_MS, any replica fails them (retryable). */
 const TASK_HEARTBEAT_MS = 2000;
@@ -91,6 +94,8 @@ export class PluginServer {
   private readonly barrier: CacheBarrier;
   private readonly liveReader: LiveReader;
   private readonly dynamicStore: DynamicAccountStore;
+  /** Front mode (spinnaker.upstream): the real Clouddriver behind this server, its accounts, the routing. */
+  private readonly upstream: { client: UpstreamClient; accounts: UpstreamAccounts; front: FrontMode } | undefined;
   private readonly sessions = new Set<AgentSession>();
   private grpc: GrpcEndpoint | undefined;
   private http: FastifyInstance | undefined;
@@ -167,6 +172,7 @@ export class PluginServer {
       dispatcher: this.dispatcher,
       timeoutMs: ops.liveReadTimeoutSeconds * 1000,
     });
+    this.upstream = this.frontMode();
     this.accounts.onChange((name, state) => {
       if (state === 'ORPHANED') this.promoteStandbys(name);
     });
@@ -180,6 +186,35 @@ export class PluginServer {
         agentId: holder?.agentId,
       });
     });
+  }
+
+  private frontMode(): PluginServer['upstream'] {
+    const config = this.config.spinnaker?.upstream;
+    if (!config) return undefined;
+    const client = new UpstreamClient(config);
+    const accounts = new UpstreamAccounts(client, {
+      refreshMs: config.accountsRefreshSeconds * 1000,
+      timeoutMs: config.mergeTimeoutMs,
+      log: this.log,
+      registered: () => this.accounts.list().map((a) => a.record.name),
+    });
+    const front = new FrontMode({
+      client,
+      upstreamAccounts: accounts,
+      isAgentAccount: (name) => this.accounts.get(name) !== undefined || this.dynamic.has(name),
+      taskExists: async (id) => (await this.runner.get(id)) !== undefined,
+      errors: this.metrics.upstreamErrors,
+      mergeTimeoutMs: config.mergeTimeoutMs,
+      bodyLimit: API_BODY_LIMIT,
+      log: this.log,
+    });
+    return { client, accounts, front };
+  }
+
+  /** Front mode: why an agent account may not take a name, because the upstream Clouddriver has it. */
+  private upstreamClash(): ((name: string) => string | undefined) | undefined {
+    const accounts = this.upstream?.accounts;
+    return accounts ? (name) => accounts.clash(name) : undefined;
   }
 
   async start(): Promise<{ grpcPort: number; httpPort: number }> {
@@ -207,6 +242,14 @@ export class PluginServer {
     }
     if (!this.config.http.auth)
       this.log.warn('http.auth is not configured: the REST API is open to anyone who reaches it');
+    if (this.upstream) {
+      // Read before agents may register, so the first registrations already see the upstream's names.
+      await this.upstream.accounts.start();
+      this.log.info(
+        { upstream: this.upstream.client.baseUrl, accounts: this.upstream.accounts.lastRefreshedAt > 0 },
+        'front mode: requests not about agent accounts go to the upstream Clouddriver',
+      );
+    }
     this.grpc = await startGrpcServer(this.config, this.log, (call) => this.connect(call));
     this.grpcPort = this.grpc.port;
     this.http = buildApi({
@@ -219,13 +262,26 @@ export class PluginServer {
       dynamic: this.dynamic,
       liveManifest: (account, location, kindSpec, resolved, name) =>
         this.liveReader.get(account, location, kindSpec, resolved, name),
+      front: this.upstream?.front,
     });
-    installAdminAuth(this.http, this.config.http, this.audit);
-    registerDynamicAccountRoutes(this.http, this.dynamic);
+    installAdminAuth(this.http, this.config.http, this.audit, { proxiesUnmatched: this.upstream !== undefined });
+    this.upstream?.front.installRouting(this.http);
+    registerDynamicAccountRoutes(this.http, this.dynamic, {
+      upstreamClash: this.upstreamClash(),
+    });
+    installAdminAuth(this.http, this.config.http, this.audit, { proxiesUnmatched: this.upstream !== undefined });
+    this.upstream?.front.installRouting(this.http);
+    registerDynamicAccountRoutes(this.http, this.dynamic, {
+      upstreamClash: this.upstreamClash(),
+    });
+    const front = this.upstream?.front;
     registerAccountManagementRoutes(this.http, {
       dynamic: this.dynamic,
       pattern: this.config.accounts.management.pattern,
-      forward: this.options.forwardAccountManagement,
+      // In front mode, definitions this server does not take go to the upstream Clouddriver, as sent.
+      forward:
+        this.options.forwardAccountManagement ??
+        (front ? (request, reply) => front.forward(request, reply) : undefined),
     });
     const routeDeps = {
       accounts: this.accounts,
@@ -356,6 +412,7 @@ export class PluginServer {
         },
         serverVersion: versionInfo().version,
         gate: this.dynamic,
+        upstreamClash: this.upstreamClash(),
         onOperationResult: (sessionId, result) => this.dispatcher.onResult(sessionId, result),
       },
       (s) => {
@@ -397,6 +454,8 @@ export class PluginServer {
     }
     await this.grpc?.stop(2000);
     await this.http?.close();
+    this.upstream?.accounts.stop();
+    await this.upstream?.client.close();
     await this.runner.flush();
     await this.accounts.flush();
     await this.store.close();

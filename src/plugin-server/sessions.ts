@@ -25,7 +25,7 @@ import { groupOf } from '../shared/kinds.js';
 import { DEFAULT_INDEX_OPTIONS, indexKeys, indexOptionsOf, NO_KEYS, type IndexOptions } from './views/app-index.js';
 import type { PluginServerConfig } from './config.js';
 import type { PluginServerMetrics } from './metrics.js';
-import type { GatedSession, SessionGate } from './session-gate.js';
+import type { GatedSession, GateVerdict, SessionGate } from './session-gate.js';
 
 export interface SessionDeps {
   store: CacheStore;
@@ -38,6 +38,11 @@ export interface SessionDeps {
   serverVersion: string;
   /** Authorization and dynamic accounts; without one every registration is decided by the registry alone. */
   gate?: SessionGate | undefined;
+  /**
+   * Front mode: why a name may not be an agent account because the upstream Clouddriver has an account of that
+   * name (upstream/accounts.ts), or undefined.
+   */
+  upstreamClash?: ((name: string) => string | undefined) | undefined;
   /** Results of operations sent with sendOperation() (ops/dispatcher.ts). */
   onOperationResult?: ((sessionId: string, result: OperationResult) => void) | undefined;
 }
@@ -397,7 +402,10 @@ export class AgentSession implements GatedSession {
         continue;
       }
       seen.add(account.name);
-      const verdict = this.deps.gate?.check(this, account.name) ?? { ok: true };
+      const clash = this.deps.upstreamClash?.(account.name);
+      const verdict: GateVerdict = clash
+        ? { ok: false, reason: clash, metricReason: 'upstream' }
+        : (this.deps.gate?.check(this, account.name) ?? { ok: true });
       const r = verdict.ok
         ? await this.deps.accounts.register({ id: this.id, agentId: this.agentId }, account)
         : { accepted: false as const, reason: verdict.reason };

@@ -56,12 +56,22 @@ function requireObjectBody(body: unknown): void {
  * The Armory-style dynamic accounts API (armory-scale-agent.md §3). Bodies are validated by JSON Schema before
  * anything changes; kubeconfigContents is write-only (never in a response or a log line).
  */
-export function registerDynamicAccountRoutes(app: FastifyInstance, dynamic: DynamicAccounts): void {
+export function registerDynamicAccountRoutes(
+  app: FastifyInstance,
+  dynamic: DynamicAccounts,
+  options: {
+    /** Front mode: why a name may not be an agent account (the upstream Clouddriver has it), or undefined. */
+    upstreamClash?: ((name: string) => string | undefined) | undefined;
+  } = {},
+): void {
   app.post<{ Body: DynamicAccountInput }>(
     '/armory/accounts/dynamic',
     { schema: { body: definitionSchema } },
     async (request, reply) => {
       requireObjectBody(request.body);
+      // Refused now rather than at the agent's registration, so the operator hears it from the request they made.
+      const clash = options.upstreamClash?.(request.body.name);
+      if (clash) throw new ScaleAgentError('CONFLICT', clash);
       const view = await dynamic.create(request.body, who(request));
       return reply.code(201).send(view);
     },

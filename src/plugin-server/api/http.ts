@@ -6,6 +6,7 @@ import type { AccountRegistry, RegisteredAccount } from '../accounts.js';
 import type { CachedObject, CacheStore } from '../cache/store.js';
 import type { PluginServerMetrics } from '../metrics.js';
 import type { SessionInfo } from '../sessions.js';
+import type { FrontMode } from '../upstream/front.js';
 import { accountFilter, type AccountFilter } from '../auth/spinnaker-accounts.js';
 import { credentialsDetail, credentialsSummary } from './credentials.js';
 import { resolveKind, splitFullName } from './kinds.js';
@@ -29,6 +30,8 @@ export interface ApiDeps {
     resolved: { kind: string; group: string | undefined },
     name: string,
   ) => Promise<CachedObject | undefined>;
+  /** Front mode (spinnaker.upstream): merged routes are wrapped as they are registered, so before any is. */
+  front?: FrontMode;
 }
 
 const REASON: Record<number, string> = {
@@ -39,9 +42,13 @@ const REASON: Record<number, string> = {
   409: 'Conflict',
   413: 'Payload Too Large',
   500: 'Internal Server Error',
+  502: 'Bad Gateway',
   503: 'Service Unavailable',
   504: 'Gateway Timeout',
 };
+
+/** The largest request body the API parses (operations carry whole manifests). */
+export const API_BODY_LIMIT = 1024 * 1024;
 
 /** Clouddriver's (kork) error body plus our stable `code`. */
 function sendError(reply: FastifyReply, e: unknown): FastifyReply {
@@ -96,8 +103,9 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   const app = Fastify({
     logger: false,
     routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true, maxParamLength: 1024 },
-    bodyLimit: 1024 * 1024,
+    bodyLimit: API_BODY_LIMIT,
   });
+  deps.front?.wrapRoutes(app);
 
   app.setErrorHandler((error, _request, reply) => {
     const e = error as Error & { statusCode?: number };

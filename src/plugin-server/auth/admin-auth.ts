@@ -53,16 +53,24 @@ function fromTrusted(list: BlockList, ip: string): boolean {
  * 403 for a read-only token on a write. Without http.auth the API is open (development) and the server warns.
  * Every write and every refusal goes to the audit log.
  */
-export function installAdminAuth(app: FastifyInstance, config: PluginServerConfig['http'], audit: AuditLog): void {
+export function installAdminAuth(
+  app: FastifyInstance,
+  config: PluginServerConfig['http'],
+  audit: AuditLog,
+  options: { proxiesUnmatched?: boolean } = {},
+): void {
   const auth = config.auth;
   const tokens = auth ? new TokenFile(auth.tokensFile, 'read') : undefined;
   const trusted = trustedList(auth?.trustedNetworks ?? []);
 
   const authenticate = (request: FastifyRequest): RequestPrincipal => {
     // Classify by the route that matched, not the raw URL, so encodings (/%61rmory) cannot dodge the rules;
-    // no route matched: treated as admin (it will be a 404, but only for callers with a token).
+    // no route matched: treated as admin (it will be a 404, but only for callers with a token), unless this server
+    // fronts a Clouddriver (upstream/front.ts), which answers it: then it is the Clouddriver surface, unless its path
+    // is an admin path.
     const route = request.routeOptions.url;
-    const path = route ?? '/armory';
+    const unmatched = options.proxiesUnmatched && !isAdminPath(pathOf(request.url)) ? '/' : '/armory';
+    const path = route ?? unmatched;
     if (OPEN_PATHS.has(path) || !tokens) return { who: 'anonymous', scope: 'open' };
     const token = bearerToken(request.headers.authorization);
     if (token !== undefined) {
