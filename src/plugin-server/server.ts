@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname, networkInterfaces } from 'node:os';
 import type { ServerDuplexStream } from '@grpc/grpc-js';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logging.js';
 import type { AgentMessage, ServerMessage } from '../shared/proto.js';
@@ -269,11 +269,6 @@ export class PluginServer {
     registerDynamicAccountRoutes(this.http, this.dynamic, {
       upstreamClash: this.upstreamClash(),
     });
-    installAdminAuth(this.http, this.config.http, this.audit, { proxiesUnmatched: this.upstream !== undefined });
-    this.upstream?.front.installRouting(this.http);
-    registerDynamicAccountRoutes(this.http, this.dynamic, {
-      upstreamClash: this.upstreamClash(),
-    });
     const front = this.upstream?.front;
     registerAccountManagementRoutes(this.http, {
       dynamic: this.dynamic,
@@ -284,6 +279,9 @@ export class PluginServer {
         (front ? (request, reply) => front.forward(request, reply) : undefined),
     });
     const routeDeps = {
+      forwardArtifact: front
+        ? (request: FastifyRequest, reply: FastifyReply) => front.forward(request, reply)
+        : undefined,
       accounts: this.accounts,
       runner: this.runner,
       store: this.store,

@@ -391,7 +391,12 @@ for (const storeType of ['memory', 'mysql'] as const) {
     });
 
     it('requests the plugin-server does not own pass through unchanged: method, path, query, headers, body, status', async () => {
-      const body = JSON.stringify({ type: 'embedded/base64', reference: 'aGVsbG8=' });
+      // An artifact type only Clouddriver can fetch (its artifact accounts hold the credentials); embedded/base64
+      // is decoded here.
+      const body = JSON.stringify({
+        type: 'github/file',
+        reference: 'https://api.github.com/repos/o/r/contents/x.yml',
+      });
       const r = await call('/artifacts/fetch/?x=1&y=%20z', {
         method: 'PUT',
         headers: { 'content-type': 'application/json', 'x-spinnaker-user': 'alice@example.com', 'x-custom': 'kept' },
@@ -408,6 +413,32 @@ for (const storeType of ['memory', 'mysql'] as const) {
       const seen = standIn.seen('/artifacts/fetch/').at(-1)!;
       expect(seen.headers['x-custom']).toBe('kept');
       expect(seen.headers['content-type']).toBe('application/json');
+    });
+
+    it('an embedded artifact is decoded here; an account definition this server does not take goes upstream', async () => {
+      const before = standIn.seen('/artifacts/fetch/').length;
+      const embedded = await fetch(`${server.httpBase}/artifacts/fetch/`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'embedded/base64', reference: Buffer.from('kind: List\n').toString('base64') }),
+      });
+      expect(embedded.status).toBe(200);
+      expect(await embedded.text()).toBe('kind: List\n');
+      expect(standIn.seen('/artifacts/fetch/')).toHaveLength(before);
+      // No accounts.management.pattern here: Clouddriver's account management is Clouddriver's, passed on as sent.
+      const definition = JSON.stringify({ type: 'kubernetes', name: 'classic-new', kubeconfigFile: '/k/c.yaml' });
+      const created = await fetch(`${server.httpBase}/credentials`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-spinnaker-user': 'admin@example.com' },
+        body: definition,
+      });
+      expect(created.status).toBe(207);
+      const seen = standIn
+        .seen('/credentials')
+        .filter((r) => r.method === 'POST')
+        .at(-1)!;
+      expect(seen.body).toBe(definition);
+      expect(seen.headers['x-spinnaker-user']).toBe('admin@example.com');
     });
 
     it('answers stream through as they come, and compressed answers pass undecoded', async () => {

@@ -3,7 +3,8 @@ import { ScaleAgentError } from '../../shared/errors.js';
 /**
  * `PUT /artifacts/fetch/` (Clouddriver's ArtifactController): the artifact's bytes. Only `embedded/base64` is served
  * here, because its bytes travel in the request itself; every other type needs the artifact account's credentials,
- * which an upstream Clouddriver holds (front mode, not built yet), so it is refused with a message saying so.
+ * which an upstream Clouddriver holds: in front mode (spinnaker.upstream) they go there, else they are refused with a
+ * message saying how to enable it.
  */
 export const EMBEDDED_BASE64 = 'embedded/base64';
 
@@ -27,7 +28,7 @@ export function fetchArtifactBytes(body: unknown): Buffer {
     throw new ScaleAgentError(
       'INVALID_INPUT',
       `artifact type "${type}" cannot be fetched here: the plugin-server serves only ${EMBEDDED_BASE64} artifacts ` +
-        'locally (fetching other types through an upstream Clouddriver is not supported yet)',
+        'locally; set spinnaker.upstream.baseUrl (front mode, docs/spinnaker.md) to fetch other types through Clouddriver',
       { details: [{ path: 'type', message: `only ${EMBEDDED_BASE64} is served` }] },
     );
   }

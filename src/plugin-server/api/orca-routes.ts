@@ -1,10 +1,10 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 import type { CacheStore } from '../cache/store.js';
 import type { LiveReader } from '../ops/live-read.js';
 import type { TaskRunner } from '../ops/task-runner.js';
-import { fetchArtifactBytes } from './artifact-fetch.js';
+import { EMBEDDED_BASE64, fetchArtifactBytes } from './artifact-fetch.js';
 import {
   clusterMembers,
   coordinatesOf,
@@ -20,6 +20,8 @@ export interface OrcaRouteDeps extends OperationInputDeps {
   store: CacheStore;
   /** Live reads through the account's agent, for what the cache does not hold (ops/live-read.ts). */
   live?: LiveReader;
+  /** Front mode: artifacts of other types than embedded/base64 go to the upstream Clouddriver, as sent. */
+  forwardArtifact?: ((request: FastifyRequest, reply: FastifyReply) => unknown) | undefined;
 }
 
 type ClusterParams = { account: string; location: string; kind: string; app: string; cluster: string };
@@ -89,9 +91,14 @@ export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): v
     return task;
   };
 
-  app.put('/artifacts/fetch', async (request, reply) =>
-    reply.type('application/octet-stream').send(fetchArtifactBytes(request.body)),
-  );
+  app.put('/artifacts/fetch', async (request, reply) => {
+    const type = (request.body as { type?: unknown } | null)?.type;
+    // Other types need the artifact account's credentials, which the upstream Clouddriver holds.
+    if (deps.forwardArtifact && typeof type === 'string' && type !== EMBEDDED_BASE64) {
+      return deps.forwardArtifact(request, reply);
+    }
+    return reply.type('application/octet-stream').send(fetchArtifactBytes(request.body));
+  });
 
   // Orca's resumeTask is `POST /task/{id}:resume`: one path segment, so the action is split off the id here.
   app.post<{ Params: { ref: string } }>('/task/:ref', async (request) => {

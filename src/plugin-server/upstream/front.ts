@@ -36,9 +36,14 @@ export interface FrontModeDeps {
 
 const rawBodies = new WeakMap<FastifyRequest, Buffer>();
 
-/** Clouddriver's account management writes: their bodies are kept as sent, in case they go upstream. */
-function isAccountManagement(request: FastifyRequest): boolean {
-  return request.routeOptions.url === '/credentials' && (request.method === 'POST' || request.method === 'PUT');
+/**
+ * Requests a local route may pass on (forward()): Clouddriver's account management writes, and artifact fetches of
+ * types only Clouddriver can fetch. Their bodies are kept as sent.
+ */
+function mayForward(request: FastifyRequest): boolean {
+  const route = request.routeOptions.url;
+  if (route === '/artifacts/fetch') return request.method === 'PUT';
+  return route === '/credentials' && (request.method === 'POST' || request.method === 'PUT');
 }
 
 function pathOf(url: string): string {
@@ -131,7 +136,7 @@ export class FrontMode {
 
     // Operations are routed by their accounts, known once the body is parsed; the bytes are kept to pass on as sent.
     app.addHook('preParsing', async (request, _reply, payload) => {
-      if (!this.bodyRouted(request) && !isAccountManagement(request)) return payload;
+      if (!this.bodyRouted(request) && !mayForward(request)) return payload;
       const chunks: Buffer[] = [];
       let size = 0;
       for await (const chunk of payload) {
@@ -169,7 +174,8 @@ export class FrontMode {
 
   /**
    * A request a local route chose not to handle, passed on as it came: Clouddriver's account management for
-   * accounts that do not match `accounts.management.pattern` (api/account-management.ts).
+   * accounts that do not match `accounts.management.pattern` (api/account-management.ts), artifacts that are not
+   * embedded (api/orca-routes.ts).
    */
   forward(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     return this.proxy(request, reply, rawBodies.get(request));
