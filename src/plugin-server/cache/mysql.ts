@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
 import { ScopeTable, type ScopeState } from './scopes.js';
 import { ScaleAgentError } from '../../shared/errors.js';
@@ -108,6 +109,13 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     WHERE JSON_VALID(record)`,
   ],
 ];
+
+const DEADLOCK_ATTEMPTS = 5;
+
+function isDeadlock(e: unknown): boolean {
+  const cause = (e as { cause?: { code?: unknown; errno?: unknown } } | undefined)?.cause;
+  return cause?.code === 'ER_LOCK_DEADLOCK' || cause?.errno === 1213;
+}
 
 /** Rows per multi-row upsert, and a byte cap well under MariaDB's default 16 MiB max_allowed_packet. */
 const MAX_ROWS_PER_STATEMENT = 500;
@@ -233,7 +241,27 @@ export class MysqlCacheStore implements CacheStore {
     this.loadedAccounts.add(account);
   }
 
+  /**
+   * Applies ops in one transaction. InnoDB picks a victim when transactions of several agents' streams (or
+   * replicas) wait on each other's row and gap locks; the victim is rolled back whole, so it is run again (its scope
+   * states were dropped with the rollback and are reloaded), a few times, after a short random pause.
+   */
   async apply(ops: readonly StoreOp[]): Promise<ApplyStats> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.applyOnce(ops);
+      } catch (e) {
+        if (attempt >= DEADLOCK_ATTEMPTS || !isDeadlock(e)) throw e;
+        this.deadlockRetries += 1;
+        await sleep(5 + Math.random() * 20 * attempt);
+      }
+    }
+  }
+
+  /** Transactions run again after InnoDB chose them as a deadlock victim (for tests and diagnostics). */
+  deadlockRetries = 0;
+
+  private async applyOnce(ops: readonly StoreOp[]): Promise<ApplyStats> {
     const stats: ApplyStats = { applied: 0, skipped: 0, swept: 0 };
     if (ops.length === 0) return stats;
     const accounts = new Set(ops.map((o) => (o.op === 'change' ? o.change.account : o.scope.account)));

@@ -93,3 +93,52 @@ describe('mysql store: account records from before permissions and the Clouddriv
     }
   });
 });
+
+describe('mysql store: a write InnoDB picks as a deadlock victim', () => {
+  it('is run again and lands, where it used to fail the agent stream', async () => {
+    const db = await createTestDatabase('sa_deadlock');
+    const store = new MysqlCacheStore(db.url);
+    const other = await mysql.createConnection(db.url);
+    try {
+      await store.init();
+      const cm = (name: string, rv: string, data = 'v') => ({
+        op: 'change' as const,
+        change: {
+          type: 'ADDED' as const,
+          account: 'dev',
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          namespace: 'ns',
+          name,
+          uid: `u-${name}`,
+          resourceVersion: rv,
+          json: JSON.stringify({ metadata: { name }, data: { data } }),
+        },
+      });
+      const filler = Array.from({ length: 200 }, (_, i) => cm(`filler-${i}`, String(10 + i)));
+      await store.apply([cm('a', '1'), cm('b', '2'), ...filler]);
+      // Another writer (a peer replica, say) holds row b and, being heavier (200 rows changed), is not the one InnoDB
+      // rolls back: the store's transaction, which takes a then waits for b, is.
+      await other.beginTransaction();
+      // By primary key, so only these rows are locked (a scan would lock every row it reads).
+      const where = "account = 'dev' AND grp = '' AND kind_lc = 'configmap' AND namespace = 'ns' AND name";
+      await other.query(`UPDATE sa_objects SET updated_at = updated_at + 1 WHERE ${where} LIKE 'filler-%'`);
+      await other.query(`UPDATE sa_objects SET updated_at = updated_at + 1 WHERE ${where} = 'b'`);
+      const write = store.apply([cm('a', '100', 'new-a'), cm('b', '101', 'new-b')]);
+      await new Promise((r) => setTimeout(r, 300)); // the store now holds a and waits for b
+      // This closes the cycle: InnoDB rolls back the lighter transaction, the store's, which runs again after commit.
+      await other.query(`UPDATE sa_objects SET updated_at = updated_at + 1 WHERE ${where} = 'a'`);
+      await other.commit();
+      await write;
+      expect(store.deadlockRetries).toBeGreaterThanOrEqual(1);
+      const a = await store.get({ account: 'dev', group: '', kind: 'ConfigMap', namespace: 'ns', name: 'a' });
+      const b = await store.get({ account: 'dev', group: '', kind: 'ConfigMap', namespace: 'ns', name: 'b' });
+      expect([a?.resourceVersion, b?.resourceVersion]).toEqual(['100', '101']);
+      expect(JSON.parse(b!.json).data).toEqual({ data: 'new-b' });
+    } finally {
+      await other.end();
+      await store.close();
+      await db.drop();
+    }
+  });
+});
