@@ -55,7 +55,7 @@ describe('status: change lag and initial sync progress', () => {
     writeFileSync(list, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
     await kubectl(['apply', '-f', list]);
 
-    // Toxiproxy in front of the API server, adding 150 ms to every response of the slow account.
+    // Toxiproxy in front of the API server, adding 200 ms to every response of the slow account.
     const apiPort = await freePort();
     const proxyPort = await freePort();
     const toxi = ServerProcess.start(
@@ -78,7 +78,7 @@ describe('status: change lag and initial sync progress', () => {
     expect(created.status).toBe(201);
     const toxic = await fetch(`${api}/proxies/apiserver/toxics`, {
       method: 'POST',
-      body: JSON.stringify({ type: 'latency', stream: 'downstream', attributes: { latency: 150 } }),
+      body: JSON.stringify({ type: 'latency', stream: 'downstream', attributes: { latency: 200 } }),
     });
     expect(toxic.status).toBe(200);
     const slowKubeconfig = join(dir, 'slow-kubeconfig');
@@ -98,13 +98,14 @@ describe('status: change lag and initial sync progress', () => {
       agentId: 'sync-agent',
       serverAddress: server.grpcAddress,
       accounts,
-      // Paginated LIST (which says how many objects remain) in pages of 5: about 25 round trips of 150 ms.
+      // Paginated LIST (which says how many objects remain) in pages of 2: about 60 round trips of 200 ms, so the
+      // sync lasts long enough for a status CLI (a Node start on a loaded machine) to see it.
       extra: {
         kubernetes: {
           accounts,
           rediscoverySeconds: 30,
           streamingLists: 'never',
-          listPageSize: 5,
+          listPageSize: 2,
           syncProgressSeconds: 0.5,
         },
       },
