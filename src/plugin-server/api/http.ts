@@ -59,9 +59,12 @@ function sendError(reply: FastifyReply, e: unknown): FastifyReply {
   });
 }
 
-/** Lag and sync progress; only what this replica saw (an account held by a peer shows them on the peer's API). */
+/**
+ * Lag and sync progress, for accounts whose agent streams to this replica; null otherwise (a peer's API shows them
+ * for the accounts it holds, and what this replica saw before the account moved is stale).
+ */
 function activityView(activity: AccountActivity, name: string, holder: string | undefined) {
-  const seen = activity.view(name, holder);
+  const seen = holder === undefined ? {} : activity.view(name, holder);
   return { changeLagMs: seen.changeLagMs ?? null, lastChangeAt: seen.lastChangeAt ?? null, sync: seen.sync ?? null };
 }
 

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PluginServer } from '../../../src/plugin-server/server.js';
-import { account, change, configMap, getJson, startServer, TestAgent } from './helpers.js';
+import { account, change, configMap, eventually, getJson, startServer, TestAgent } from './helpers.js';
 
 interface View {
   changeLagMs: number | null;
@@ -69,6 +69,14 @@ describe('account activity in /armory/accounts', () => {
     expect(after.changeLagMs).toBeGreaterThanOrEqual(250);
     expect(after.changeLagMs).toBeLessThan(5000);
     expect(after.lastChangeAt).toBeGreaterThanOrEqual(before);
+
+    // Once no stream here holds the account, what this replica saw is stale: not shown.
+    a.close();
+    await eventually(
+      () => getJson(`${base}/armory/accounts/dev`),
+      (r) => (r.body as { state: string }).state === 'ORPHANED',
+    );
+    expect(await view()).toMatchObject({ changeLagMs: null, lastChangeAt: null, sync: null });
   });
 
   it('does not show a sync left open by a stream that lost the account', async () => {
