@@ -15,12 +15,15 @@ import type { AgentMetrics } from './metrics.js';
 import { Reflector, scopeId, type ReflectorSink, type WatchScope } from './reflector.js';
 import { kindKeyOf } from './send-queue.js';
 import type { SyncBudget } from './sync-budget.js';
+import { SyncProgress } from './sync-progress.js';
 
 export interface KubernetesSettings {
   rediscoverySeconds: number;
   forbiddenRetrySeconds: number;
   listPageSize: number;
   streamingLists: 'auto' | 'never';
+  /** Least time between two `initial sync progress` log lines of one account. */
+  syncProgressMs: number;
   /** Shared by every account of the agent. */
   syncBudget?: SyncBudget;
 }
@@ -72,6 +75,8 @@ export class AccountRunner {
   private resume = new Map<string, string>();
   private readonly reflectors = new Map<string, Reflector>();
   private crdWatch: Reflector | undefined;
+  /** The initial sync of the current session, until every scope is listed. */
+  private progress: SyncProgress | undefined;
   private readonly abort = new AbortController();
   private rediscoverTimer: NodeJS.Timeout | undefined;
   private soonTimers: NodeJS.Timeout[] = [];
@@ -165,7 +170,10 @@ export class AccountRunner {
         .filter((p) => p.account === this.name && p.kind)
         .map((p) => [resumeKey(p.account, p.kind?.group ?? '', p.kind?.kind ?? '', p.namespace), p.resourceVersion]),
     );
+    this.progress = new SyncProgress(this.log, this.deps.settings.syncProgressMs);
     this.reconcileReflectors();
+    // Every scope resumed where the server's cache stands: there is no initial sync to report.
+    if (this.synced) this.progress = undefined;
     this.sendStatusSoon();
   }
 
@@ -184,6 +192,7 @@ export class AccountRunner {
 
   async stopSession(): Promise<void> {
     this.session = undefined;
+    this.progress = undefined;
     const all = [...this.reflectors.values()];
     this.reflectors.clear();
     await Promise.all(all.map((r) => r.stop()));
@@ -358,8 +367,14 @@ export class AccountRunner {
           onForbidden: (s) => this.setForbidden(s, true),
           onAllowed: (s) => this.setForbidden(s, false),
           onNotFound: () => this.rediscoverSoon(),
-          onSynced: (_s, ms) => {
+          onListProgress: (s, listed, total) => {
+            this.progress?.listed(scopeId(s), listed, total);
+            this.reportProgress();
+          },
+          onSynced: (s, ms, objects) => {
             this.deps.metrics.syncDuration.observe(ms / 1000);
+            this.progress?.synced(scopeId(s), objects);
+            this.reportProgress();
             this.deps.onChange?.();
           },
           onWatchRestart: (_s, reason) => this.deps.metrics.watchRestarts.inc({ reason }),
@@ -371,6 +386,22 @@ export class AccountRunner {
     }
     this.updateGauges();
     this.sendStatusSoon();
+  }
+
+  /** Logs the initial sync's progress (throttled), and its end once every scope is listed. */
+  private reportProgress(): void {
+    const progress = this.progress;
+    if (!progress) return;
+    const scopes = this.reflectors.size;
+    if (this.synced) {
+      this.progress = undefined;
+      progress.done(scopes);
+      return;
+    }
+    const unsynced = [...this.reflectors.values()]
+      .filter((r) => !r.synced && r.state !== 'forbidden')
+      .map((r) => scopeId(r.scope));
+    progress.tick(unsynced, scopes);
   }
 
   private setForbidden(scope: WatchScope, forbidden: boolean): void {

@@ -284,6 +284,7 @@ export class Agent {
       forbiddenRetrySeconds: k.forbiddenRetrySeconds,
       listPageSize: k.listPageSize,
       streamingLists: k.streamingLists,
+      syncProgressMs: k.syncProgressSeconds * 1000,
       syncBudget: this.syncBudget,
     };
   }

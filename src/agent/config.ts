@@ -47,6 +47,7 @@ export interface AgentConfig {
     listPageSize: number;
     maxConcurrentSyncs: number;
     streamingLists: 'auto' | 'never';
+    syncProgressSeconds: number;
     accounts: AccountConfig[];
   };
 }

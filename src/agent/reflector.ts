@@ -42,6 +42,8 @@ export interface ReflectorHooks {
   onAllowed?(scope: WatchScope): void;
   /** 404: the resource disappeared (CRD deleted); discovery should run again. */
   onNotFound?(scope: WatchScope): void;
+  /** Objects of an initial list read so far, and how many it holds when the API server says (LIST only). */
+  onListProgress?(scope: WatchScope, listed: number, total: number | undefined): void;
   onSynced?(scope: WatchScope, durationMs: number, objects: number): void;
   onWatchRestart?(scope: WatchScope, reason: 'gone' | 'error' | 'timeout'): void;
 }
@@ -99,7 +101,7 @@ interface KubeObject {
 }
 
 interface ListPage {
-  metadata?: { resourceVersion?: string; continue?: string };
+  metadata?: { resourceVersion?: string; continue?: string; remainingItemCount?: number };
   items?: KubeObject[];
 }
 
@@ -280,6 +282,10 @@ export class Reflector {
       }
       cont = page.metadata?.continue || undefined;
       rv = page.metadata?.resourceVersion ?? rv;
+      // remainingItemCount comes with a continue token (not with a field selector); the last page ends the count.
+      const remaining = page.metadata?.remainingItemCount;
+      const total = remaining !== undefined ? count + remaining : cont ? undefined : count;
+      if (cont) this.options.hooks?.onListProgress?.(this.scope, count, total);
     } while (cont && !this.signal.aborted);
     if (this.signal.aborted) return;
     sink.syncEnd(this.scope, rv);
@@ -399,6 +405,7 @@ export class Reflector {
               break;
           }
         }
+        if (inInitial && listed > 0) this.options.hooks?.onListProgress?.(this.scope, listed, undefined);
         // Backpressure: stop pulling from the stream (HTTP/2 flow control then stops the API server).
         if (!sink.hasRoom()) {
           clearTimeout(stallTimer);

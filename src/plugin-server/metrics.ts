@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { AccountActivity } from './account-activity.js';
 import type { AccountRegistry } from './accounts.js';
 import { CountSnapshot } from './cache/count-snapshot.js';
 import type { CacheStore } from './cache/store.js';
@@ -20,6 +21,8 @@ export class PluginServerMetrics {
   readonly droppedChanges: Counter<'reason'>;
   readonly accountRejections: Counter<'reason'>;
   readonly upstreamErrors: Counter<'reason' | 'use'>;
+  /** Per-account lag and sync progress, for /armory/accounts (not labelled series: see account-activity.ts). */
+  readonly activity = new AccountActivity();
 
   constructor(deps: { store: CacheStore; accounts: AccountRegistry; now?: () => number }) {
     const registers = [this.registry];
@@ -88,6 +91,18 @@ export class PluginServerMetrics {
       labelNames: ['store'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
+    });
+    const activity = this.activity;
+    deps.accounts.onChange((name, state) => {
+      if (state === 'REMOVED') activity.forget(name);
+    });
+    new Gauge({
+      name: 'scale_agent_plugin_server_accounts_syncing',
+      help: 'Accounts held here whose agent is listing them (initial sync or relist); progress in /armory/accounts.',
+      registers,
+      collect() {
+        this.set(activity.syncing((name) => deps.accounts.get(name)?.sessionId));
+      },
     });
     new Gauge({
       name: 'scale_agent_plugin_server_accounts',

@@ -356,11 +356,17 @@ export class AgentSession implements GatedSession {
     }
     const ops: StoreOp[] = [];
     let dropped = 0;
+    // Per changes message, how many of its changes each account had applied (for AccountActivity).
+    const perAccount = new Map<DataMessage, Map<string, number>>();
     for (const w of items) {
       if (w.kind === 'changes') {
+        const counts = new Map<string, number>();
+        perAccount.set(w, counts);
         for (const change of w.changes) {
-          if (this.deps.accounts.holds(this.id, change.account)) ops.push({ op: 'change', change });
-          else dropped += 1;
+          if (this.deps.accounts.holds(this.id, change.account)) {
+            ops.push({ op: 'change', change });
+            counts.set(change.account, (counts.get(change.account) ?? 0) + 1);
+          } else dropped += 1;
         }
       } else if (this.deps.accounts.holds(this.id, w.scope.account)) {
         if (w.kind === 'syncStart') ops.push({ op: 'syncStart', scope: w.scope, version: w.version });
@@ -377,10 +383,20 @@ export class AgentSession implements GatedSession {
     this.deps.metrics.changes.inc({ result: 'applied' }, stats.applied);
     if (stats.skipped) this.deps.metrics.changes.inc({ result: 'skipped' }, stats.skipped);
     let bytes = 0;
+    const activity = this.deps.metrics.activity;
+    // In message order, so changes between a scope's SyncStart and SyncEnd count as that sync's objects.
     for (const w of items) {
-      if (w.kind !== 'changes') continue;
-      bytes += w.bytes;
-      if (w.observedAtMs > 0) this.deps.metrics.changeLag.observe(Math.max(0, now - w.observedAtMs) / 1000);
+      if (w.kind === 'changes') {
+        bytes += w.bytes;
+        if (w.observedAtMs > 0) this.deps.metrics.changeLag.observe(Math.max(0, now - w.observedAtMs) / 1000);
+        for (const [account, n] of perAccount.get(w)!) activity.applied(account, n, w.observedAtMs, now);
+      } else if (w.kind === 'syncStart' || w.kind === 'syncEnd') {
+        if (!this.deps.accounts.holds(this.id, w.scope.account)) continue;
+        const s = w.scope;
+        const scope = `${s.group}/${s.kind}/${s.namespace}`;
+        if (w.kind === 'syncStart') activity.syncStart(this.id, s.account, scope, now);
+        else activity.syncEnd(this.id, s.account, scope);
+      }
     }
     this.pendingBytes -= bytes;
     this.ackedSeq = items[items.length - 1]!.seq;

@@ -7,7 +7,8 @@ import { renderFleet } from '../status/render.js';
 export default class Status extends Command {
   static override description =
     'Shows the fleet as a plugin-server sees it: agents (version, zone, connected for, accounts, standby), accounts ' +
-    '(state, agent, replica holding it, objects cached, errors) and pending operations. Exit code 0 when healthy, ' +
+    '(state, agent, replica holding it, objects cached, change→cache lag of the latest change, initial sync ' +
+    'progress, errors) and pending operations. Exit code 0 when healthy, ' +
     '1 when something is not (server not ready, an account ORPHANED or FAILED or missing kinds, an account ' +
     'rejected), 2 when it refuses the token, 3 when it cannot be reached; usable in CI and cron. Filters narrow what is shown and judged.';
   static override enableJsonFlag = true;

@@ -4,6 +4,7 @@
  * `scale-agent status` can exit non-zero in CI and cron.
  */
 import { ScaleAgentError } from '../../shared/errors.js';
+import type { AccountSyncView } from '../../plugin-server/account-activity.js';
 
 export interface AgentStatus {
   agentId: string;
@@ -25,6 +26,10 @@ export interface AccountStatus {
   error: string;
   forbiddenKinds: string[];
   orphanedAt?: number | undefined;
+  /** Change→cache lag of the account's latest applied batch, as the replica holding it saw it. */
+  changeLagMs: number | null;
+  /** The agent is listing the account (initial sync or relist), when this replica holds it. */
+  sync: AccountSyncView | null;
 }
 
 export interface OperationStatus {
@@ -71,6 +76,8 @@ interface AccountView {
   errorMessage?: string;
   forbiddenKinds?: string[];
   orphanedAt?: number;
+  changeLagMs?: number | null;
+  sync?: AccountSyncView | null;
 }
 
 async function getJson<T>(base: string, path: string, token: string | undefined, timeoutMs: number): Promise<T> {
@@ -173,6 +180,8 @@ export async function collectFleet(
       error: a.errorMessage ?? '',
       forbiddenKinds: a.forbiddenKinds ?? [],
       orphanedAt: a.orphanedAt,
+      changeLagMs: a.changeLagMs ?? null,
+      sync: a.sync ?? null,
     }))
     .filter((a) => !accountMatch || accountMatch.test(a.name))
     .filter((a) => !filter.agent || a.agentId === filter.agent)

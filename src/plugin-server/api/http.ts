@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { httpStatusOf, isScaleAgentError, ScaleAgentError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logging.js';
+import type { AccountActivity } from '../account-activity.js';
 import type { AccountRegistry, RegisteredAccount } from '../accounts.js';
 import type { CachedObject, CacheStore } from '../cache/store.js';
 import type { PluginServerMetrics } from '../metrics.js';
@@ -65,7 +66,16 @@ function sendError(reply: FastifyReply, e: unknown): FastifyReply {
   });
 }
 
-function accountView(a: RegisteredAccount) {
+/**
+ * Lag and sync progress, for accounts whose agent streams to this replica; null otherwise (a peer's API shows them
+ * for the accounts it holds, and what this replica saw before the account moved is stale).
+ */
+function activityView(activity: AccountActivity, name: string, holder: string | undefined) {
+  const seen = holder === undefined ? {} : activity.view(name, holder);
+  return { changeLagMs: seen.changeLagMs ?? null, lastChangeAt: seen.lastChangeAt ?? null, sync: seen.sync ?? null };
+}
+
+function accountView(a: RegisteredAccount, activity: AccountActivity) {
   return {
     name: a.record.name,
     state: a.state,
@@ -81,6 +91,7 @@ function accountView(a: RegisteredAccount) {
     registeredAt: a.record.registeredAt,
     // Which plugin-server replica the agent's stream ends on: this one (local) or a peer sharing the store.
     heldBy: a.sessionId ? 'local' : a.peer ? { replica: a.peer.replica, url: a.peer.url } : null,
+    ...activityView(activity, a.record.name, a.sessionId),
   };
 }
 
@@ -234,6 +245,8 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     return agentView(s);
   });
 
+  const activity = deps.metrics.activity;
+  const dynamicActivity = (name: string) => activityView(activity, name, deps.accounts.get(name)?.sessionId);
   app.get<{ Querystring: { page?: string; limit?: string } }>('/armory/accounts', async (request) => {
     const page = intQuery(request.query.page, 'page', 1, 1, 1_000_000);
     const limit = intQuery(request.query.limit, 'limit', 100, 1, 1000);
@@ -242,8 +255,8 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
       ...deps.accounts
         .list()
         .filter((a) => !dynamic?.has(a.record.name))
-        .map(accountView),
-      ...(dynamic?.views() ?? []),
+        .map((a) => accountView(a, activity)),
+      ...(dynamic?.views() ?? []).map((v) => ({ ...v, ...dynamicActivity(v.name) })),
     ].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     return {
       items: all.slice((page - 1) * limit, page * limit),
@@ -252,14 +265,15 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
       total: all.length,
     };
   });
-  app.get<{ Params: { name: string } }>(
-    '/armory/accounts/:name',
-    async (request) => deps.dynamic?.view(request.params.name) ?? accountView(accountOr404(request.params.name)),
-  );
+  app.get<{ Params: { name: string } }>('/armory/accounts/:name', async (request) => {
+    const dynamicView = deps.dynamic?.view(request.params.name);
+    if (dynamicView) return { ...dynamicView, ...dynamicActivity(request.params.name) };
+    return accountView(accountOr404(request.params.name), activity);
+  });
   app.get<{ Params: { name: string } }>('/agents/kubernetes/accounts/:name', async (request) => {
     const a = accountOr404(request.params.name);
     return {
-      ...accountView(a),
+      ...accountView(a, activity),
       type: 'kubernetes',
       source: 'static-agent-config',
       config: {

@@ -73,8 +73,9 @@ describe('scale-agent status', () => {
     expect(r.code).toBe(0);
     const lines = r.stdout.split('\n');
     expect(lines[0]).toMatch(/ ready {2}1 agents {2}1 accounts {2}0 pending operations {2}healthy$/);
-    expect(lines).toContainEqual(expect.stringMatching(/^ACCOUNT +STATE +AGENT +REPLICA +OBJECTS +ERROR$/));
-    expect(lines).toContainEqual(expect.stringMatching(/^fleet-a +ACTIVE +status-agent +local +3$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^ACCOUNT +STATE +AGENT +REPLICA +OBJECTS +LAG +SYNC +ERROR$/));
+    // The lag of the last batch applied (the second ConfigMap), and no sync running.
+    expect(lines).toContainEqual(expect.stringMatching(/^fleet-a +ACTIVE +status-agent +local +3 +\d+(ms|\.\ds) +-$/));
     const none = await cli(['status', '--url', server.httpBase, '--account', 'other-*', '--json']);
     expect((JSON.parse(none.stdout) as FleetStatus).accounts).toEqual([]);
     const glob = await cli(['status', '--url', server.httpBase, '--account', 'fleet-*', '--json']);

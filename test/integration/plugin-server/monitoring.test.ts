@@ -1,5 +1,5 @@
 /**
- * docs/alerts/scale-agent.rules.yaml and docs/dashboards/scale-agent.json against the real promtool (built by tools/k8s) and the real runtimes: the rules
+ * charts/scale-agent/files/scale-agent.rules.yaml and scale-agent.json (the alert rules and dashboard) against the real promtool (built by tools/k8s) and the real runtimes: the rules
  * parse, every metric they and the dashboard use is exported by a running plugin-server or agent, and the ORPHANED alert fires on the
  * values a plugin-server reports after its agent is killed.
  */
@@ -13,8 +13,8 @@ import { parse } from 'yaml';
 import { createNamespace, promtool, testEnv } from '../../infra/index.js';
 import { AgentProcess, PluginServerProcess } from '../../infra/processes.js';
 
-const rulesFile = fileURLToPath(new URL('../../../docs/alerts/scale-agent.rules.yaml', import.meta.url));
-const dashboardFile = fileURLToPath(new URL('../../../docs/dashboards/scale-agent.json', import.meta.url));
+const rulesFile = fileURLToPath(new URL('../../../charts/scale-agent/files/scale-agent.rules.yaml', import.meta.url));
+const dashboardFile = fileURLToPath(new URL('../../../charts/scale-agent/files/scale-agent.json', import.meta.url));
 
 interface Rule {
   alert: string;
