@@ -369,7 +369,8 @@ export class AccountRunner {
           onNotFound: () => this.rediscoverSoon(),
           onListProgress: (s, listed, total) => {
             this.progress?.listed(scopeId(s), listed, total);
-            this.reportProgress();
+            // Called per page or chunk: look at every reflector only when a line is due.
+            if (this.progress?.due()) this.reportProgress();
           },
           onSynced: (s, ms, objects) => {
             this.deps.metrics.syncDuration.observe(ms / 1000);

@@ -38,6 +38,11 @@ export class SyncProgress {
     return n;
   }
 
+  /** Whether `intervalMs` has passed since the last line. */
+  due(): boolean {
+    return this.now() - this.lastLogAt >= this.intervalMs;
+  }
+
   /** Logs progress if `intervalMs` has passed since the last line. `unsynced`: the account's scopes still listing. */
   tick(unsynced: string[], scopes: number): void {
     const now = this.now();

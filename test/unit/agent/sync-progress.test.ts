@@ -14,9 +14,11 @@ describe('SyncProgress', () => {
   it('logs at most every interval, with a total and ETA only when every listing scope told its size', () => {
     const { lines, progress, advance } = setup();
     progress.listed('a', 500, 2000);
+    expect(progress.due()).toBe(false);
     progress.tick(['a', 'b'], 2);
     expect(lines).toEqual([]); // not yet 5 s
     advance(5000);
+    expect(progress.due()).toBe(true);
     progress.tick(['a', 'b'], 2);
     // Scope b waits for a sync slot: its size is unknown, so no total.
     expect(lines).toHaveLength(1);
