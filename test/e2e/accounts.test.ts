@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControlPlane, createNamespace, createServiceAccount, kubectl, testEnv } from '../infra/index.js';
+import { ControlPlane, createNamespace, createServiceAccount, kubectl, testEnv, waitFor } from '../infra/index.js';
 import { AgentProcess, PluginServerProcess, type AgentAccountSpec } from '../infra/processes.js';
 import { eventually } from '../unit/plugin-server/helpers.js';
 
@@ -68,13 +68,30 @@ describe('accounts end to end', () => {
     const agent = await AgentProcess.start({ dir, serverAddress: server.grpcAddress, accounts, agentId: 'filters' });
     cleanups.push(() => agent.stop());
 
-    expect(await cached('f-kinds')).toEqual(['ConfigMap ns1/cm', 'ConfigMap ns2/cm']);
+    // The agent is ready once it has listed; the server applies what it streamed a moment later (longer on a loaded
+    // machine), so each account's cache is read once it holds what the filters let through.
+    const settled = async (account: string, expected: string[]) => {
+      await waitFor(
+        `${account} cached`,
+        async () => JSON.stringify(await cached(account)) === JSON.stringify(expected),
+        30_000,
+      ).catch(() => undefined);
+      return cached(account);
+    };
+    expect(await settled('f-kinds', ['ConfigMap ns1/cm', 'ConfigMap ns2/cm'])).toEqual([
+      'ConfigMap ns1/cm',
+      'ConfigMap ns2/cm',
+    ]);
+    await waitFor('f-omitkinds cached', async () => (await cached('f-omitkinds')).includes('Secret ns1/sec'), 30_000);
     const omitKinds = await cached('f-omitkinds');
     expect(omitKinds).toContain('Secret ns1/sec');
     expect(omitKinds.filter((e) => e.startsWith('ConfigMap'))).toEqual([]);
     expect(omitKinds.every((e) => e.includes(' ns1/'))).toBe(true);
-    expect(await cached('f-omitns')).toEqual(['ConfigMap ns1/cm', 'ConfigMap ns3/cm']);
-    expect(await cached('f-rbac')).toEqual(['ConfigMap ns1/cm']);
+    expect(await settled('f-omitns', ['ConfigMap ns1/cm', 'ConfigMap ns3/cm'])).toEqual([
+      'ConfigMap ns1/cm',
+      'ConfigMap ns3/cm',
+    ]);
+    expect(await settled('f-rbac', ['ConfigMap ns1/cm'])).toEqual(['ConfigMap ns1/cm']);
     const rbac = await eventually(
       () => server.get<{ forbiddenKinds: string[]; status: string }>('/agents/kubernetes/accounts/f-rbac'),
       (r) => r.body.forbiddenKinds.length > 0,
