@@ -1,0 +1,150 @@
+/**
+ * The chart conventions platform teams expect (cert-manager's, argo-helm's): names from the release via
+ * `nameOverride`/`fullnameOverride`, so releases share a namespace without sharing an object or a selector.
+ * Rendered by the real helm.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { helm } from '../../infra/index.js';
+
+const CHART = new URL('../../../charts/scale-agent', import.meta.url).pathname;
+
+interface Obj {
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  spec?: Record<string, unknown>;
+}
+
+/** Every workload and optional object on: both components, PDBs, TLS from values, the dashboard and rules. */
+const ARGS = [
+  '--set',
+  [
+    'pluginServer.enabled=true',
+    'pluginServer.replicas=2',
+    'pluginServer.podDisruptionBudget.enabled=true',
+    'pluginServer.tls.source=secret',
+    'pluginServer.tls.secret.caCert=ca',
+    'agent.enabled=true',
+    'agent.podDisruptionBudget.enabled=true',
+    'agent.tls.source=secret',
+    'agent.tls.secret.caCert=ca',
+    'monitoring.dashboard.enabled=true',
+    'monitoring.prometheusRule.enabled=true',
+  ].join(','),
+];
+
+async function render(release: string, args: string[] = []): Promise<Obj[]> {
+  const { stdout } = await helm(['template', release, CHART, '--namespace', 'shared', ...ARGS, ...args]);
+  return parseAllDocuments(stdout)
+    .map((d) => d.toJS() as Obj | null)
+    .filter((o): o is Obj => o !== null);
+}
+
+const id = (o: Obj): string => `${o.kind}/${o.metadata.name}`;
+
+/** What a pod spec names that must exist in the same release: its ServiceAccount, ConfigMaps and Secrets. */
+function references(objects: Obj[]): string[] {
+  const out: string[] = [];
+  for (const o of objects.filter((x) => x.kind === 'Deployment')) {
+    const pod = (o.spec as { template: { spec: Record<string, unknown> } }).template.spec as {
+      serviceAccountName: string;
+      volumes: { configMap?: { name: string }; secret?: { secretName: string } }[];
+    };
+    out.push(`ServiceAccount/${pod.serviceAccountName}`);
+    for (const v of pod.volumes) {
+      if (v.configMap) out.push(`ConfigMap/${v.configMap.name}`);
+      if (v.secret) out.push(`Secret/${v.secret.secretName}`);
+    }
+  }
+  return out;
+}
+
+function selectors(objects: Obj[]): Record<string, string>[] {
+  return objects.flatMap((o) => {
+    const s = o.spec as { selector?: Record<string, unknown> } | undefined;
+    if (!s?.selector) return [];
+    return [(s.selector.matchLabels as Record<string, string> | undefined) ?? (s.selector as Record<string, string>)];
+  });
+}
+
+describe('chart names', () => {
+  it('two releases in one namespace share no object name and no selector', async () => {
+    const blue = await render('blue');
+    const green = await render('green');
+    expect(blue.length).toBeGreaterThan(10);
+    const all = [...blue, ...green].map(id);
+    expect(all.filter((x, i) => all.indexOf(x) !== i)).toEqual([]);
+    for (const [release, objects] of [
+      ['blue', blue],
+      ['green', green],
+    ] as const) {
+      for (const o of objects) expect(o.metadata.name, id(o)).toMatch(new RegExp(`^${release}-scale-agent(-|$)`));
+      // Every reference resolves inside the release, never to the other one's objects.
+      const ids = new Set(objects.map(id));
+      const refs = references(objects);
+      expect(refs.length).toBeGreaterThanOrEqual(6);
+      for (const r of refs) expect(ids.has(r), `${release}: ${r}`).toBe(true);
+    }
+    // A Service or PDB of one release selecting the other's pods would mix them: selectors differ by instance.
+    const blueSel = selectors(blue).map((s) => JSON.stringify(s));
+    for (const s of selectors(green)) expect(blueSel).not.toContain(JSON.stringify(s));
+    for (const s of selectors(blue)) expect(s['app.kubernetes.io/instance']).toBe('blue');
+  });
+
+  it('the release scale-agent keeps the names of kustomize/base', async () => {
+    const names = (await render('scale-agent')).map(id);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'Deployment/scale-agent-plugin-server',
+        'Service/scale-agent-plugin-server',
+        'Service/scale-agent-plugin-server-grpc',
+        'ConfigMap/scale-agent-plugin-server-config',
+        'Secret/scale-agent-plugin-server-tls',
+        'Deployment/scale-agent-agent-default',
+        'ConfigMap/scale-agent-agent-config-default',
+        'Secret/scale-agent-agent-tls-default',
+        'ConfigMap/scale-agent-dashboard',
+        'PrometheusRule/scale-agent',
+      ]),
+    );
+  });
+
+  it('fullnameOverride names every object, nameOverride the name label', async () => {
+    const objects = await render('whatever', ['--set', 'fullnameOverride=acme,nameOverride=sa']);
+    for (const o of objects) {
+      expect(o.metadata.name, id(o)).toMatch(/^acme(-|$)/);
+      expect(o.metadata.labels?.['app.kubernetes.io/name'], id(o)).toBe('sa');
+    }
+    for (const s of selectors(objects)) expect(s['app.kubernetes.io/name']).toBe('sa');
+    for (const r of references(objects)) expect(objects.map(id)).toContain(r);
+  });
+
+  it('an explicit instance wins over the release name (scale-agent synth writes the topology and group)', async () => {
+    const objects = await render('r', ['--set', 'pluginServer.instance=topo,agent.instance=edge']);
+    const dep = (c: string) => objects.find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith(c));
+    expect(dep('plugin-server')?.metadata.labels?.['app.kubernetes.io/instance']).toBe('topo');
+    expect(dep('agent-default')?.metadata.labels?.['app.kubernetes.io/instance']).toBe('edge');
+  });
+
+  it('helm lint --strict accepts the overrides, the schema refuses a name that is no DNS label', async () => {
+    const lint = await helm(['lint', '--strict', CHART, ...ARGS, '--set', 'fullnameOverride=acme,nameOverride=sa'], {
+      allowFail: true,
+    });
+    expect(lint.code, lint.stdout + lint.stderr).toBe(0);
+    const bad = await helm(['template', 'r', CHART, '--set', 'fullnameOverride=Not_A_Name'], { allowFail: true });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/fullnameOverride/);
+  });
+
+  it('the longest release name (53) keeps names within 63 characters and distinct', async () => {
+    const objects = await render(`r${'x'.repeat(52)}`, ['--set-string', `agent.group=${'g'.repeat(40)}`]);
+    const ids = objects.map(id);
+    expect(ids.filter((x, i) => ids.indexOf(x) !== i)).toEqual([]);
+    for (const o of objects) {
+      expect(o.metadata.name.length, id(o)).toBeLessThanOrEqual(63);
+      expect(o.metadata.name, id(o)).toMatch(/^rx+[a-z-]*[a-z]$/);
+    }
+    expect(ids).toContain(`ConfigMap/rxxxxxxxx-agent-config-${'g'.repeat(40)}`);
+    for (const r of references(objects)) expect(ids).toContain(r);
+  });
+});
