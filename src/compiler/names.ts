@@ -28,6 +28,8 @@ export const PATHS = {
 export const CONTAINER_GRPC_PORT = 9091;
 export const CONTAINER_HTTP_PORT = 7002;
 export const AGENT_ADMIN_PORT = 8082;
+/** The agent's health-only listener (config `health`), what the kubelet's HTTP probes call. */
+export const AGENT_HEALTH_PORT = 8081;
 export const MYSQL_URL_ENV = 'SCALE_AGENT_MYSQL_URL';
 
 export const placeNames = {
