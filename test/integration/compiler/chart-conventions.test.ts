@@ -3,8 +3,12 @@
  * `nameOverride`/`fullnameOverride`, so releases share a namespace without sharing an object or a selector.
  * Rendered by the real helm.
  */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
+import { synthFile } from '../../../src/compiler/index.js';
 import { helm } from '../../infra/index.js';
 
 const CHART = new URL('../../../charts/scale-agent', import.meta.url).pathname;
@@ -146,5 +150,94 @@ describe('chart names', () => {
     }
     expect(ids).toContain(`ConfigMap/rxxxxxxxx-agent-config-${'g'.repeat(40)}`);
     for (const r of references(objects)) expect(ids).toContain(r);
+  });
+});
+
+type Spread = {
+  topologyKey: string;
+  whenUnsatisfiable: string;
+  labelSelector: { matchLabels: Record<string, string> };
+};
+
+function pluginServer(objects: Obj[]): { selector: Record<string, string>; spread?: Spread[] } {
+  const d = objects.find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith('plugin-server'));
+  const spec = d?.spec as {
+    selector: { matchLabels: Record<string, string> };
+    template: { spec: Record<string, unknown> };
+  };
+  return {
+    selector: spec.selector.matchLabels,
+    spread: spec.template.spec.topologySpreadConstraints as Spread[] | undefined,
+  };
+}
+
+describe('plugin-server replicas', () => {
+  const only = ['--set', 'pluginServer.enabled=true'];
+  const renderPs = async (args: string[]) => {
+    const { stdout } = await helm(['template', 'r', CHART, '--namespace', 'shared', ...only, ...args]);
+    return parseAllDocuments(stdout)
+      .map((d) => d.toJS() as Obj | null)
+      .filter((o): o is Obj => o !== null);
+  };
+
+  it('more than one spreads softly over nodes and zones, by its own selector, with a PDB', async () => {
+    const objects = await renderPs(['--set', 'pluginServer.replicas=3']);
+    const ps = pluginServer(objects);
+    expect(ps.spread?.map((c) => c.topologyKey)).toEqual(['kubernetes.io/hostname', 'topology.kubernetes.io/zone']);
+    for (const c of ps.spread ?? []) {
+      expect(c.whenUnsatisfiable).toBe('ScheduleAnyway');
+      expect(c.labelSelector.matchLabels).toEqual(ps.selector);
+    }
+    expect(objects.filter((o) => o.kind === 'PodDisruptionBudget').map((o) => o.metadata.name)).toEqual([
+      'r-scale-agent-plugin-server',
+    ]);
+  });
+
+  it('one replica has neither; explicit settings win', async () => {
+    const one = await renderPs([]);
+    expect(pluginServer(one).spread).toBeUndefined();
+    expect(one.filter((o) => o.kind === 'PodDisruptionBudget')).toEqual([]);
+    const off = await renderPs([
+      '--set',
+      'pluginServer.replicas=3,pluginServer.podDisruptionBudget.enabled=false',
+      '--set-json',
+      'pluginServer.topologySpreadConstraints=[]',
+    ]);
+    expect(pluginServer(off).spread).toBeUndefined();
+    expect(off.filter((o) => o.kind === 'PodDisruptionBudget')).toEqual([]);
+    const own = [{ maxSkew: 2, topologyKey: 'zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: {} }];
+    const mine = await renderPs([
+      '--set',
+      'pluginServer.replicas=3',
+      '--set-json',
+      `pluginServer.topologySpreadConstraints=${JSON.stringify(own)}`,
+    ]);
+    expect(pluginServer(mine).spread).toEqual(own);
+  });
+
+  it("the chart's default is the compiler's: synthesized values without their spread render the same pods", async () => {
+    const work = await mkdtemp(join(tmpdir(), 'scale-agent-chart-spread-'));
+    try {
+      const out = join(work, 'out');
+      const example = new URL('../../../examples/infrastructure.yaml', import.meta.url).pathname;
+      await synthFile(example, { out });
+      const values = parse(await readFile(join(out, 'helm', 'plugin-server.values.yaml'), 'utf8')) as {
+        pluginServer: { replicas: number; topologySpreadConstraints?: unknown; podDisruptionBudget?: unknown };
+      };
+      expect(values.pluginServer.replicas).toBeGreaterThan(1);
+      const fromModel = values.pluginServer.topologySpreadConstraints;
+      expect(fromModel).toBeDefined();
+      delete values.pluginServer.topologySpreadConstraints;
+      delete values.pluginServer.podDisruptionBudget;
+      await writeFile(join(work, 'v.yaml'), stringify(values));
+      const { stdout } = await helm(['template', 'r', CHART, '-f', join(work, 'v.yaml')]);
+      const objects = parseAllDocuments(stdout)
+        .map((d) => d.toJS() as Obj | null)
+        .filter((o): o is Obj => o !== null);
+      expect(pluginServer(objects).spread).toEqual(fromModel);
+      expect(objects.filter((o) => o.kind === 'PodDisruptionBudget')).toHaveLength(1);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
   });
 });
