@@ -3,10 +3,11 @@
  * answers /healthz and /readyz there from a non-loopback address (as the kubelet reaches the pod IP), with the
  * admin endpoint's readiness, and serves nothing else; the admin endpoint stays on loopback.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
 import { freePort, waitFor } from '../../infra/index.js';
 import { AgentProcess, PluginServerProcess } from '../../infra/processes.js';
 
@@ -66,5 +67,26 @@ describe('agent health port', () => {
     expect((await fetch(url.replace('/readyz', '/healthz'))).status).toBe(200);
     await server.restart();
     await waitFor('ready again', async () => (await fetch(url)).status === 200, 60_000);
+  });
+
+  it('moves with a config reload, and closes when the port is taken out', async () => {
+    const rewrite = async (health: Record<string, unknown>) => {
+      const config = parse(await readFile(agent.configFile, 'utf8')) as Record<string, unknown>;
+      await writeFile(`${agent.configFile}.tmp`, stringify({ ...config, health }));
+      await rename(`${agent.configFile}.tmp`, agent.configFile);
+    };
+    const moved = await freePort();
+    await rewrite({ host: '127.0.0.1', port: moved });
+    await waitFor('health on the new port', async () => (await fetch(`http://127.0.0.1:${moved}/healthz`)).ok, 30_000);
+    await expect(fetch(`http://127.0.0.1:${healthPort}/healthz`)).rejects.toThrow();
+    await rewrite({});
+    await waitFor('health listener closed', () =>
+      fetch(`http://127.0.0.1:${moved}/healthz`).then(
+        () => false,
+        () => true,
+      ),
+    );
+    // The admin endpoint did not move with it.
+    expect((await fetch(`${agent.adminBase}/healthz`)).status).toBe(200);
   });
 });
