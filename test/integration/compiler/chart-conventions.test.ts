@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { synthFile } from '../../../src/compiler/index.js';
-import { helm } from '../../infra/index.js';
+import { createNamespace, helm, kubectl } from '../../infra/index.js';
 
 const CHART = new URL('../../../charts/scale-agent', import.meta.url).pathname;
 
@@ -93,6 +93,29 @@ describe('chart names', () => {
     const blueSel = selectors(blue).map((s) => JSON.stringify(s));
     for (const s of selectors(green)) expect(blueSel).not.toContain(JSON.stringify(s));
     for (const s of selectors(blue)) expect(s['app.kubernetes.io/instance']).toBe('blue');
+  });
+
+  it('two releases install side by side into one namespace on a real API server', async () => {
+    const ns = await createNamespace('chart-two-releases');
+    // Everything but the PrometheusRule, whose CRD this control plane does not have.
+    const args = [...ARGS, '--set', 'monitoring.prometheusRule.enabled=false'];
+    try {
+      for (const release of ['blue', 'green']) {
+        const r = await helm(['install', release, CHART, '--namespace', ns, ...args], { allowFail: true });
+        expect(r.code, `${release}: ${r.stderr}`).toBe(0);
+      }
+      const deployments = await kubectl(['get', 'deployments', '-n', ns, '-o', 'name']);
+      expect(deployments.stdout.trim().split('\n').sort()).toEqual([
+        'deployment.apps/blue-scale-agent-agent-default',
+        'deployment.apps/blue-scale-agent-plugin-server',
+        'deployment.apps/green-scale-agent-agent-default',
+        'deployment.apps/green-scale-agent-plugin-server',
+      ]);
+    } finally {
+      for (const release of ['blue', 'green'])
+        await helm(['uninstall', release, '--namespace', ns], { allowFail: true });
+      await kubectl(['delete', 'namespace', ns, '--wait=false']);
+    }
   });
 
   it('the release scale-agent keeps the names of kustomize/base', async () => {
