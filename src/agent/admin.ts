@@ -18,7 +18,14 @@ export interface AdminSource {
 export class AdminServer {
   private server: http.Server | undefined;
 
-  constructor(private readonly source: AdminSource) {}
+  /**
+   * `healthOnly`: serve /healthz and /readyz and nothing else. That listener binds where the kubelet reaches it
+   * (the pod IP), so it must not hand out the account and watch listings the loopback admin endpoint shows.
+   */
+  constructor(
+    private readonly source: AdminSource,
+    private readonly options: { healthOnly?: boolean } = {},
+  ) {}
 
   async listen(host: string, port: number): Promise<AddressInfo> {
     const server = http.createServer((req, res) => {
@@ -50,6 +57,9 @@ export class AdminServer {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://admin');
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'only GET' });
+    if (this.options.healthOnly && !HEALTH_PATHS.has(url.pathname)) {
+      return send(res, 404, { error: `health endpoint serves only ${[...HEALTH_PATHS].join(', ')}` });
+    }
     switch (url.pathname) {
       case '/healthz':
       case '/health':
@@ -82,6 +92,8 @@ export class AdminServer {
     }
   }
 }
+
+const HEALTH_PATHS = new Set(['/healthz', '/health', '/readyz']);
 
 function send(res: http.ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body, null, 2);

@@ -50,6 +50,8 @@ export class Agent {
   /** The plugin-server's kind policy, from the last Welcome. */
   private kindPolicy: KindPolicy | undefined;
   readonly admin: AdminServer;
+  /** /healthz and /readyz only, where the kubelet's probes reach them (config `health`). */
+  readonly health: AdminServer;
   readonly log: Logger;
   private readonly accounts = new Map<string, AccountRunner>();
   private readonly syncBudget: SyncBudget;
@@ -101,12 +103,14 @@ export class Agent {
       account: (name) => this.accounts.get(name)?.config,
       send: (result) => this.stream.sendControl({ operationResult: result }),
     });
-    this.admin = new AdminServer({
+    const source = {
       registry: this.metrics.registry,
       readiness: () => this.readiness(),
       accounts: () => this.accountsView(),
-      watches: (f) => this.watchesView(f),
-    });
+      watches: (f: { account?: string; state?: string }) => this.watchesView(f),
+    };
+    this.admin = new AdminServer(source);
+    this.health = new AdminServer(source, { healthOnly: true });
   }
 
   /** Loads the config, opens the admin endpoint, starts the accounts and dials the plugin-server. */
@@ -119,9 +123,11 @@ export class Agent {
 
   private async run(text: string): Promise<void> {
     const address = await this.admin.listen(this.config.admin.host, this.config.admin.port);
+    const health = await this.listenHealth(this.config.health);
     this.log.info(
       {
         admin: `http://${address.address}:${address.port}`,
+        ...(health ? { health } : {}),
         server: this.config.server.address,
         version: versionInfo().version,
       },
@@ -146,8 +152,15 @@ export class Agent {
     await this.stream.stop();
     await Promise.all([...this.accounts.values()].map((a) => a.stop()));
     this.dynamicFiles.cleanup();
-    await this.admin.close();
+    await Promise.all([this.admin.close(), this.health.close()]);
     this.log.info('agent stopped');
+  }
+
+  /** Opens the health-only listener when the config gives it a port; returns its URL. */
+  private async listenHealth(h: AgentConfig['health']): Promise<string | undefined> {
+    if (h.port === undefined) return undefined;
+    const a = await this.health.listen(h.host, h.port);
+    return `http://${a.address}:${a.port}`;
   }
 
   /** Applies a new config text; an invalid one is logged and the running config stays. */
@@ -177,6 +190,10 @@ export class Agent {
       await this.admin.close();
       const address = await this.admin.listen(next.admin.host, next.admin.port);
       this.log.info({ admin: `http://${address.address}:${address.port}` }, 'admin endpoint moved');
+    }
+    if (stableJson(prev.health) !== stableJson(next.health)) {
+      await this.health.close();
+      this.log.info({ health: (await this.listenHealth(next.health)) ?? 'off' }, 'health endpoint moved');
     }
     const accountsChanged = diff.added.length + diff.removed.length + diff.changed.length > 0;
     this.log.info(

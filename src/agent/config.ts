@@ -40,6 +40,8 @@ export interface AgentConfig {
   agentId: string;
   zone?: string;
   admin: { host: string; port: number };
+  /** Health-only listener for the kubelet's probes; none when `port` is absent. */
+  health: { host: string; port?: number };
   queue: { maxBytes: number; maxBatchBytes: number; maxInFlightBatches: number };
   kubernetes: {
     rediscoverySeconds: number;

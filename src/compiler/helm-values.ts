@@ -1,9 +1,11 @@
 import type { Place, RbacModel, TlsDecision, WorkloadModel } from './model.js';
+import { NAME_PREFIX } from './names.js';
 import { RUNTIMES } from './runtimes.js';
 
 /** Values for charts/scale-agent that install one place, projected from its model; values.schema.json describes them. */
 export function helmValues(p: Place): Record<string, unknown> {
   const values: Record<string, unknown> = {
+    fullnameOverride: NAME_PREFIX,
     pluginServer: { enabled: false },
     agent: { enabled: false },
     rbac: { accounts: p.rbac ? [rbacEntry(p.rbac)] : [] },
@@ -14,7 +16,6 @@ export function helmValues(p: Place): Record<string, unknown> {
     const lb = g?.loadBalancer;
     values.pluginServer = {
       enabled: true,
-      instance: w.instanceLabels['app.kubernetes.io/instance'],
       ...workloadValues(w),
       grpcService: {
         type: lb ? 'LoadBalancer' : 'ClusterIP',
@@ -49,6 +50,7 @@ export function helmValues(p: Place): Record<string, unknown> {
 /** What both components' values share: the pods, their scheduling, the config file and TLS. */
 function workloadValues(w: WorkloadModel): Record<string, unknown> {
   return {
+    instance: w.instanceLabels['app.kubernetes.io/instance'],
     replicas: w.replicas,
     image: w.image,
     resources: RUNTIMES[w.component].resources,

@@ -8,7 +8,7 @@ import {
   grpcServiceDnsNames,
   placeNames,
 } from './names.js';
-import { scopedToInstance } from './pod-scheduling.js';
+import { scopedToInstance, withDefaultSpread } from './pod-scheduling.js';
 import { accountRules, type AccountRules } from './rbac-rules.js';
 import { agentConfig, kubeconfigMounts, pluginServerConfig } from './runtime-config.js';
 import type { Account, Agent, Certificates, Exposure, PodSettings, Topology } from './topology.js';
@@ -222,7 +222,9 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
         dnsNames: [...grpcServiceDnsNames(ps.namespace), ...externalSans(e)],
       }),
       kubeconfigMounts: [],
-      pod: scopedToInstance(ps.pod, { 'app.kubernetes.io/instance': t.name }),
+      pod: scopedToInstance(withDefaultSpread(ps.pod, ps.replicas, 'plugin-server'), {
+        'app.kubernetes.io/instance': t.name,
+      }),
       ...(ps.storage.type === 'mysql'
         ? { mysql: { name: ps.storage.secretRef.name, key: ps.storage.secretRef.key } }
         : {}),

@@ -1,12 +1,18 @@
+/**
+ * The prefix of every object name. The chart's names are `<fullname>-<component>`; synthesized values set its
+ * `fullnameOverride` to this, so helm, kustomize and manifests name objects alike whatever the release is called.
+ */
+export const NAME_PREFIX = 'scale-agent';
+
 /** Every name the compiler gives an object or a path, in one place. Base names match kustomize/base/. */
 export const NAMES = {
-  pluginServer: 'scale-agent-plugin-server',
-  pluginServerConfig: 'scale-agent-plugin-server-config',
-  pluginServerTls: 'scale-agent-plugin-server-tls',
-  pluginServerGrpc: 'scale-agent-plugin-server-grpc',
-  agent: 'scale-agent-agent',
-  agentConfig: 'scale-agent-agent-config',
-  agentTls: 'scale-agent-agent-tls',
+  pluginServer: `${NAME_PREFIX}-plugin-server`,
+  pluginServerConfig: `${NAME_PREFIX}-plugin-server-config`,
+  pluginServerTls: `${NAME_PREFIX}-plugin-server-tls`,
+  pluginServerGrpc: `${NAME_PREFIX}-plugin-server-grpc`,
+  agent: `${NAME_PREFIX}-agent`,
+  agentConfig: `${NAME_PREFIX}-agent-config`,
+  agentTls: `${NAME_PREFIX}-agent-tls`,
 } as const;
 
 export const PATHS = {
@@ -22,6 +28,8 @@ export const PATHS = {
 export const CONTAINER_GRPC_PORT = 9091;
 export const CONTAINER_HTTP_PORT = 7002;
 export const AGENT_ADMIN_PORT = 8082;
+/** The agent's health-only listener (config `health`), what the kubelet's HTTP probes call. */
+export const AGENT_HEALTH_PORT = 8081;
 export const MYSQL_URL_ENV = 'SCALE_AGENT_MYSQL_URL';
 
 export const placeNames = {

@@ -1,3 +1,4 @@
+import { selectorLabels } from '../../cdk8s/index.js';
 import type { PodSettings } from './topology.js';
 
 type Selector = { matchLabels?: Record<string, string> };
@@ -55,5 +56,26 @@ export function scopedToInstance(pod: PodSettings, instance: Record<string, stri
     ...(pod.topologySpreadConstraints
       ? { topologySpreadConstraints: pod.topologySpreadConstraints.map((c) => scope(c as AffinityTerm)) }
       : {}),
+  };
+}
+
+/** Failure domains the plugin-server's replicas spread over by default: nodes, then zones. */
+export const DEFAULT_SPREAD_KEYS = ['kubernetes.io/hostname', 'topology.kubernetes.io/zone'];
+
+/**
+ * Replicas on one node or in one zone fail together, so a component with more than one replica spreads them unless
+ * the topology says how (its own `topologySpreadConstraints`, `[]` for none). Soft (ScheduleAnyway): a cluster with
+ * one node or one zone still runs every replica. The selector is the component's; scopedToInstance adds the instance.
+ */
+export function withDefaultSpread(pod: PodSettings, replicas: number, component: string): PodSettings {
+  if (replicas <= 1 || pod.topologySpreadConstraints !== undefined) return pod;
+  return {
+    ...pod,
+    topologySpreadConstraints: DEFAULT_SPREAD_KEYS.map((topologyKey) => ({
+      maxSkew: 1,
+      topologyKey,
+      whenUnsatisfiable: 'ScheduleAnyway',
+      labelSelector: { matchLabels: selectorLabels(component) },
+    })),
   };
 }

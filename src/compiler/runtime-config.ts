@@ -1,6 +1,7 @@
 import { agentKindNames } from './rbac-rules.js';
 import {
   AGENT_ADMIN_PORT,
+  AGENT_HEALTH_PORT,
   CONTAINER_GRPC_PORT,
   CONTAINER_HTTP_PORT,
   MYSQL_URL_ENV,
@@ -50,6 +51,8 @@ export function agentConfig(t: Topology, agent: Agent): Record<string, unknown> 
     server,
     ...(agent.zone !== undefined ? { zone: agent.zone } : {}),
     admin: { host: '127.0.0.1', port: AGENT_ADMIN_PORT },
+    // Reachable by the kubelet; serves /healthz and /readyz only, the admin endpoint stays on loopback.
+    health: { host: '0.0.0.0', port: AGENT_HEALTH_PORT },
     kubernetes: {
       accounts: agent.accounts.map((a) => {
         const out: Record<string, unknown> = { name: a.name };

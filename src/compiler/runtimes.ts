@@ -1,5 +1,5 @@
 import type { BaseComponent } from './model.js';
-import { AGENT_ADMIN_PORT, CONTAINER_GRPC_PORT, CONTAINER_HTTP_PORT, NAMES, PATHS } from './names.js';
+import { AGENT_HEALTH_PORT, CONTAINER_GRPC_PORT, CONTAINER_HTTP_PORT, NAMES, PATHS } from './names.js';
 
 /** What each runtime needs from its pod, whatever the place: arguments, ports, probes, resources. */
 export interface RuntimeProfile {
@@ -11,17 +11,6 @@ export interface RuntimeProfile {
   /** The REST API's ClusterIP Service (plugin-server). */
   httpService?: { name: string; port: number; targetPort: string };
 }
-
-/** The agent's admin endpoint binds loopback only, so its probes run inside the container. */
-const agentProbe = (path: string): Record<string, unknown> => ({
-  exec: {
-    command: [
-      'node',
-      '-e',
-      `fetch('http://127.0.0.1:${AGENT_ADMIN_PORT}${path}').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`,
-    ],
-  },
-});
 
 export const RUNTIMES: Record<BaseComponent, RuntimeProfile> = {
   'plugin-server': {
@@ -41,9 +30,15 @@ export const RUNTIMES: Record<BaseComponent, RuntimeProfile> = {
   },
   agent: {
     args: ['agent', '--config', PATHS.configFile],
-    ports: [],
-    readinessProbe: { ...agentProbe('/readyz'), periodSeconds: 15, timeoutSeconds: 5 },
-    livenessProbe: { ...agentProbe('/healthz'), periodSeconds: 30, timeoutSeconds: 5, failureThreshold: 4 },
+    // The health-only listener (config `health`); the admin endpoint, with account and watch listings, stays on loopback.
+    ports: [{ name: 'health', containerPort: AGENT_HEALTH_PORT }],
+    readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, periodSeconds: 15, timeoutSeconds: 5 },
+    livenessProbe: {
+      httpGet: { path: '/healthz', port: 'health' },
+      periodSeconds: 30,
+      timeoutSeconds: 5,
+      failureThreshold: 4,
+    },
     resources: {
       requests: { cpu: '100m', memory: '128Mi', 'ephemeral-storage': '64Mi' },
       limits: { memory: '1Gi', 'ephemeral-storage': '256Mi' },

@@ -1,20 +1,75 @@
 {{/*
+Names follow the cert-manager/argo-helm convention, so two releases in one namespace never share an object or a
+selector: the release's fullname prefixes every object, and the instance label defaults to the release name.
+*/}}
+
+{{/* scale-agent.name: the chart's name (`nameOverride`), the `app.kubernetes.io/name` label. */}}
+{{- define "scale-agent.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+scale-agent.fullname: the prefix of every object name: `fullnameOverride`, else the release name when it already
+contains the chart's name (release `scale-agent` keeps the names kustomize/base uses), else `<release>-<name>`.
+*/}}
+{{- define "scale-agent.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+scale-agent.componentName: an object name of one component, `<fullname>-<component>[-<suffix>]`, within the 63
+characters a label value (and so a Service name) allows. The fullname is what gets cut, never the component part, so
+a long release name cannot make two objects of one release the same name.
+Call with (dict "context" $ "component" "plugin-server" "suffix" "config").
+*/}}
+{{- define "scale-agent.componentName" -}}
+{{- $parts := list .component }}
+{{- with .suffix }}{{ $parts = append $parts . }}{{ end }}
+{{- $rest := join "-" $parts }}
+{{- $prefix := include "scale-agent.fullname" .context | trunc (int (sub 62 (len $rest))) | trimSuffix "-" }}
+{{- printf "%s-%s" $prefix $rest }}
+{{- end }}
+
+{{/* scale-agent.pluginServerName: the plugin-server's Deployment, ServiceAccount and REST Service. Call with $. */}}
+{{- define "scale-agent.pluginServerName" -}}
+{{- include "scale-agent.componentName" (dict "context" . "component" "plugin-server") }}
+{{- end }}
+
+{{/* scale-agent.agentName: the agent group's Deployment and ServiceAccount (`-<group>` as the Kustomize overlays). Call with $. */}}
+{{- define "scale-agent.agentName" -}}
+{{- include "scale-agent.componentName" (dict "context" . "component" "agent" "suffix" .Values.agent.group) }}
+{{- end }}
+
+{{/* scale-agent.instance: the `app.kubernetes.io/instance` label: the component's `instance` value, else the release name. Call with (dict "context" $ "instance" "..."). */}}
+{{- define "scale-agent.instance" -}}
+{{- .instance | default .context.Release.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
 scale-agent.labels: labels of every object. Call with (dict "context" $ "component" "agent" "instance" "x").
 Selectors use only name, component and instance, so upgrades never change them.
 */}}
 {{- define "scale-agent.labels" -}}
-app.kubernetes.io/name: scale-agent
-app.kubernetes.io/component: {{ .component }}
+{{ include "scale-agent.selectorLabels" . }}
 app.kubernetes.io/part-of: scale-agent
-app.kubernetes.io/instance: {{ .instance | quote }}
 app.kubernetes.io/managed-by: {{ .context.Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .context.Chart.Name .context.Chart.Version | replace "+" "_" }}
 {{- end }}
 
+{{/* scale-agent.selectorLabels: the labels of selectors. Call with (dict "context" $ "component" "agent" "instance" "x"). */}}
 {{- define "scale-agent.selectorLabels" -}}
-app.kubernetes.io/name: scale-agent
+app.kubernetes.io/name: {{ include "scale-agent.name" .context }}
 app.kubernetes.io/component: {{ .component }}
-app.kubernetes.io/instance: {{ .instance | quote }}
+app.kubernetes.io/instance: {{ include "scale-agent.instance" . | quote }}
 {{- end }}
 
 {{/* scale-agent.image: a component's image, else repository:tag (tag defaults to appVersion). Call with (dict "context" $ "image" .Values.agent.image). */}}
@@ -24,11 +79,6 @@ app.kubernetes.io/instance: {{ .instance | quote }}
 {{- else -}}
 {{ .context.Values.image.repository }}:{{ .context.Values.image.tag | default .context.Chart.AppVersion }}
 {{- end -}}
-{{- end }}
-
-{{/* scale-agent.agentName: object name of the agent group (the same as the Kustomize overlays give it). */}}
-{{- define "scale-agent.agentName" -}}
-scale-agent-agent-{{ .Values.agent.group }}
 {{- end }}
 
 {{/* scale-agent.lbAnnotations: provider annotations of an L4 load balancer. Call with .Values.pluginServer.grpcService.loadBalancer. */}}

@@ -7,7 +7,8 @@ export default class AgentCommand extends Command {
     'Reads the agent config (schemas/agent-config.schema.json), lists and watches every configured account, and ' +
     'streams changes over one outbound gRPC stream. The config file is reloaded when it changes (also a ' +
     "ConfigMap's ..data symlink swap): accounts are added, changed or removed without a restart. Admin " +
-    'endpoints (/healthz, /readyz, /metrics, /accounts, /watches, /version) listen on admin.host:admin.port. ' +
+    'endpoints (/healthz, /readyz, /metrics, /accounts, /watches, /version) listen on admin.host:admin.port; ' +
+    'with health.port set, /healthz and /readyz alone also listen on health.host:health.port (for kubelet probes). ' +
     'Logs are JSON lines on stderr. SIGTERM/SIGINT stop it cleanly.';
   static override examples = ['<%= config.bin %> agent --config /etc/scale-agent/agent.yaml'];
   static override flags = {

@@ -26,6 +26,9 @@ interface K8sObject {
   spec?: { groups: unknown[] };
 }
 
+// Release `r`: the chart prefixes its names with `<release>-scale-agent`.
+const DASHBOARD = 'r-scale-agent-dashboard';
+
 async function render(args: string[]): Promise<K8sObject[]> {
   const { stdout } = await helm(['template', 'r', CHART, '--namespace', 'monitoring', ...args]);
   return parseAllDocuments(stdout)
@@ -37,14 +40,12 @@ describe('chart monitoring', () => {
   it('installs neither the dashboard nor the rules by default', async () => {
     const objects = await render(['--set', 'pluginServer.enabled=true']);
     expect(objects.length).toBeGreaterThan(0);
-    expect(objects.filter((o) => o.kind === 'PrometheusRule' || o.metadata.name === 'scale-agent-dashboard')).toEqual(
-      [],
-    );
+    expect(objects.filter((o) => o.kind === 'PrometheusRule' || o.metadata.name === DASHBOARD)).toEqual([]);
   });
 
   it('puts the dashboard file, byte for byte, in a ConfigMap with the Grafana sidecar label', async () => {
     const objects = await render([...ON, '--set', 'monitoring.dashboard.annotations.grafana_folder=Spinnaker']);
-    const cm = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'scale-agent-dashboard');
+    const cm = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === DASHBOARD);
     expect(cm?.metadata.labels?.grafana_dashboard).toBe('1');
     expect(cm?.metadata.labels?.['app.kubernetes.io/component']).toBe('monitoring');
     expect(cm?.metadata.annotations).toEqual({ grafana_folder: 'Spinnaker' });
