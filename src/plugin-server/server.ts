@@ -40,6 +40,7 @@ import {
   WatchedStore,
 } from './ops/index.js';
 import { forwardOperation, registerPeerOperationRoute } from './ops/peer-forward.js';
+import { ReplicaViews } from './replica-views.js';
 import { AgentSession } from './sessions.js';
 import { MemoryTaskRepository, MysqlTaskRepository, type TaskRepository } from './tasks/index.js';
 import { UpstreamAccounts } from './upstream/accounts.js';
@@ -97,6 +98,7 @@ export class PluginServer {
   /** Front mode (spinnaker.upstream): the real Clouddriver behind this server, its accounts, the routing. */
   private readonly upstream: { client: UpstreamClient; accounts: UpstreamAccounts; front: FrontMode } | undefined;
   private readonly sessions = new Set<AgentSession>();
+  private readonly views: ReplicaViews;
   private grpc: GrpcEndpoint | undefined;
   private http: FastifyInstance | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -127,6 +129,13 @@ export class PluginServer {
     });
     this.metrics = new PluginServerMetrics({ store: this.store, accounts: this.accounts });
     this.audit = new AuditLog(this.log);
+    this.views = new ReplicaViews({
+      store: this.store,
+      accounts: this.accounts,
+      activity: this.metrics.activity,
+      sessions: () => [...this.sessions].filter((s) => s.agentId).map((s) => s.info()),
+      log: this.log,
+    });
     this.policy = new AuthorizationPolicy(config.authorization, config.grpc.tls?.requireClientCert ?? false);
     const agentTokensFile = config.authorization?.agentTokensFile;
     this.dynamicStore =
@@ -234,6 +243,7 @@ export class PluginServer {
     await this.tasks.init();
     await this.runner.heartbeat();
     await this.accounts.load();
+    await this.views.heartbeat();
     await this.dynamic.load();
     if (this.policy.mode === 'open') {
       this.log.warn('no authorization policy and no client certificates: any agent may register any account name');
@@ -256,7 +266,7 @@ export class PluginServer {
       store: this.store,
       accounts: this.accounts,
       metrics: this.metrics,
-      sessions: () => [...this.sessions].filter((s) => s.agentId).map((s) => s.info()),
+      views: this.views,
       ready: () => this.ready(),
       log: this.log,
       dynamic: this.dynamic,
@@ -348,6 +358,11 @@ export class PluginServer {
     this.housekeepingRunning = true;
     this.accounts
       .refresh()
+      // With the lease heartbeat: peers' entries are as fresh as their leases, and expire with them.
+      .then(() =>
+        // Not in the way of the sweep: a view that cannot be written only leaves peers' admin API behind.
+        this.views.heartbeat().catch((e: unknown) => this.log.warn({ err: e }, 'replica view not published')),
+      )
       .then(() => this.accounts.sweep())
       .catch((e: unknown) => {
         this.log.warn({ err: e }, 'account leases: refresh failed (store unreachable?)');
@@ -456,6 +471,9 @@ export class PluginServer {
     await this.upstream?.client.close();
     await this.runner.flush();
     await this.accounts.flush();
+    await this.views
+      .withdraw()
+      .catch((e: unknown) => this.log.warn({ err: e }, 'replica view not withdrawn; it expires'));
     await this.store.close();
     await this.tasks.close();
     await this.dynamicStore.close();
