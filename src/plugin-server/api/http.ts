@@ -277,7 +277,8 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
         onlySpinnakerManaged: a.record.onlySpinnakerManaged,
         cacheAllApplicationRelationships: a.record.cacheAllApplicationRelationships,
       },
-      agents: a.sessionId ? [{ agentId: a.record.agentId, caching: true }] : [],
+      // Held through this replica or a peer: the same answer on every replica.
+      agents: a.sessionId || a.peer ? [{ agentId: a.record.agentId, caching: true }] : [],
       status: a.state,
       lastAssignmentMsg: a.state === 'ACTIVE' ? `held by agent ${a.record.agentId}` : a.state,
       kinds: status.reported?.kinds.map((k) => ({ group: k.group, version: k.version, kind: k.kind })) ?? [],
