@@ -230,11 +230,14 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   });
 
   const activity = deps.metrics.activity;
-  /** The account's reported status and activity, from whichever replica's agent holds it. */
+  /**
+   * The account's reported status and activity, from whichever replica's agent holds it; none while no agent does
+   * (what the last holder reported is in no other replica's memory, so showing it here would differ by replica).
+   */
   const statusOf = (a: RegisteredAccount | undefined): PublishedAccount => {
     if (a?.sessionId) return { reported: a.reported, activity: activity.view(a.record.name, a.sessionId) };
     if (a?.peer) return deps.views.account(a.peer.replica, a.record.name) ?? { activity: {} };
-    return { reported: a?.reported, activity: {} };
+    return { activity: {} };
   };
   const dynamicActivity = (name: string) => activityView(statusOf(deps.accounts.get(name)));
   app.get<{ Querystring: { page?: string; limit?: string } }>('/armory/accounts', async (request) => {
