@@ -105,7 +105,8 @@ export class PluginServer {
   private taskTimer: NodeJS.Timeout | undefined;
   private lastPurgeAt = 0;
   private stopping = false;
-  private housekeepingRunning = false;
+  /** The housekeeping pass under way, if any (stop() waits for it so nothing is published after withdrawing). */
+  private housekeepingRun: Promise<void> | undefined;
   grpcPort = 0;
   httpPort = 0;
 
@@ -354,21 +355,22 @@ export class PluginServer {
   }
 
   private housekeeping(): void {
-    if (this.housekeepingRunning) return;
-    this.housekeepingRunning = true;
-    this.accounts
+    if (this.housekeepingRun) return;
+    this.housekeepingRun = this.accounts
       .refresh()
       // With the lease heartbeat: peers' entries are as fresh as their leases, and expire with them.
       .then(() =>
         // Not in the way of the sweep: a view that cannot be written only leaves peers' admin API behind.
         this.views.heartbeat().catch((e: unknown) => this.log.warn({ err: e }, 'replica view not published')),
       )
-      .then(() => this.accounts.sweep())
+      .then(async () => {
+        await this.accounts.sweep();
+      })
       .catch((e: unknown) => {
         this.log.warn({ err: e }, 'account leases: refresh failed (store unreachable?)');
         if (this.leasesLapsed()) this.dropStreams();
       })
-      .finally(() => (this.housekeepingRunning = false));
+      .finally(() => (this.housekeepingRun = undefined));
   }
 
   /** This replica could not renew its leases for a whole lease period: peers consider its accounts free. */
