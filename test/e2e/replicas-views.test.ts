@@ -138,6 +138,8 @@ describe('every replica answers for every agent and account', () => {
       expect(one[0]?.sessionId).toBe(lists[0]?.find((a) => a.agentId === agentId)?.sessionId);
     }
 
+    const listed = await identical<{ items: AccountDetail[] }>('/armory/accounts');
+    expect(listed[0]?.items.map((a) => a.name)).toEqual(ACCOUNTS);
     for (const name of ACCOUNTS) {
       const views = await identical<AccountDetail>(`/armory/accounts/${name}`);
       expect(views[0]?.state).toBe('ACTIVE');
