@@ -195,6 +195,8 @@ describe('every replica answers for every agent and account', () => {
 
     // The survivors agree on every agent and on the moved account, reported status included.
     await identical<AgentView[]>('/armory/agents', survivors);
+    const one = await identical<AgentView>('/armory/agents/view-agent-0', survivors);
+    expect(one.map((a) => a.sessionId)).toEqual([entries[0]!.sessionId, entries[0]!.sessionId]);
     const account = await waitFor('view-0 held again, reported on both survivors', async () => {
       const all = await identical<AccountDetail>('/agents/kubernetes/accounts/view-0', survivors);
       return all.every((d) => d.state === 'ACTIVE' && d.forbiddenKinds.length > 0) ? all : undefined;
