@@ -40,6 +40,7 @@ import {
   WatchedStore,
 } from './ops/index.js';
 import { forwardOperation, registerPeerOperationRoute } from './ops/peer-forward.js';
+import { ReplicaViews } from './replica-views.js';
 import { AgentSession } from './sessions.js';
 import { MemoryTaskRepository, MysqlTaskRepository, type TaskRepository } from './tasks/index.js';
 import { UpstreamAccounts } from './upstream/accounts.js';
@@ -97,13 +98,15 @@ export class PluginServer {
   /** Front mode (spinnaker.upstream): the real Clouddriver behind this server, its accounts, the routing. */
   private readonly upstream: { client: UpstreamClient; accounts: UpstreamAccounts; front: FrontMode } | undefined;
   private readonly sessions = new Set<AgentSession>();
+  private readonly views: ReplicaViews;
   private grpc: GrpcEndpoint | undefined;
   private http: FastifyInstance | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private taskTimer: NodeJS.Timeout | undefined;
   private lastPurgeAt = 0;
   private stopping = false;
-  private housekeepingRunning = false;
+  /** The housekeeping pass under way, if any (stop() waits for it so nothing is published after withdrawing). */
+  private housekeepingRun: Promise<void> | undefined;
   grpcPort = 0;
   httpPort = 0;
 
@@ -127,6 +130,13 @@ export class PluginServer {
     });
     this.metrics = new PluginServerMetrics({ store: this.store, accounts: this.accounts });
     this.audit = new AuditLog(this.log);
+    this.views = new ReplicaViews({
+      store: this.store,
+      accounts: this.accounts,
+      activity: this.metrics.activity,
+      sessions: () => [...this.sessions].filter((s) => s.agentId).map((s) => s.info()),
+      log: this.log,
+    });
     this.policy = new AuthorizationPolicy(config.authorization, config.grpc.tls?.requireClientCert ?? false);
     const agentTokensFile = config.authorization?.agentTokensFile;
     this.dynamicStore =
@@ -234,6 +244,7 @@ export class PluginServer {
     await this.tasks.init();
     await this.runner.heartbeat();
     await this.accounts.load();
+    await this.views.heartbeat();
     await this.dynamic.load();
     if (this.policy.mode === 'open') {
       this.log.warn('no authorization policy and no client certificates: any agent may register any account name');
@@ -256,7 +267,7 @@ export class PluginServer {
       store: this.store,
       accounts: this.accounts,
       metrics: this.metrics,
-      sessions: () => [...this.sessions].filter((s) => s.agentId).map((s) => s.info()),
+      views: this.views,
       ready: () => this.ready(),
       log: this.log,
       dynamic: this.dynamic,
@@ -344,16 +355,22 @@ export class PluginServer {
   }
 
   private housekeeping(): void {
-    if (this.housekeepingRunning) return;
-    this.housekeepingRunning = true;
-    this.accounts
+    if (this.housekeepingRun) return;
+    this.housekeepingRun = this.accounts
       .refresh()
-      .then(() => this.accounts.sweep())
+      // With the lease heartbeat: peers' entries are as fresh as their leases, and expire with them.
+      .then(() =>
+        // Not in the way of the sweep: a view that cannot be written only leaves peers' admin API behind.
+        this.views.heartbeat().catch((e: unknown) => this.log.warn({ err: e }, 'replica view not published')),
+      )
+      .then(async () => {
+        await this.accounts.sweep();
+      })
       .catch((e: unknown) => {
         this.log.warn({ err: e }, 'account leases: refresh failed (store unreachable?)');
         if (this.leasesLapsed()) this.dropStreams();
       })
-      .finally(() => (this.housekeepingRunning = false));
+      .finally(() => (this.housekeepingRun = undefined));
   }
 
   /** This replica could not renew its leases for a whole lease period: peers consider its accounts free. */
@@ -456,6 +473,9 @@ export class PluginServer {
     await this.upstream?.client.close();
     await this.runner.flush();
     await this.accounts.flush();
+    await this.views
+      .withdraw()
+      .catch((e: unknown) => this.log.warn({ err: e }, 'replica view not withdrawn; it expires'));
     await this.store.close();
     await this.tasks.close();
     await this.dynamicStore.close();

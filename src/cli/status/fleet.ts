@@ -1,5 +1,5 @@
 /**
- * The fleet as one plugin-server sees it, read from its admin API (/readyz, /armory/agents, /armory/accounts,
+ * The fleet, read from one plugin-server's admin API (every replica lists every replica's agents and accounts) (/readyz, /armory/agents, /armory/accounts,
  * /armory/agent/operations) and its /metrics (objects cached per account), and judged: what is unhealthy, so
  * `scale-agent status` can exit non-zero in CI and cron.
  */
@@ -8,6 +8,8 @@ import type { AccountSyncView } from '../../plugin-server/account-activity.js';
 
 export interface AgentStatus {
   agentId: string;
+  /** The replica its stream ends on: 'local' (the one asked) or the peer replica's id. */
+  heldBy: string;
   version: string;
   zone: string;
   connectedAt: string;
@@ -61,6 +63,7 @@ export interface FleetFilter {
 
 interface AgentView {
   agentId: string;
+  heldBy?: 'local' | { replica: string };
   version?: string;
   zoneId?: string;
   connectedAt?: string;
@@ -163,6 +166,7 @@ export async function collectFleet(
     .filter((a) => !filter.agent || a.agentId === filter.agent)
     .map((a) => ({
       agentId: a.agentId,
+      heldBy: heldBy(a.heldBy),
       version: a.version ?? '',
       zone: a.zoneId ?? '',
       connectedAt: a.connectedAt ?? '',
@@ -175,7 +179,7 @@ export async function collectFleet(
       name: a.name,
       state: a.state,
       agentId: a.agentId ?? '',
-      heldBy: a.heldBy === 'local' ? 'local' : a.heldBy ? a.heldBy.replica : '',
+      heldBy: heldBy(a.heldBy),
       objects: objects.get(a.name) ?? 0,
       error: a.errorMessage ?? '',
       forbiddenKinds: a.forbiddenKinds ?? [],
@@ -213,4 +217,8 @@ export async function collectFleet(
     problems,
     takenAt: new Date().toISOString(),
   };
+}
+
+function heldBy(h: 'local' | { replica: string } | null | undefined): string {
+  return h === 'local' ? 'local' : h ? h.replica : '';
 }

@@ -51,9 +51,10 @@ export function renderFleet(f: FleetStatus, now = Date.now()): string {
   out.push('');
   out.push(
     ...table(
-      ['AGENT', 'VERSION', 'ZONE', 'CONNECTED', 'ACCOUNTS', 'STANDBY FOR'],
+      ['AGENT', 'REPLICA', 'VERSION', 'ZONE', 'CONNECTED', 'ACCOUNTS', 'STANDBY FOR'],
       f.agents.map((a) => [
         a.agentId,
+        a.heldBy || '-',
         a.version,
         a.zone || '-',
         since(a.connectedAt, now),

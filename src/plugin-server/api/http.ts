@@ -1,12 +1,10 @@
-import { hostname } from 'node:os';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { httpStatusOf, isScaleAgentError, ScaleAgentError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logging.js';
-import type { AccountActivity } from '../account-activity.js';
 import type { AccountRegistry, RegisteredAccount } from '../accounts.js';
 import type { CachedObject, CacheStore } from '../cache/store.js';
 import type { PluginServerMetrics } from '../metrics.js';
-import type { SessionInfo } from '../sessions.js';
+import type { PublishedAccount, ReplicaViews } from '../replica-views.js';
 import type { FrontMode } from '../upstream/front.js';
 import { accountFilter, type AccountFilter } from '../auth/spinnaker-accounts.js';
 import { credentialsDetail, credentialsSummary } from './credentials.js';
@@ -18,7 +16,8 @@ export interface ApiDeps {
   store: CacheStore;
   accounts: AccountRegistry;
   metrics: PluginServerMetrics;
-  sessions: () => SessionInfo[];
+  /** Agents of every replica, and what peers' agents reported of the accounts they hold. */
+  views: ReplicaViews;
   ready: () => Promise<{ ready: boolean; reasons: string[] }>;
   log: Logger;
   /** Dynamic accounts (accounts/dynamic.ts): listed with the agents' accounts, shown in their own shape. */
@@ -67,15 +66,15 @@ function sendError(reply: FastifyReply, e: unknown): FastifyReply {
 }
 
 /**
- * Lag and sync progress, for accounts whose agent streams to this replica; null otherwise (a peer's API shows them
- * for the accounts it holds, and what this replica saw before the account moved is stale).
+ * Lag and sync progress as the holder sees them: this replica's own for accounts its agents hold, the holder's
+ * published view (replica-views.ts) for a peer's; null for an account no replica holds.
  */
-function activityView(activity: AccountActivity, name: string, holder: string | undefined) {
-  const seen = holder === undefined ? {} : activity.view(name, holder);
+function activityView(status: PublishedAccount) {
+  const seen = status.activity;
   return { changeLagMs: seen.changeLagMs ?? null, lastChangeAt: seen.lastChangeAt ?? null, sync: seen.sync ?? null };
 }
 
-function accountView(a: RegisteredAccount, activity: AccountActivity) {
+function accountView(a: RegisteredAccount, status: PublishedAccount) {
   return {
     name: a.record.name,
     state: a.state,
@@ -84,14 +83,14 @@ function accountView(a: RegisteredAccount, activity: AccountActivity) {
     kubeHost: a.record.apiServerHost,
     certFingerprint: a.record.caFingerprint,
     kubeVersion: a.record.kubernetesVersion,
-    errorMessage: a.reported?.error ?? '',
-    forbiddenKinds: a.reported?.forbiddenKinds ?? [],
+    errorMessage: status.reported?.error ?? '',
+    forbiddenKinds: status.reported?.forbiddenKinds ?? [],
     lastUpdated: a.lastUpdated,
     orphanedAt: a.orphanedAt,
     registeredAt: a.record.registeredAt,
     // Which plugin-server replica the agent's stream ends on: this one (local) or a peer sharing the store.
     heldBy: a.sessionId ? 'local' : a.peer ? { replica: a.peer.replica, url: a.peer.url } : null,
-    ...activityView(activity, a.record.name, a.sessionId),
+    ...activityView(status),
   };
 }
 
@@ -219,34 +218,28 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
       getManifest(request.headers, request.params.account, '', request.params.name, withEvents(request.query)),
   );
 
-  const agentView = (s: SessionInfo) => ({
-    agentId: s.agentId,
-    accounts: s.accounts,
-    caching: true,
-    clouddriverId: hostname(),
-    clouddriverAlive: true,
-    lastConnection: new Date(s.lastMessageAt).toISOString(),
-    type: 'kubernetes',
-    sessionId: s.sessionId,
-    version: s.version,
-    zoneId: s.zone,
-    peer: s.peer,
-    certificateSubject: s.certificateSubject,
-    authIdentity: s.authIdentity,
-    rejectedAccounts: s.rejectedAccounts,
-    identity: s.identity,
-    connectedAt: new Date(s.connectedAt).toISOString(),
-    ackedSeq: s.ackedSeq,
-  });
-  app.get('/armory/agents', async () => deps.sessions().map(agentView));
+  app.get('/armory/agents', async () => deps.views.agents());
   app.get<{ Params: { agentId: string } }>('/armory/agents/:agentId', async (request) => {
-    const s = deps.sessions().find((x) => x.agentId === request.params.agentId);
+    // The latest stream of the agent (agents() orders them by connection time).
+    const s = deps.views
+      .agents()
+      .filter((x) => x.agentId === request.params.agentId)
+      .at(-1);
     if (!s) throw new ScaleAgentError('NOT_FOUND', `Agent not connected (agentId: ${request.params.agentId})`);
-    return agentView(s);
+    return s;
   });
 
   const activity = deps.metrics.activity;
-  const dynamicActivity = (name: string) => activityView(activity, name, deps.accounts.get(name)?.sessionId);
+  /**
+   * The account's reported status and activity, from whichever replica's agent holds it; none while no agent does
+   * (what the last holder reported is in no other replica's memory, so showing it here would differ by replica).
+   */
+  const statusOf = (a: RegisteredAccount | undefined): PublishedAccount => {
+    if (a?.sessionId) return { reported: a.reported, activity: activity.view(a.record.name, a.sessionId) };
+    if (a?.peer) return deps.views.account(a.peer.replica, a.record.name) ?? { activity: {} };
+    return { activity: {} };
+  };
+  const dynamicActivity = (name: string) => activityView(statusOf(deps.accounts.get(name)));
   app.get<{ Querystring: { page?: string; limit?: string } }>('/armory/accounts', async (request) => {
     const page = intQuery(request.query.page, 'page', 1, 1, 1_000_000);
     const limit = intQuery(request.query.limit, 'limit', 100, 1, 1000);
@@ -255,7 +248,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
       ...deps.accounts
         .list()
         .filter((a) => !dynamic?.has(a.record.name))
-        .map((a) => accountView(a, activity)),
+        .map((a) => accountView(a, statusOf(a))),
       ...(dynamic?.views() ?? []).map((v) => ({ ...v, ...dynamicActivity(v.name) })),
     ].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     return {
@@ -268,12 +261,14 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   app.get<{ Params: { name: string } }>('/armory/accounts/:name', async (request) => {
     const dynamicView = deps.dynamic?.view(request.params.name);
     if (dynamicView) return { ...dynamicView, ...dynamicActivity(request.params.name) };
-    return accountView(accountOr404(request.params.name), activity);
+    const a = accountOr404(request.params.name);
+    return accountView(a, statusOf(a));
   });
   app.get<{ Params: { name: string } }>('/agents/kubernetes/accounts/:name', async (request) => {
     const a = accountOr404(request.params.name);
+    const status = statusOf(a);
     return {
-      ...accountView(a, activity),
+      ...accountView(a, status),
       type: 'kubernetes',
       source: 'static-agent-config',
       config: {
@@ -285,10 +280,11 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
         onlySpinnakerManaged: a.record.onlySpinnakerManaged,
         cacheAllApplicationRelationships: a.record.cacheAllApplicationRelationships,
       },
-      agents: a.sessionId ? [{ agentId: a.record.agentId, caching: true }] : [],
+      // Held through this replica or a peer: the same answer on every replica.
+      agents: a.sessionId || a.peer ? [{ agentId: a.record.agentId, caching: true }] : [],
       status: a.state,
       lastAssignmentMsg: a.state === 'ACTIVE' ? `held by agent ${a.record.agentId}` : a.state,
-      kinds: a.reported?.kinds.map((k) => ({ group: k.group, version: k.version, kind: k.kind })) ?? [],
+      kinds: status.reported?.kinds.map((k) => ({ group: k.group, version: k.version, kind: k.kind })) ?? [],
     };
   });
 

@@ -10,6 +10,7 @@ import {
   type ObjectKeyOf,
   type CacheStore,
   type KindCount,
+  type ReplicaView,
   type ListFilter,
   type ObjectKey,
   type ResumePointRecord,
@@ -68,6 +69,7 @@ export class MemoryCacheStore implements CacheStore {
   private readonly scopes = new ScopeTable();
   private readonly accounts = new Map<string, AccountRecord>();
   private readonly leases = new Map<string, AccountLease>();
+  private readonly replicaViews = new Map<string, ReplicaView>();
   /** app → account → its objects. */
   private readonly byApp = new RefIndex();
   /** account → controller uid → the objects it owns. */
@@ -370,6 +372,22 @@ export class MemoryCacheStore implements CacheStore {
     if (l && leaseLive(l, now)) return false;
     await this.dropAccount(name);
     return true;
+  }
+
+  async publishReplicaView(view: ReplicaView, pruneBefore: number): Promise<void> {
+    for (const [replica, v] of this.replicaViews) if (v.expiresAt < pruneBefore) this.replicaViews.delete(replica);
+    this.replicaViews.set(view.replica, { ...view });
+  }
+
+  async listReplicaViews(now: number): Promise<ReplicaView[]> {
+    return [...this.replicaViews.values()]
+      .filter((v) => v.expiresAt > now)
+      .sort((a, b) => (a.replica < b.replica ? -1 : a.replica > b.replica ? 1 : 0))
+      .map((v) => ({ ...v }));
+  }
+
+  async dropReplicaView(replica: string): Promise<void> {
+    this.replicaViews.delete(replica);
   }
 
   reloadAccountState(): void {

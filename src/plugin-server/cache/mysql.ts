@@ -17,6 +17,7 @@ import {
   type ObjectKeyOf,
   type ListFilter,
   type ObjectKey,
+  type ReplicaView,
   type ResumePointRecord,
   type ScopeKey,
   type StoreChange,
@@ -107,6 +108,16 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       '{"permissions":{"READ":[],"WRITE":[]},"onlySpinnakerManaged":false,"cacheAllApplicationRelationships":false}',
       record)
     WHERE JSON_VALID(record)`,
+  ],
+  // 5: what each replica's agents and held accounts look like (replica-views.ts), so every replica's admin API
+  // answers for all of them. A new table only, like 2.
+  [
+    `CREATE TABLE IF NOT EXISTS sa_replica_views (
+      replica VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+      replica_url VARCHAR(512) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      view_json LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+      expires_at BIGINT NOT NULL
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
   ],
 ];
 
@@ -558,6 +569,34 @@ export class MysqlCacheStore implements CacheStore {
       [expiresAt, replica],
     );
     return (res as unknown as { affectedRows: number }).affectedRows;
+  }
+
+  async publishReplicaView(v: ReplicaView, pruneBefore: number): Promise<void> {
+    await this.query(
+      'INSERT INTO sa_replica_views (replica, replica_url, view_json, expires_at) VALUES (?, ?, ?, ?) ' +
+        'ON DUPLICATE KEY UPDATE replica_url = VALUES(replica_url), view_json = VALUES(view_json), ' +
+        'expires_at = VALUES(expires_at)',
+      [v.replica, v.replicaUrl, v.json, v.expiresAt],
+    );
+    // Replica ids are per process: views of replicas gone long ago would otherwise stay forever.
+    await this.query('DELETE FROM sa_replica_views WHERE expires_at < ?', [pruneBefore]);
+  }
+
+  async listReplicaViews(now: number): Promise<ReplicaView[]> {
+    const [rows] = await this.query(
+      'SELECT replica, replica_url, view_json, expires_at FROM sa_replica_views WHERE expires_at > ? ORDER BY replica',
+      [now],
+    );
+    return rows.map((r) => ({
+      replica: r.replica as string,
+      replicaUrl: r.replica_url as string,
+      json: r.view_json as string,
+      expiresAt: Number(r.expires_at),
+    }));
+  }
+
+  async dropReplicaView(replica: string): Promise<void> {
+    await this.query('DELETE FROM sa_replica_views WHERE replica = ?', [replica]);
   }
 
   async listLeases(): Promise<AccountLease[]> {

@@ -196,6 +196,20 @@ export function leaseLive(l: AccountLease, now: number): boolean {
   return l.releasedAt === 0 && l.expiresAt > now;
 }
 
+/**
+ * What one replica publishes of its agents and of the accounts they hold (replica-views.ts builds and reads the
+ * document), so every replica's admin API answers for all of them. Rewritten with every lease heartbeat; a replica
+ * that stops publishing (killed) drops out once expiresAt passes.
+ */
+export interface ReplicaView {
+  replica: string;
+  replicaUrl: string;
+  /** The published document as JSON text, exactly as stored. */
+  json: string;
+  /** ms since the epoch. */
+  expiresAt: number;
+}
+
 export interface ListFilter {
   account: string;
   group?: string | undefined;
@@ -244,6 +258,12 @@ export interface CacheStore {
    * registering the account on another replica at the same moment either keeps it or finds it gone, never half.
    */
   dropAccountIfUnheld(name: string, now: number): Promise<boolean>;
+  /** Writes the replica's view (replacing its previous one); views expired before `pruneBefore` are deleted. */
+  publishReplicaView(view: ReplicaView, pruneBefore: number): Promise<void>;
+  /** Views whose expiresAt is after `now`, ordered by replica. */
+  listReplicaViews(now: number): Promise<ReplicaView[]>;
+  /** The replica is stopping: its view goes at once instead of expiring. */
+  dropReplicaView(replica: string): Promise<void>;
   /** Forget what this process remembers of the account's sync state (another replica may have written it). */
   reloadAccountState(name: string): void;
   /** Throws when the backend is unreachable (for /readyz). */

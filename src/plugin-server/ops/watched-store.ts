@@ -7,6 +7,7 @@ import type {
   CacheStore,
   KindCount,
   ListFilter,
+  ReplicaView,
   ObjectKey,
   ObjectKeyOf,
   ResumePointRecord,
@@ -101,6 +102,18 @@ export class WatchedStore implements CacheStore {
 
   listLeases(): Promise<AccountLease[]> {
     return this.inner.listLeases();
+  }
+
+  publishReplicaView(view: ReplicaView, pruneBefore: number): Promise<void> {
+    return this.inner.publishReplicaView(view, pruneBefore);
+  }
+
+  listReplicaViews(now: number): Promise<ReplicaView[]> {
+    return this.inner.listReplicaViews(now);
+  }
+
+  dropReplicaView(replica: string): Promise<void> {
+    return this.inner.dropReplicaView(replica);
   }
 
   dropAccountIfUnheld(name: string, now: number): Promise<boolean> {

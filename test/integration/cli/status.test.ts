@@ -54,7 +54,7 @@ describe('scale-agent status', () => {
     expect(fleet.ready).toBe(true);
     expect(fleet.problems).toEqual([]);
     expect(fleet.agents).toEqual([
-      expect.objectContaining({ agentId: 'status-agent', accounts: ['fleet-a'], rejected: [] }),
+      expect.objectContaining({ agentId: 'status-agent', heldBy: 'local', accounts: ['fleet-a'], rejected: [] }),
     ]);
     // Two ConfigMaps plus the namespace's kube-root-ca.crt, which the controller-manager creates.
     expect(fleet.accounts).toEqual([
@@ -73,6 +73,7 @@ describe('scale-agent status', () => {
     expect(r.code).toBe(0);
     const lines = r.stdout.split('\n');
     expect(lines[0]).toMatch(/ ready {2}1 agents {2}1 accounts {2}0 pending operations {2}healthy$/);
+    expect(lines).toContainEqual(expect.stringMatching(/^status-agent +local +\S+ +- +\S+ +1 +-$/));
     expect(lines).toContainEqual(expect.stringMatching(/^ACCOUNT +STATE +AGENT +REPLICA +OBJECTS +LAG +SYNC +ERROR$/));
     // The lag of the last batch applied (the second ConfigMap), and no sync running.
     expect(lines).toContainEqual(expect.stringMatching(/^fleet-a +ACTIVE +status-agent +local +3 +\d+(ms|\.\ds) +-$/));

@@ -10,7 +10,7 @@ import { loadSync } from '@grpc/proto-loader';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PluginServer } from '../../../src/plugin-server/server.js';
-import { ChangeType, PROTOCOL_VERSION } from '../../../src/shared/proto.js';
+import { AccountState, ChangeType, PROTOCOL_VERSION } from '../../../src/shared/proto.js';
 import { account, change, configMap, eventually, getJson, startServer, TestAgent } from './helpers.js';
 
 describe('plugin-server sessions over a real gRPC stream', () => {
@@ -223,11 +223,27 @@ describe('plugin-server sessions over a real gRPC stream', () => {
     const a = agent();
     await a.hello([account('dev')]);
     await a.batch([change('dev', 'ADDED', configMap('a', '1'))]);
-    a.close();
+    a.send({
+      accountStatus: {
+        account: 'dev',
+        state: AccountState.ACCOUNT_STATE_ACTIVE,
+        error: 'cannot list secrets',
+        forbiddenKinds: ['Secret'],
+        kinds: [],
+      },
+    });
+    type View = { state: string; errorMessage: string; forbiddenKinds: string[] };
     await eventually(
-      () => getJson(`${base}/armory/accounts`),
-      (r) => (r.body as { items: { state: string }[] }).items[0]?.state === 'ORPHANED',
+      () => getJson(`${base}/armory/accounts/dev`),
+      (r) => (r.body as View).errorMessage === 'cannot list secrets',
     );
+    a.close();
+    const orphaned = await eventually(
+      () => getJson(`${base}/armory/accounts/dev`),
+      (r) => (r.body as View).state === 'ORPHANED',
+    );
+    // What the agent reported was its own status: nobody reports for an orphaned account (on any replica).
+    expect(orphaned.body).toMatchObject({ errorMessage: '', forbiddenKinds: [] });
     // Still served while orphaned.
     expect((await manifest('dev', 'default', 'configMap a')).status).toBe(200);
     await eventually(

@@ -341,6 +341,30 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       expect(await store.dropAccountIfUnheld('dev', 200)).toBe(true);
     });
 
+    it('keeps replica views: replaced by their replica, listed while unexpired, pruned and dropped', async () => {
+      const view = (replica: string, json: string, expiresAt: number) => ({
+        replica,
+        replicaUrl: `http://${replica}:7002`,
+        json,
+        expiresAt,
+      });
+      await store.publishReplicaView(view('r2', '{"agents":[]}', 1_000), 0);
+      await store.publishReplicaView(view('r1', '{"agents":[1]}', 1_000), 0);
+      // Listed in replica order, the JSON exactly as written; a later publish replaces the replica's view.
+      await store.publishReplicaView(view('r1', '{"agents":[1,2]}', 2_000), 0);
+      expect(await store.listReplicaViews(500)).toEqual([
+        view('r1', '{"agents":[1,2]}', 2_000),
+        view('r2', '{"agents":[]}', 1_000),
+      ]);
+      // Expired (its replica stopped publishing): no longer listed.
+      expect(await store.listReplicaViews(1_000)).toEqual([view('r1', '{"agents":[1,2]}', 2_000)]);
+      // Pruned by a later publish once expired before pruneBefore, so it stays gone whatever `now` is asked.
+      await store.publishReplicaView(view('r3', '{}', 5_000), 1_500);
+      expect((await store.listReplicaViews(0)).map((v) => v.replica)).toEqual(['r1', 'r3']);
+      await store.dropReplicaView('r1');
+      expect(await store.listReplicaViews(0)).toEqual([view('r3', '{}', 5_000)]);
+    });
+
     describe('application and owner indexes', () => {
       const rs = (name: string, rv: string, app: string, cluster: string, extra: Partial<StoreChange> = {}) =>
         change('ADDED', name, rv, {
