@@ -110,7 +110,8 @@ describe('three replicas behind HAProxy', () => {
     ]) {
       const bodies = await waitFor(`${path} identical on every replica`, async () => {
         // heldBy ('local' or the peer) and lastUpdated (when this replica learnt of it) are per replica by design;
-        // change lag and sync progress are measured by the replica the agent streams to (null on the others).
+        // change lag and sync progress are measured by the replica the agent streams to and reach its peers with the
+        // next lease renewal (replica-views.ts), so they may differ for a moment (replicas-views.test.ts checks them).
         const perReplica = new Set(['heldBy', 'lastUpdated', 'changeLagMs', 'lastChangeAt', 'sync']);
         const all = await Promise.all(
           replicas.map(async (r) =>
