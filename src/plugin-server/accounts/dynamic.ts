@@ -11,27 +11,13 @@ import type { TokenFile } from '../auth/tokens.js';
 import type { GatedSession, GateVerdict, SessionGate } from '../session-gate.js';
 import type { DynamicAccountStore, DynamicDefinition } from './dynamic-store.js';
 import type { SecretBox } from './secret-box.js';
+import type { AccountDefinition } from '../../shared/clouddriver-accounts.js';
 
 export const ACCOUNT_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$/;
 
 /** What POST/PUT /armory/accounts/dynamic accept (after schema validation). */
-export interface DynamicAccountInput {
-  name: string;
-  zoneId?: string;
-  kubeconfigContents?: string;
-  kubeconfigFile?: string;
-  serviceAccount?: boolean;
-  context?: string;
-  namespaces?: string[];
-  omitNamespaces?: string[];
-  kinds?: string[];
-  omitKinds?: string[];
-  onlyNamespacedResources?: boolean;
-  permissions?: { READ?: string[]; WRITE?: string[] };
-  onlySpinnakerManaged?: boolean;
-  cacheAllApplicationRelationships?: boolean;
-  state?: 'ACTIVE' | 'INACTIVE';
-}
+/** A dynamic account's definition: the account definition Clouddriver's and Armory's APIs carry (one shape). */
+export type DynamicAccountInput = AccountDefinition;
 
 export type DynamicState = 'ACTIVE' | 'INACTIVE' | 'FAILED' | 'ORPHANED';
 
