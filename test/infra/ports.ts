@@ -1,7 +1,36 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-/** A loopback port that was free a moment ago. Callers retry on EADDRINUSE (another process may grab it). */
-export function freePort(): Promise<number> {
+/**
+ * Ports are taken below the kernel's ephemeral range (Linux: net.ipv4.ip_local_port_range, 32768–60999 by default).
+ * A port the kernel hands out for `listen(0)` comes from that range, and so does the local port of every outgoing
+ * connection the tests make: between freePort() returning such a port and the server process binding it, one of
+ * those connections could take it (seen as EADDRINUSE when a replica started during a busy suite). Below the range
+ * only another freePort() caller can collide, which the random choice and the per-process memory make rare.
+ */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 0 ? low : 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+const HIGH = ephemeralLow();
+const LOW = Math.max(1025, HIGH - 12_000);
+const handedOut = new Set<number>();
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+function kernelPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();
@@ -11,4 +40,20 @@ export function freePort(): Promise<number> {
       srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
     });
   });
+}
+
+/** A loopback port that was free a moment ago, outside the range the kernel gives to outgoing connections. */
+export async function freePort(): Promise<number> {
+  if (HIGH - LOW >= 1000) {
+    for (let i = 0; i < 100; i++) {
+      const port = LOW + Math.floor(Math.random() * (HIGH - LOW));
+      if (handedOut.has(port)) continue;
+      // Reserved before the check, so concurrent callers in this process never pick the same port.
+      handedOut.add(port);
+      if (await canListen(port)) return port;
+      handedOut.delete(port);
+    }
+  }
+  // A machine whose ephemeral range leaves no room below it: the kernel's choice, with the race above.
+  return kernelPort();
 }
