@@ -6,7 +6,8 @@ import { createServer } from 'node:net';
  * A port the kernel hands out for `listen(0)` comes from that range, and so does the local port of every outgoing
  * connection the tests make: between freePort() returning such a port and the server process binding it, one of
  * those connections could take it (seen as EADDRINUSE when a replica started during a busy suite). Below the range
- * only another freePort() caller can collide, which the random choice and the per-process memory make rare.
+ * only another freePort() caller can collide: the per-worker slices and the per-process memory prevent that, and
+ * PluginServerProcess starts again on other ports if it still happens.
  */
 function ephemeralLow(): number {
   try {
@@ -17,8 +18,17 @@ function ephemeralLow(): number {
   }
 }
 
-const HIGH = ephemeralLow();
-const LOW = Math.max(1025, HIGH - 12_000);
+const TOP = ephemeralLow();
+const BOTTOM = Math.max(1025, TOP - 12_000);
+/**
+ * Test files run in parallel worker processes (vitest numbers them in VITEST_POOL_ID); each takes its own slice of
+ * the range, so two workers never pick the same port. The main process (global setup, benchmarks) takes slice 0.
+ */
+const SLICES = 9;
+const slice = Math.min(SLICES - 1, Math.max(0, Number(process.env.VITEST_POOL_ID ?? 0) || 0));
+const width = Math.floor((TOP - BOTTOM) / SLICES);
+const LOW = BOTTOM + slice * width;
+const HIGH = LOW + width;
 const handedOut = new Set<number>();
 
 function canListen(port: number): Promise<boolean> {
@@ -44,7 +54,7 @@ function kernelPort(): Promise<number> {
 
 /** A loopback port that was free a moment ago, outside the range the kernel gives to outgoing connections. */
 export async function freePort(): Promise<number> {
-  if (HIGH - LOW >= 1000) {
+  if (HIGH - LOW >= 500) {
     for (let i = 0; i < 100; i++) {
       const port = LOW + Math.floor(Math.random() * (HIGH - LOW));
       if (handedOut.has(port)) continue;

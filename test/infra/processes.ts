@@ -86,6 +86,17 @@ export class PluginServerProcess {
   }
 
   static async start(opts: PluginServerOptions): Promise<PluginServerProcess> {
+    // A port free when chosen can be taken before the server binds it (ports.ts); then it starts again on others.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await PluginServerProcess.startOnce(opts);
+      } catch (e) {
+        if (attempt >= 3 || !String((e as Error).message).includes('EADDRINUSE')) throw e;
+      }
+    }
+  }
+
+  private static async startOnce(opts: PluginServerOptions): Promise<PluginServerProcess> {
     mkdirSync(opts.dir, { recursive: true });
     const name = opts.name ?? 'plugin-server';
     const [grpcPort, httpPort] = [await freePort(), await freePort()];
