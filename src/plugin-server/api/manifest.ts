@@ -1,10 +1,7 @@
 import type { CachedObject } from '../cache/store.js';
-import { canonicalKindName } from './kinds.js';
+import { arr, obj, toResource, type Obj } from '../views/resource.js';
 import { manifestStatus, type ManifestStatus } from './status.js';
-import { monikerOf } from '../../shared/ops/spinnaker.js';
-import type { KubeObject, Moniker } from '../../shared/ops/types.js';
-
-type Obj = Record<string, unknown>;
+import type { Moniker } from '../../shared/ops/types.js';
 
 export interface Artifact {
   type: string;
@@ -25,14 +22,6 @@ export interface ManifestContainer {
   events: unknown[];
   warnings: unknown[];
   metrics: unknown[];
-}
-
-function obj(v: unknown): Obj | undefined {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : undefined;
-}
-
-function arr(v: unknown): Obj[] {
-  return Array.isArray(v) ? v.filter((x): x is Obj => obj(x) !== undefined) : [];
 }
 
 function podSpecOf(kind: string, manifest: Obj): Obj | undefined {
@@ -91,19 +80,16 @@ export function artifacts(kind: string, namespace: string, manifest: Obj): Artif
 }
 
 export function manifestContainer(o: CachedObject): ManifestContainer {
-  const manifest = JSON.parse(o.json) as Obj;
-  // Agents send Secrets (and may send other kinds) as PartialObjectMetadata; show the object's real type.
-  manifest.apiVersion = o.apiVersion;
-  manifest.kind = o.kind;
-  const kindName = canonicalKindName(o.group, o.kind);
+  // One parse, as the views make it (apiVersion and kind set from the cache: Secrets come as metadata only).
+  const r = toResource(o);
   return {
     account: o.account,
-    name: `${kindName} ${o.name}`,
+    name: r.fullName,
     location: o.namespace,
-    moniker: monikerOf(manifest as unknown as KubeObject),
-    manifest,
-    status: manifestStatus(o.group, o.kind, manifest),
-    artifacts: artifacts(o.kind, o.namespace, manifest),
+    moniker: r.moniker,
+    manifest: r.manifest,
+    status: manifestStatus(o.group, o.kind, r.manifest),
+    artifacts: artifacts(o.kind, o.namespace, r.manifest),
     events: [],
     warnings: [],
     metrics: [],
