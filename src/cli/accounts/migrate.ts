@@ -7,6 +7,7 @@
 import { fromClouddriverAccount, type AccountDefinition } from '../../shared/clouddriver-accounts.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { SourceAccount } from './source.js';
+import { pluginServerRequest } from '../plugin-server-request.js';
 
 export type MigrateAction = 'create' | 'update' | 'unchanged' | 'skip' | 'refuse';
 
@@ -155,30 +156,15 @@ type PostAnswer =
   | { status: number; message: string; refused: { index: number; message: string }[] };
 
 async function post(base: string, opts: MigrateOptions, items: AccountDefinition[]): Promise<PostAnswer> {
-  const url = `${base}/armory/accounts${opts.dryRun ? '?dryRun=true' : ''}`;
-  let res: Response;
-  try {
-    res = await fetch(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
-      },
-      body: JSON.stringify(items),
-      signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000),
-    });
-  } catch (e) {
-    throw new ScaleAgentError('UNAVAILABLE', `cannot reach the plugin-server at ${base}: ${(e as Error).message}`, {
-      cause: e,
-    });
-  }
-  const text = await res.text();
-  if (res.status === 401 || res.status === 403) {
-    throw new ScaleAgentError(
-      'UNAUTHENTICATED',
-      `POST /armory/accounts: ${res.status}; pass an admin token with --token or SCALE_AGENT_TOKEN`,
-    );
-  }
+  const path = `/armory/accounts${opts.dryRun ? '?dryRun=true' : ''}`;
+  const res = await pluginServerRequest(base, path, {
+    method: 'POST',
+    body: items,
+    token: opts.token,
+    timeoutMs: opts.timeoutMs ?? 30_000,
+    scope: 'admin',
+  });
+  const text = res.text;
   let body: { message?: string; errors?: string[]; results?: unknown } | undefined;
   try {
     body = JSON.parse(text) as typeof body;
@@ -195,7 +181,7 @@ async function post(base: string, opts: MigrateOptions, items: AccountDefinition
     });
     return { status: res.status, message: body.message, refused };
   }
-  throw new ScaleAgentError('UNAVAILABLE', `POST ${url}: ${res.status} ${text.slice(0, 200)}`);
+  throw new ScaleAgentError('UNAVAILABLE', `POST ${base}${path}: ${res.status} ${text.slice(0, 200)}`);
 }
 
 /** The text view: one line per account, then the counts. */

@@ -5,6 +5,7 @@
  */
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { AccountSyncView } from '../../plugin-server/account-activity.js';
+import { pluginServerRequest } from '../plugin-server-request.js';
 
 export interface AgentStatus {
   agentId: string;
@@ -84,24 +85,8 @@ interface AccountView {
 }
 
 async function getJson<T>(base: string, path: string, token: string | undefined, timeoutMs: number): Promise<T> {
-  let res: Response;
-  try {
-    res = await fetch(base + path, {
-      headers: token ? { authorization: `Bearer ${token}` } : {},
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-  } catch (e) {
-    throw new ScaleAgentError('UNAVAILABLE', `cannot reach the plugin-server at ${base}: ${(e as Error).message}`, {
-      cause: e,
-    });
-  }
-  const text = await res.text();
-  if (res.status === 401 || res.status === 403) {
-    throw new ScaleAgentError(
-      'UNAUTHENTICATED',
-      `GET ${path}: ${res.status}; pass a read token with --token or SCALE_AGENT_TOKEN`,
-    );
-  }
+  const res = await pluginServerRequest(base, path, { token, timeoutMs, scope: 'read' });
+  const text = res.text;
   // /readyz answers 503 with its reasons: a state to show, not an error.
   if (!res.ok && !(path === '/readyz' && res.status === 503)) {
     throw new ScaleAgentError('UNAVAILABLE', `GET ${base}${path}: ${res.status} ${text.slice(0, 200)}`);
