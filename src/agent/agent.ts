@@ -11,11 +11,11 @@ import {
   type Welcome,
 } from '../shared/proto.js';
 import { versionInfo } from '../shared/version.js';
+import { WatchedFiles } from '../shared/watched-files.js';
 import { AccountRunner, type KubernetesSettings, type WatchInfo } from './account.js';
 import { AdminServer } from './admin.js';
 import { sleep } from './backoff.js';
 import { diffAccounts, parseAgentConfig, stableJson, type AccountConfig, type AgentConfig } from './config.js';
-import { ConfigWatcher } from './config-watcher.js';
 import { definitionFingerprint, DynamicAccountFiles, dynamicAccountConfig } from './dynamic-accounts.js';
 import { AgentMetrics } from './metrics.js';
 import { OperationRunner } from './operations.js';
@@ -60,7 +60,7 @@ export class Agent {
   /** Dynamic accounts (assigned by the plugin-server): name -> definition fingerprint. */
   private readonly dynamic = new Map<string, string>();
   private readonly dynamicFiles = new DynamicAccountFiles();
-  private watcher: ConfigWatcher | undefined;
+  private watcher: WatchedFiles | undefined;
   private reloading: Promise<void> = Promise.resolve();
   private stopped = false;
 
@@ -136,10 +136,10 @@ export class Agent {
     for (const a of this.config.kubernetes.accounts) this.addAccount(a);
     this.stream.start();
     if (this.options.watchConfig ?? true) {
-      this.watcher = new ConfigWatcher(this.options.configFile, (t) => this.reload(t), {
+      this.watcher = new WatchedFiles([this.options.configFile], ([t]) => this.reload(String(t)), {
         pollMs: this.options.configPollMs,
       });
-      this.watcher.start(text);
+      this.watcher.start([text]);
     }
   }
 

@@ -3,7 +3,6 @@ export * from './account.js';
 export * from './admin.js';
 export * from './backoff.js';
 export * from './config.js';
-export * from './config-watcher.js';
 export * from './filters.js';
 export * from './metrics.js';
 export * from './reflector.js';

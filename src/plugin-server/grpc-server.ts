@@ -1,6 +1,3 @@
-import { readFileSync } from 'node:fs';
-import type { SecureServerOptions } from 'node:http2';
-import type { SecureContextOptions } from 'node:tls';
 import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { ScaleAgentError } from '../shared/errors.js';
@@ -8,6 +5,7 @@ import type { Logger } from '../shared/logging.js';
 import { AGENT_SERVICE_NAME, AgentServiceService, type AgentMessage, type ServerMessage } from '../shared/proto.js';
 import type { PluginServerConfig } from './config.js';
 import { addReflection } from './grpc-reflection.js';
+import { reloadingTls, type TlsReloadMetrics } from './tls/index.js';
 
 export interface GrpcEndpoint {
   server: Server;
@@ -24,6 +22,7 @@ export async function startGrpcServer(
   config: PluginServerConfig,
   log: Logger,
   onConnect: (call: ServerDuplexStream<AgentMessage, ServerMessage>) => void,
+  tlsMetrics: TlsReloadMetrics,
 ): Promise<GrpcEndpoint> {
   const server = new Server({
     'grpc.max_receive_message_length': config.limits.maxMessageBytes,
@@ -41,10 +40,11 @@ export async function startGrpcServer(
 
   addReflection(server);
 
-  const credentials = serverCredentials(config, log);
+  const { credentials, stop: stopTls } = serverCredentials(config, log, tlsMetrics);
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(`${config.grpc.host}:${config.grpc.port}`, credentials, (err, boundPort) => {
       if (err) {
+        stopTls();
         reject(
           new ScaleAgentError(
             'UNAVAILABLE',
@@ -68,6 +68,7 @@ export async function startGrpcServer(
     port,
     stop: (graceMs) =>
       new Promise<void>((resolve) => {
+        stopTls();
         health.setStatus('', 'NOT_SERVING');
         health.setStatus(AGENT_SERVICE_NAME, 'NOT_SERVING');
         const timer = setTimeout(() => {
@@ -82,51 +83,18 @@ export async function startGrpcServer(
   };
 }
 
-function serverCredentials(config: PluginServerConfig, log: Logger): ServerCredentials {
+function serverCredentials(
+  config: PluginServerConfig,
+  log: Logger,
+  metrics: TlsReloadMetrics,
+): { credentials: ServerCredentials; stop(): void } {
   const tls = config.grpc.tls;
   if (!tls) {
     log.warn(
       { host: config.grpc.host, port: config.grpc.port },
       'gRPC without TLS: agent traffic (cluster state) is plaintext and agents are not authenticated; configure grpc.tls',
     );
-    return ServerCredentials.createInsecure();
+    return { credentials: ServerCredentials.createInsecure(), stop: () => undefined };
   }
-  const read = (file: string, what: string): Buffer => {
-    try {
-      return readFileSync(file);
-    } catch (e) {
-      throw new ScaleAgentError('FILE_UNREADABLE', `grpc.tls.${what}: cannot read ${file}`, { cause: e });
-    }
-  };
-  const ca = tls.clientCaFile ? read(tls.clientCaFile, 'clientCaFile') : undefined;
-  // OpenSSL wants "X509 CRL" PEM labels; some tools (and RFC 7468's lax form) write "CRL".
-  const crl = tls.crlFile
-    ? Buffer.from(
-        read(tls.crlFile, 'crlFile')
-          .toString('utf8')
-          .replace(/-----(BEGIN|END) CRL-----/g, '-----$1 X509 CRL-----'),
-      )
-    : undefined;
-  return new TlsServerCredentials(
-    // requestCert + rejectUnauthorized: an agent without a certificate, with one from another CA, expired or
-    // listed in the CRL never gets past the TLS handshake.
-    { requestCert: tls.requireClientCert, rejectUnauthorized: tls.requireClientCert },
-    {
-      ...(ca ? { ca } : {}),
-      ...(crl ? { crl } : {}),
-      cert: read(tls.certFile, 'certFile'),
-      key: read(tls.keyFile, 'keyFile'),
-    },
-  );
-}
-
-/** ServerCredentials.createSsl without the parts it cannot express (a CRL). */
-class TlsServerCredentials extends ServerCredentials {
-  constructor(serverOptions: SecureServerOptions, contextOptions: SecureContextOptions) {
-    super(serverOptions, contextOptions);
-  }
-
-  _equals(other: ServerCredentials): boolean {
-    return this === other;
-  }
+  return reloadingTls(tls, { log, metrics });
 }

@@ -21,6 +21,8 @@ export class PluginServerMetrics {
   readonly droppedChanges: Counter<'reason'>;
   readonly accountRejections: Counter<'reason'>;
   readonly upstreamErrors: Counter<'reason' | 'use'>;
+  /** grpc.tls reloads (src/plugin-server/tls/): how each change of the files went, and the serving certificate. */
+  readonly tls: { reloads: Counter<'result'>; notAfter: Gauge };
   /** Per-account lag and sync progress, for /armory/accounts (not labelled series: see account-activity.ts). */
   readonly activity = new AccountActivity();
 
@@ -79,6 +81,19 @@ export class PluginServerMetrics {
       labelNames: ['reason', 'use'],
       registers,
     });
+    this.tls = {
+      reloads: new Counter({
+        name: 'scale_agent_plugin_server_tls_reloads_total',
+        help: 'Changes of the grpc.tls files, by result (success: new handshakes present the new certificate; error: refused, the previous one keeps serving).',
+        labelNames: ['result'],
+        registers,
+      }),
+      notAfter: new Gauge({
+        name: 'scale_agent_plugin_server_tls_certificate_not_after_timestamp_seconds',
+        help: 'Expiry (notAfter, Unix seconds) of the gRPC server certificate new handshakes present.',
+        registers,
+      }),
+    };
     this.changeLag = new Histogram({
       name: 'scale_agent_plugin_server_change_lag_seconds',
       help: "From the agent reading a change off its watch to the change being in the cache (agent's clock).",

@@ -261,7 +261,7 @@ export class PluginServer {
         'front mode: requests not about agent accounts go to the upstream Clouddriver',
       );
     }
-    this.grpc = await startGrpcServer(this.config, this.log, (call) => this.connect(call));
+    this.grpc = await startGrpcServer(this.config, this.log, (call) => this.connect(call), this.metrics.tls);
     this.grpcPort = this.grpc.port;
     this.http = buildApi({
       store: this.store,

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { Agent } from '../../../src/agent/index.js';
 import type { WatchInfo } from '../../../src/agent/account.js';
+import { AtomicVolume } from '../../infra/atomic-volume.js';
 import { createNamespace, createServiceAccount, kubectl, testEnv } from '../../infra/index.js';
 import { PluginServerProcess } from '../../infra/processes.js';
 import { logger, waitFor } from './_helpers.js';
@@ -113,22 +114,11 @@ describe('agent with a real plugin-server', () => {
     const b = { name: `reload-b-${nsB}`, kubeconfigFile: kubeconfig, namespaces: [nsB], kinds: ['ConfigMap'] };
 
     // The layout kubelet gives a ConfigMap volume: agent.yaml → ..data/agent.yaml, ..data → ..<timestamp>.
-    const dir = mkdtempSync(join(tmpdir(), 'agent-cm-'));
+    const volume = new AtomicVolume(mkdtempSync(join(tmpdir(), 'agent-cm-')));
     const base = configText([a]);
-    let version = 0;
-    let current: string | undefined;
-    const publish = (text: string): void => {
-      const name = `..2026_11_22_${++version}`;
-      mkdirSync(join(dir, name));
-      writeFileSync(join(dir, name, 'agent.yaml'), text);
-      symlinkSync(name, join(dir, '..data_tmp'));
-      renameSync(join(dir, '..data_tmp'), join(dir, '..data'));
-      if (current) rmSync(join(dir, current), { recursive: true });
-      current = name;
-    };
+    const publish = (text: string): void => volume.publish({ 'agent.yaml': text });
     publish(base);
-    symlinkSync('..data/agent.yaml', join(dir, 'agent.yaml'));
-    const { admin } = await startAgent(join(dir, 'agent.yaml'));
+    const { admin } = await startAgent(volume.path('agent.yaml'));
     await waitFor(
       'account a synced',
       async () => (await get<Readiness>(`${admin}/readyz`)).body.accounts[a.name] === 'synced',

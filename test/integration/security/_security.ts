@@ -13,6 +13,8 @@ export const uriOf = (who: string) => `spiffe://scale-agent/security/agent/${who
 
 export interface Pki {
   dir: string;
+  /** The CA's certificate and key, to issue more certificates (a renewed server certificate). */
+  ca: PemPair;
   caFile: string;
   crlFile: string;
   server: { certFile: string; keyFile: string };
@@ -26,6 +28,11 @@ function save(dir: string, name: string, pair: PemPair): { certFile: string; key
   writeFileSync(certFile, pair.cert);
   writeFileSync(keyFile, pair.key, { mode: 0o600 });
   return { certFile, keyFile };
+}
+
+/** A plugin-server certificate for SERVER_NAME (a renewal is another call). */
+export function issueServerCertificate(ca: PemPair, validityDays = 30): Promise<PemPair> {
+  return issueCertificate(ca, { commonName: 'plugin-server', usage: 'server', dnsNames: [SERVER_NAME], validityDays });
 }
 
 /** A CA, a server certificate, agent A and B, an expired one, a revoked one (with its CRL), one of another CA. */
@@ -45,18 +52,10 @@ export async function createSecurityPki(dir: string): Promise<Pki> {
   const tenDaysAgo = new Date(Date.now() - 10 * 86_400_000);
   const pki: Pki = {
     dir,
+    ca,
     caFile: join(dir, 'ca.crt'),
     crlFile: join(dir, 'ca.crl'),
-    server: save(
-      dir,
-      'server',
-      await issueCertificate(ca, {
-        commonName: 'plugin-server',
-        usage: 'server',
-        dnsNames: [SERVER_NAME],
-        validityDays: 30,
-      }),
-    ),
+    server: save(dir, 'server', await issueServerCertificate(ca)),
     agents: {
       a: save(dir, 'agent-a', await client('a')),
       b: save(dir, 'agent-b', await client('b')),
