@@ -7,7 +7,8 @@ export default class PluginServerCommand extends Command {
     'Reads the plugin-server config (schemas/plugin-server-config.schema.json), listens for agents on gRPC ' +
     '(grpc.host:grpc.port; also grpc.health.v1 and server reflection) and serves the Clouddriver-compatible REST ' +
     'API, the /armory admin API, /healthz, /readyz and /metrics on http.host:http.port. The cache lives in memory ' +
-    '(default) or MySQL (storage.type: mysql; schema created and migrated at startup). Logs are JSON lines on ' +
+    '(default) or MySQL (storage.type: mysql; schema created and migrated at startup). The grpc.tls files are ' +
+    'reloaded when they change (a renewed Secret), without dropping open agent streams. Logs are JSON lines on ' +
     'stderr. SIGTERM/SIGINT stop it cleanly: agent streams are closed so agents reconnect elsewhere.';
   static override examples = ['<%= config.bin %> plugin-server --config /etc/scale-agent/plugin-server.yaml'];
   static override flags = {
