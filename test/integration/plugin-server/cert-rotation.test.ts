@@ -2,14 +2,15 @@
  * gRPC server certificate rotation without a restart (issue 15): a real plugin-server with mTLS reads its
  * certificate from a directory laid out like a Secret volume; the test renews it the way kubelet publishes a
  * cert-manager renewal (..data symlink swap). New handshakes present the new certificate, the agent's stream
- * stays the same session and keeps streaming, and a broken pair published later is refused while the renewed
- * certificate keeps serving.
+ * stays the same session and keeps streaming, a broken pair published later is refused while the renewed
+ * certificate keeps serving, and a CRL published later refuses the revoked agent's next handshake.
  */
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
+import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PemPair } from '../../../src/shared/certs/index.js';
 import { AtomicVolume } from '../../infra/atomic-volume.js';
@@ -17,6 +18,7 @@ import { createNamespace, kubectl, testEnv } from '../../infra/index.js';
 import { AgentProcess, PluginServerProcess } from '../../infra/processes.js';
 import {
   clientCredentials,
+  createCrl,
   createSecurityPki,
   issueServerCertificate,
   probe,
@@ -49,9 +51,9 @@ let ns: string;
 
 const fingerprint = (pem: string) => new X509Certificate(pem).fingerprint256;
 
-/** Publishes a Secret version as cert-manager's kubernetes.io/tls Secret looks in a volume. */
-function publishSecret(pair: PemPair): void {
-  volume.publish({ 'tls.crt': pair.cert, 'tls.key': pair.key, 'ca.crt': readFileSync(pki.caFile) });
+/** Publishes a Secret version as cert-manager's kubernetes.io/tls Secret looks in a volume, plus a CRL. */
+function publishSecret(pair: PemPair, crl = readFileSync(pki.crlFile, 'utf8')): void {
+  volume.publish({ 'tls.crt': pair.cert, 'tls.key': pair.key, 'ca.crt': readFileSync(pki.caFile), 'ca.crl': crl });
 }
 
 /** A fresh TLS handshake with agent A's certificate (no session reuse); the server certificate's fingerprint. */
@@ -100,6 +102,7 @@ beforeAll(async () => {
           certFile: volume.path('tls.crt'),
           keyFile: volume.path('tls.key'),
           clientCaFile: volume.path('ca.crt'),
+          crlFile: volume.path('ca.crl'),
           requireClientCert: true,
         },
       },
@@ -207,5 +210,25 @@ describe('gRPC server certificate rotation', () => {
       (await cachedConfigMaps()).includes('after-refusal'),
     );
     expect((await agentView()).sessionId).toBe(session.sessionId);
+  });
+
+  it('a CRL published later refuses the revoked agent at its next handshake; the open stream stays', async () => {
+    const session = await agentView();
+    const b = clientCredentials(pki, 'b');
+    const before = await probe(server.grpcAddress, b.creds, b.options);
+    expect('welcome' in before).toBe(true);
+    const reloads = await server.metric(RELOADS_OK);
+    const reconnects = await agent.metric(RECONNECTS);
+
+    publishSecret(renewed, await createCrl(pki.ca, [readFileSync(pki.agents.b.certFile, 'utf8')]));
+    await waitFor('the CRL reloaded', async () => (await server.metric(RELOADS_OK)) === reloads + 1);
+    const after = await probe(server.grpcAddress, b.creds, b.options);
+    expect(after).toMatchObject({ code: status.UNAVAILABLE });
+    // A is not listed: still welcomed, and its agent's stream is the one it had.
+    const a = clientCredentials(pki, 'a');
+    expect('welcome' in (await probe(server.grpcAddress, a.creds, a.options))).toBe(true);
+    expect(await handshakeFingerprint()).toBe(fingerprint(renewed.cert));
+    expect((await agentView()).sessionId).toBe(session.sessionId);
+    expect(await agent.metric(RECONNECTS)).toBe(reconnects);
   });
 });

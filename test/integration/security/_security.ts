@@ -74,6 +74,12 @@ export async function createSecurityPki(dir: string): Promise<Pki> {
     },
   };
   writeFileSync(pki.caFile, ca.cert);
+  writeFileSync(pki.crlFile, await createCrl(ca, [revoked.cert]));
+  return pki;
+}
+
+/** A PEM CRL signed by `ca` that lists the given certificates as revoked a minute ago. */
+export async function createCrl(ca: PemPair, revokedCerts: string[]): Promise<string> {
   const caCert = new x509.X509Certificate(ca.cert);
   const der = Buffer.from(ca.key.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
   const signingKey = await webcrypto.subtle.importKey('pkcs8', der, { name: 'ECDSA', namedCurve: 'P-256' }, false, [
@@ -83,18 +89,15 @@ export async function createSecurityPki(dir: string): Promise<Pki> {
     issuer: caCert.subject,
     thisUpdate: new Date(Date.now() - 60_000),
     nextUpdate: new Date(Date.now() + 86_400_000),
-    entries: [
-      {
-        serialNumber: new x509.X509Certificate(revoked.cert).serialNumber,
-        revocationDate: new Date(Date.now() - 60_000),
-      },
-    ],
+    entries: revokedCerts.map((pem) => ({
+      serialNumber: new x509.X509Certificate(pem).serialNumber,
+      revocationDate: new Date(Date.now() - 60_000),
+    })),
     signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
     signingKey: signingKey as unknown as Parameters<typeof x509.X509CrlGenerator.create>[0]['signingKey'],
     extensions: [await x509.AuthorityKeyIdentifierExtension.create(caCert)],
   });
-  writeFileSync(pki.crlFile, crl.toString('pem') + '\n');
-  return pki;
+  return crl.toString('pem') + '\n';
 }
 
 export function clientCredentials(
