@@ -196,8 +196,11 @@ for (const storeType of ['memory', 'mysql'] as const) {
           const legacy = await get(`/applications/legacy/serverGroups`);
           const rows = [...(front.body as unknown as Obj[]), ...(back.body as unknown as Obj[])];
           const pods = rows.reduce((n, sg) => n + (sg.instances as Obj[]).length, 0);
-          // frontend: new generation 2 Pods in each account; backend: 1 Pod per version.
-          return rows.length === 5 && pods === 6 && (legacy.body as unknown as Obj[]).length === 1;
+          // frontend: new generation 2 Pods in each account; backend: 1 Pod per version. Every server group's
+          // Pods match its desired count, so the old generation's deleted Pods have left the cache too (a sum alone
+          // passed on a loaded machine while the new Pods were cached before the old ones' deletes).
+          const settled = rows.every((sg) => (sg.instances as Obj[]).length === (sg.capacity as Obj).desired);
+          return rows.length === 5 && pods === 6 && settled && (legacy.body as unknown as Obj[]).length === 1;
         },
         90_000,
       );
