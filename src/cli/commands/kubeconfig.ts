@@ -21,8 +21,9 @@ export default class Kubeconfig extends Command {
     'The token is a TokenRequest lasting --duration (default 8760h; the API server may grant less, and the granted ' +
     "expiry is printed: mint again before it), or with --long-lived the ServiceAccount's token Secret, which never " +
     'expires until deleted. Every permission the run needs is checked first (SelfSubjectAccessReview): a caller ' +
-    'short of one gets each missing permission named and nothing is changed. --dry-run checks them and prints what ' +
-    'would be applied, changing nothing.\n\n' +
+    'short of one gets each missing permission named and nothing is changed; a server-side dry run of the objects ' +
+    'then catches RBAC escalation refusals and missing namespaces, also before any change. --dry-run does both ' +
+    'and prints what would be applied, changing nothing.\n\n' +
     'Exit codes: 0 written; 1 bad input, unknown or agent-mode account, missing permissions; 3 the cluster cannot ' +
     'be reached.';
   static override enableJsonFlag = true;

@@ -63,6 +63,7 @@ export async function mintKubeconfig(o: MintOptions): Promise<MintResult> {
     ];
     const missing = await cluster.missing(wanted);
     if (missing.length > 0) throw forbidden(caller, cluster.where, missing);
+    await dryRunAll(cluster, objects);
     const base: MintResult = {
       account: creds.account.name,
       agentGroup: creds.agent.name,
@@ -100,14 +101,28 @@ export async function mintKubeconfig(o: MintOptions): Promise<MintResult> {
 /** The agent selects the topology's `context` when it names one; otherwise the file's current-context. */
 const contextOf = (c: AccountCredentials): string => c.context ?? c.account.name;
 
-async function applyOne(cluster: TargetCluster, m: Manifest): Promise<void> {
+/**
+ * A server-side dry run of every object before the first is stored: what access reviews cannot see (RBAC refusing
+ * to grant rights the caller does not hold, a namespace of the account that does not exist, admission) fails here,
+ * with nothing changed. Objects in a namespace this run creates cannot be tried before it exists and are skipped.
+ */
+async function dryRunAll(cluster: TargetCluster, objects: Manifest[]): Promise<void> {
+  const created = new Set(objects.filter((m) => m.kind === 'Namespace').map((m) => m.metadata.name));
+  for (const m of objects) {
+    if (m.metadata.namespace && created.has(m.metadata.namespace)) continue;
+    await applyOne(cluster, m, true);
+  }
+}
+
+async function applyOne(cluster: TargetCluster, m: Manifest, dryRun = false): Promise<void> {
   try {
-    await cluster.apply(m);
+    await cluster.apply(m, { dryRun });
   } catch (e) {
     const at = m.metadata.namespace ? ` in namespace ${m.metadata.namespace}` : '';
     throw new ScaleAgentError(
       e instanceof ScaleAgentError ? e.kind : 'INTERNAL',
-      `cannot apply ${m.kind} ${m.metadata.name}${at}: ${(e as Error).message}`,
+      `cannot apply ${m.kind} ${m.metadata.name}${at}${dryRun ? ' (dry run; nothing was changed)' : ''}: ` +
+        (e as Error).message,
       { cause: e },
     );
   }

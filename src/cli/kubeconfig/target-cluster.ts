@@ -122,12 +122,15 @@ export class TargetCluster {
     ];
   }
 
-  /** Server-side apply, forcing conflicts: the topology is the source of truth for these objects, as under synth. */
-  async apply(m: Manifest): Promise<void> {
+  /**
+   * Server-side apply, forcing conflicts: the topology is the source of truth for these objects, as under synth.
+   * `dryRun` runs authorization (RBAC's escalation check included), admission and validation without storing.
+   */
+  async apply(m: Manifest, options: { dryRun?: boolean } = {}): Promise<void> {
     const r = await this.resourceOf(m);
     const ns = r.namespaced ? m.metadata.namespace : undefined;
     await this.client.request('PATCH', objectPath(r, ns, m.metadata.name), {
-      query: { fieldManager: FIELD_MANAGER, force: 'true' },
+      query: { fieldManager: FIELD_MANAGER, force: 'true', dryRun: options.dryRun ? 'All' : undefined },
       body: m,
       contentType: 'application/apply-patch+yaml',
       intent: intentFor('patch', r, ns, m.metadata.name),

@@ -19,6 +19,7 @@ const suffix = Math.random().toString(36).slice(2, 7);
 const team = `team-${suffix}`;
 const ro = `ro-${suffix}`;
 const denied = `denied-${suffix}`;
+const ghost = `ghost-${suffix}`;
 const edge = `edge-${suffix}`;
 
 let work: string;
@@ -109,6 +110,10 @@ agents:
       - name: ${denied}
         kubeconfigSecret: { name: kubeconfigs, key: denied }
         namespaces: [${ns.a}]
+        rbac: { serviceAccountNamespace: ${ns.deniedSa} }
+      - name: ${ghost}
+        kubeconfigSecret: { name: kubeconfigs, key: ghost }
+        namespaces: [kc-missing-${suffix}]
         rbac: { serviceAccountNamespace: ${ns.deniedSa} }
   - name: ${edge}
     mode: agent
@@ -280,6 +285,33 @@ describe('scale-agent kubeconfig refuses clearly', () => {
     expect(existsSync(out)).toBe(false);
   });
 
+  it('a caller who may create RBAC objects but does not hold the rights they grant: refused before any change', async () => {
+    const caller = await createServiceAccount({
+      namespace: ns.other,
+      name: 'no-escalate',
+      clusterRules: [
+        { apiGroups: [''], resources: ['namespaces', 'serviceaccounts'], verbs: ['create', 'patch', 'get'] },
+        { apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] },
+        { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: ['create', 'patch'] },
+      ],
+    });
+    const r = await cli(['--account', denied, '--kubeconfig', caller.kubeconfigPath, '--out', join(work, 'esc')]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      `cannot apply Role scale-agent-account-${denied} in namespace ${ns.a} (dry run; nothing`,
+    );
+    expect(r.stderr).toContain('not currently held');
+    expect(await exists(['namespace', ns.deniedSa])).toBe(false);
+    expect(await exists(['role', `scale-agent-account-${denied}`, '-n', ns.a])).toBe(false);
+  });
+
+  it('an account namespace that does not exist: named, before any change', async () => {
+    const r = await cli(['--account', ghost, '--out', join(work, 'ghost')]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`namespaces "kc-missing-${suffix}" not found`);
+    expect(await exists(['namespace', ns.deniedSa])).toBe(false);
+  });
+
   it('--dry-run prints the objects and applies none', async () => {
     const r = await cli(['--account', denied, '--out', join(work, 'dry.kubeconfig'), '--dry-run']);
     expect(r.code, r.stderr).toBe(0);
@@ -292,7 +324,7 @@ describe('scale-agent kubeconfig refuses clearly', () => {
   it('an unknown account, naming the kubeconfig accounts there are', async () => {
     const r = await cli(['--account', 'nope', '--out', join(work, 'x')]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`has no account 'nope'; kubeconfig accounts: ${team}, ${ro}, ${denied}`);
+    expect(r.stderr).toContain(`has no account 'nope'; kubeconfig accounts: ${team}, ${ro}, ${denied}, ${ghost}`);
   });
 
   it('an agent-mode account, which needs no kubeconfig', async () => {
