@@ -36,6 +36,7 @@ export interface MintResult {
 }
 
 const CA_CONFIGMAP = 'kube-root-ca.crt';
+const CA_WAIT_MS = 30_000;
 
 /**
  * `scale-agent kubeconfig`: applies the account's ServiceAccount and RBAC (synth's objects for its RBAC place) to
@@ -128,15 +129,21 @@ async function applyOne(cluster: TargetCluster, m: Manifest, dryRun = false): Pr
   }
 }
 
+/** The cluster's CA as every namespace gets it (root-ca-cert-publisher fills a new namespace's copy shortly after). */
 async function rootCa(cluster: TargetCluster, namespace: string): Promise<string> {
-  const cm = await cluster.request<{ data?: Record<string, string> }>(
-    'GET',
+  const pem = await cluster.waitFor(
     `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps/${CA_CONFIGMAP}`,
-    undefined,
     { verb: 'get', resource: 'configmaps', namespace, name: CA_CONFIGMAP },
+    (cm: { data?: Record<string, string> }) => cm.data?.['ca.crt'],
+    CA_WAIT_MS,
   );
-  const pem = cm.data?.['ca.crt'];
-  if (!pem) throw new ScaleAgentError('NOT_FOUND', `ConfigMap ${namespace}/${CA_CONFIGMAP} has no ca.crt`);
+  if (pem === undefined) {
+    throw new ScaleAgentError(
+      'TIMEOUT',
+      `ConfigMap ${namespace}/${CA_CONFIGMAP} has no ca.crt after ${CA_WAIT_MS / 1000} s, and the admin kubeconfig ` +
+        'has no certificate-authority: give a kubeconfig that has one',
+    );
+  }
   return pem;
 }
 

@@ -1,5 +1,6 @@
 import { intentFor, KubeClient, objectPath, type DiscoveredResource } from '../../agent/index.js';
-import { describeKubeIntent, ScaleAgentError, type KubeRequestIntent } from '../../shared/errors.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describeKubeIntent, isKubeStatus, ScaleAgentError, type KubeRequestIntent } from '../../shared/errors.js';
 
 /** One object as the CLI applies it (synth's output: apiVersion, kind, metadata.name, maybe metadata.namespace). */
 export type Manifest = Record<string, unknown> & {
@@ -22,6 +23,7 @@ const FIELD_MANAGER = 'scale-agent';
 /** A cluster that does not answer /version within this long is reported unreachable rather than waited for. */
 const REACH_TIMEOUT_MS = 20_000;
 const ATTEMPTS = 3;
+const POLL_MS = 250;
 
 export const describePermission = (p: Permission): string => describeKubeIntent(intentOf(p));
 
@@ -144,6 +146,28 @@ export class TargetCluster {
       ...(intent ? { intent } : {}),
       attempts: ATTEMPTS,
     });
+  }
+
+  /**
+   * GETs `path` until `pick` finds what a controller fills in (a 404 counts as not yet); undefined after `timeoutMs`.
+   */
+  async waitFor<T, O = Record<string, unknown>>(
+    path: string,
+    intent: KubeRequestIntent,
+    pick: (o: O) => T | undefined,
+    timeoutMs: number,
+  ): Promise<T | undefined> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        const found = pick(await this.request<O>('GET', path, undefined, intent));
+        if (found !== undefined) return found;
+      } catch (e) {
+        if (!isKubeStatus(e, 404)) throw e;
+      }
+      if (Date.now() > deadline) return undefined;
+      await sleep(POLL_MS);
+    }
   }
 
   close(): void {

@@ -1,5 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { isKubeStatus, ScaleAgentError } from '../../shared/errors.js';
+import { ScaleAgentError } from '../../shared/errors.js';
 import type { Permission, TargetCluster } from './target-cluster.js';
 
 /** How the account's token is minted: a TokenRequest that expires, or the ServiceAccount's long-lived token Secret. */
@@ -14,7 +13,6 @@ export type MintedToken = TokenInfo & { token: string };
 
 /** The token controller (kube-controller-manager) fills a new token Secret within a second or two. */
 const TOKEN_SECRET_WAIT_MS = 60_000;
-const POLL_MS = 250;
 
 const path = {
   tokenRequest: (ns: string, sa: string) =>
@@ -62,32 +60,18 @@ export async function mintToken(
 }
 
 async function waitForSecretToken(cluster: TargetCluster, namespace: string, name: string): Promise<string> {
-  const deadline = Date.now() + TOKEN_SECRET_WAIT_MS;
-  for (;;) {
-    try {
-      const s = await cluster.request<{ data?: Record<string, string> }>(
-        'GET',
-        path.secret(namespace, name),
-        undefined,
-        {
-          verb: 'get',
-          resource: 'secrets',
-          namespace,
-          name,
-        },
-      );
-      const token = s.data?.token;
-      if (token) return Buffer.from(token, 'base64').toString('utf8');
-    } catch (e) {
-      if (!isKubeStatus(e, 404)) throw e;
-    }
-    if (Date.now() > deadline) {
-      throw new ScaleAgentError(
-        'TIMEOUT',
-        `Secret ${namespace}/${name} got no token within ${TOKEN_SECRET_WAIT_MS / 1000} s: the token controller ` +
-          '(kube-controller-manager) fills it; is it running? Without it, use --duration (TokenRequest) instead',
-      );
-    }
-    await sleep(POLL_MS);
+  const token = await cluster.waitFor(
+    path.secret(namespace, name),
+    { verb: 'get', resource: 'secrets', namespace, name },
+    (s: { data?: Record<string, string> }) => s.data?.token,
+    TOKEN_SECRET_WAIT_MS,
+  );
+  if (token === undefined) {
+    throw new ScaleAgentError(
+      'TIMEOUT',
+      `Secret ${namespace}/${name} got no token within ${TOKEN_SECRET_WAIT_MS / 1000} s: the token controller ` +
+        '(kube-controller-manager) fills it; is it running? Without it, use --duration (TokenRequest) instead',
+    );
   }
+  return Buffer.from(token, 'base64').toString('utf8');
 }

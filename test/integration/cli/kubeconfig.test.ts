@@ -10,9 +10,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { accountRules, loadTopology, type Account, type Topology } from '../../../src/compiler/index.js';
-import { createNamespace, createServiceAccount, kubectl, run, testEnv } from '../../infra/index.js';
+import { adminKubeConfig, createNamespace, createServiceAccount, kubectl, run, testEnv } from '../../infra/index.js';
 import { cliCommand } from '../../infra/processes.js';
 
 const suffix = Math.random().toString(36).slice(2, 7);
@@ -256,6 +256,47 @@ describe('scale-agent kubeconfig --long-lived (token Secret)', () => {
     };
     expect(Object.keys(s.data).sort()).toEqual(['ro', 'team']);
     expect(Buffer.from(s.data.ro ?? '', 'base64').toString()).toBe(await readFile(minted, 'utf8'));
+  });
+});
+
+describe('scale-agent kubeconfig with an admin kubeconfig that carries no CA', () => {
+  it("writes the cluster's CA from kube-root-ca.crt, so the minted kubeconfig verifies the API server", async () => {
+    const admin = parse(await readFile(testEnv().kubeconfig, 'utf8')) as {
+      clusters: { cluster: Record<string, unknown> }[];
+    };
+    for (const c of admin.clusters) {
+      delete c.cluster['certificate-authority-data'];
+      delete c.cluster['certificate-authority'];
+      c.cluster['insecure-skip-tls-verify'] = true;
+    }
+    const insecure = join(work, 'insecure-admin.kubeconfig');
+    await writeFile(insecure, stringify(admin));
+    const out = join(work, 'team-again.kubeconfig');
+    // A second run for an account already applied: the same objects again, a new token.
+    const r = await cli(['--account', team, '--kubeconfig', insecure, '--duration', '1h', '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^token: TokenRequest, expires \S+Z; mint again before then$/m);
+    expect(r.stdout).toContain(
+      `apply it in the agent's cluster: kubectl apply --server-side --field-manager=scale-agent-kubeconfig-${team} ` +
+        `-f ${out}.secret.yaml`,
+    );
+    const cluster = adminKubeConfig().getCurrentCluster();
+    const caPem = cluster?.caData
+      ? Buffer.from(cluster.caData, 'base64').toString()
+      : await readFile(cluster?.caFile ?? '', 'utf8');
+    const minted = parse(await readFile(out, 'utf8')) as {
+      clusters: { cluster: { 'certificate-authority-data': string; 'insecure-skip-tls-verify'?: boolean } }[];
+    };
+    expect(minted.clusters[0]?.cluster['insecure-skip-tls-verify']).toBeUndefined();
+    expect(
+      Buffer.from(minted.clusters[0]?.cluster['certificate-authority-data'] ?? '', 'base64')
+        .toString()
+        .trim(),
+    ).toBe(caPem.trim());
+    const get = await kubectl(['get', 'configmaps', '-n', ns.a, '-o', 'name', '--kubeconfig', out], {
+      allowFail: true,
+    });
+    expect(get.code, get.stderr).toBe(0);
   });
 });
 
