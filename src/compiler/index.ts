@@ -27,3 +27,4 @@ export { writeOutput } from './write.js';
 export { schemaValidator } from './schema.js';
 export * from './topology.js';
 export * from './names.js';
+export { accountCredentials, type AccountCredentials } from './account-credentials.js';

@@ -255,10 +255,13 @@ function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Pl
   const suffix = agentSuffix(agent.name);
   const order = ORDER[agent.mode];
   const acc = agent.accounts[0] as Account;
-  const secrets = new Map<string, string[]>();
+  const secrets = new Map<string, { keys: string[]; accounts: string[] }>();
   for (const a of agent.accounts) {
-    if (a.kubeconfigSecret)
-      secrets.set(a.kubeconfigSecret.name, [...(secrets.get(a.kubeconfigSecret.name) ?? []), a.kubeconfigSecret.key]);
+    if (!a.kubeconfigSecret) continue;
+    const e = secrets.get(a.kubeconfigSecret.name) ?? { keys: [], accounts: [] };
+    e.keys.push(a.kubeconfigSecret.key);
+    e.accounts.push(a.name);
+    secrets.set(a.kubeconfigSecret.name, e);
   }
   return {
     name: placeNames.agent(agent.name),
@@ -311,8 +314,9 @@ function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Pl
     requires: [...secrets.entries()]
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(
-        ([name, keys]) =>
-          `Secret ${name} (keys ${[...new Set(keys)].sort().join(', ')}: kubeconfigs) in namespace ${agent.namespace}`,
+        ([name, { keys, accounts }]) =>
+          `Secret ${name} (keys ${[...new Set(keys)].sort().join(', ')}: kubeconfigs) in namespace ${agent.namespace}; ` +
+          `\`scale-agent kubeconfig TOPOLOGY --account ACCOUNT\` mints each (accounts ${accounts.sort().join(', ')})`,
       ),
   };
 }

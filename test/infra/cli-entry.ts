@@ -3,10 +3,12 @@
  * build. Usage: node --import tsx test/infra/cli-entry.ts <command> [flags].
  */
 import AgentCommand from '../../src/cli/commands/agent.js';
+import KubeconfigCommand from '../../src/cli/commands/kubeconfig.js';
 import PluginServerCommand from '../../src/cli/commands/plugin-server.js';
 
 const commands: Record<string, { run(argv: string[], opts?: string): Promise<unknown> }> = {
   agent: AgentCommand,
+  kubeconfig: KubeconfigCommand,
   'plugin-server': PluginServerCommand,
 };
 

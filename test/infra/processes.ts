@@ -15,7 +15,8 @@ import { ServerProcess } from './processes-group.js';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
-function cliCommand(args: string[]): { cmd: string; args: string[] } {
+/** The scale-agent CLI with `args`, from source or (SCALE_AGENT_TEST_USE_DIST=1) from the build. */
+export function cliCommand(args: string[]): { cmd: string; args: string[] } {
   if (process.env.SCALE_AGENT_TEST_USE_DIST === '1')
     return { cmd: process.execPath, args: [join(ROOT, 'bin/run.js'), ...args] };
   return { cmd: process.execPath, args: ['--import', 'tsx', join(ROOT, 'test/infra/cli-entry.ts'), ...args] };

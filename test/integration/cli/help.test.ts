@@ -6,7 +6,7 @@ const bin = fileURLToPath(new URL('../../../bin/run.js', import.meta.url));
 const cli = (args: string[]) => run(process.execPath, [bin, ...args]);
 
 // The commands a user of this build has.
-const COMMANDS = ['agent', 'certs', 'check', 'plugin-server', 'status', 'synth', 'validate', 'version'];
+const COMMANDS = ['agent', 'certs', 'check', 'kubeconfig', 'plugin-server', 'status', 'synth', 'validate', 'version'];
 // Commands under a topic (`scale-agent accounts ...`), listed under TOPICS.
 const TOPIC_COMMANDS = ['accounts migrate'];
 

@@ -31,6 +31,10 @@ describe('scale-agent synth', () => {
     for (const l of places) expect(l).toMatch(/\(.+\)$/);
     // REST authentication is on by default: its Secret is a prerequisite and Spinnaker is told what to configure.
     expect(r.stdout).toMatch(/needs Secret scale-agent-rest-tokens \(key tokens/);
+    // Kubeconfig Secrets name the command that mints them, and for which accounts.
+    expect(r.stdout).toMatch(
+      /needs Secret kubeconfigs \(keys ops: kubeconfigs\).*`scale-agent kubeconfig .*\(accounts ops\)/,
+    );
     const spinnaker = lines.slice(lines.indexOf('Spinnaker:') + 1).join('\n');
     expect(spinnaker).toContain('http://scale-agent-plugin-server.spinnaker.svc:7002');
     expect(spinnaker).toContain('no trusted networks');

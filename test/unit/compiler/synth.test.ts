@@ -46,7 +46,8 @@ describe('synth', () => {
     expect(r.files.has('kustomize/base/agent/deployment.yaml')).toBe(true);
     expect(JSON.parse(r.files.get('summary.json') as string).places[0].requires).toEqual([]);
     expect(r.summary.places.find((p) => p.name === 'agent-core')?.requires).toEqual([
-      'Secret kc (keys ops, prod: kubeconfigs) in namespace cp',
+      'Secret kc (keys ops, prod: kubeconfigs) in namespace cp; `scale-agent kubeconfig TOPOLOGY --account ACCOUNT` ' +
+        'mints each (accounts ops, prod)',
     ]);
   });
 
