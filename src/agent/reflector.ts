@@ -21,8 +21,10 @@ import {
   nextRequest,
   StallGuard,
   watchTimeoutSeconds,
+  type Failure,
   type ReflectorEvent,
   type ReflectorLoopState,
+  type ReflectorStep,
   type WatchRestartReason,
 } from './reflector-step.js';
 
@@ -197,8 +199,6 @@ export class Reflector {
 
   /** Runs requests and follows nextReflectorStep's decisions until stopped. */
   private async loop(): Promise<void> {
-    const log = this.options.logger;
-    const hooks = this.options.hooks;
     while (!this.signal.aborted) {
       const started = this.clock.now();
       let event: ReflectorEvent;
@@ -217,36 +217,10 @@ export class Reflector {
         error = e as Error;
         event = { type: 'failed', failure: classifyFailure(e), at: this.clock.now() };
       }
-      const failure = event.type === 'failed' ? event.failure : undefined;
       const rv = this.resourceVersion;
       const step = nextReflectorStep(this.loopState, event);
       this.loopState = step.state;
-      if (step.failed) this.failures += 1;
-      if (step.resetBackoff) this.backoff.reset();
-      if (step.report === 'allowed') {
-        this.lastError = undefined;
-        log.info({ scope: scopeId(this.scope) }, 'kind is readable again');
-        hooks?.onAllowed?.(this.scope);
-      }
-      if (step.error) this.lastError = step.error;
-      // An error retried at once (a first 410, streaming lists refused) is not one the scope is stuck on.
-      if (error && step.wait !== 'none') this.lastError = error.message;
-      if (failure === 'gone') log.info({ scope: scopeId(this.scope), rv }, 'resourceVersion expired (410), relisting');
-      if (failure === 'watch-list-refused' && step.wait === 'none') {
-        log.info({ scope: scopeId(this.scope), error: error?.message }, 'streaming lists refused, using LIST');
-      }
-      if (step.report === 'forbidden') {
-        log[this.options.quietForbidden ? 'debug' : 'warn'](
-          { scope: scopeId(this.scope), error: this.lastError },
-          'forbidden to list/watch this kind; skipping it (retried on a slow timer)',
-        );
-        hooks?.onForbidden?.(this.scope, error as KubeApiError);
-      }
-      if (failure && step.wait === 'backoff') {
-        log.warn({ scope: scopeId(this.scope), error: this.lastError }, 'watch failed, backing off');
-      }
-      if (step.report === 'not-found') hooks?.onNotFound?.(this.scope);
-      if (step.restart) hooks?.onWatchRestart?.(this.scope, step.restart);
+      this.report(step, event.type === 'failed' ? event.failure : undefined, error, rv);
       if (step.wait === 'none' || this.signal.aborted) continue;
       if (step.wait === 'forbidden-retry') {
         this.state = 'forbidden';
@@ -257,6 +231,37 @@ export class Reflector {
       }
     }
     this.state = 'stopped';
+  }
+
+  /** The bookkeeping, logs and hooks of one step (`rv`: where the failed request stood). */
+  private report(step: ReflectorStep, failure: Failure | undefined, error: Error | undefined, rv?: string): void {
+    const log = this.options.logger;
+    const hooks = this.options.hooks;
+    const scope = scopeId(this.scope);
+    if (step.failed) this.failures += 1;
+    if (step.resetBackoff) this.backoff.reset();
+    if (step.report === 'allowed') {
+      this.lastError = undefined;
+      log.info({ scope }, 'kind is readable again');
+      hooks?.onAllowed?.(this.scope);
+    }
+    if (step.error) this.lastError = step.error;
+    // An error retried at once (a first 410, streaming lists refused) is not one the scope is stuck on.
+    if (error && step.wait !== 'none') this.lastError = error.message;
+    if (failure === 'gone') log.info({ scope, rv }, 'resourceVersion expired (410), relisting');
+    if (failure === 'watch-list-refused' && step.wait === 'none') {
+      log.info({ scope, error: error?.message }, 'streaming lists refused, using LIST');
+    }
+    if (step.report === 'forbidden') {
+      log[this.options.quietForbidden ? 'debug' : 'warn'](
+        { scope, error: this.lastError },
+        'forbidden to list/watch this kind; skipping it (retried on a slow timer)',
+      );
+      hooks?.onForbidden?.(this.scope, error as KubeApiError);
+    }
+    if (failure && step.wait === 'backoff') log.warn({ scope, error: this.lastError }, 'watch failed, backing off');
+    if (step.report === 'not-found') hooks?.onNotFound?.(this.scope);
+    if (step.restart) hooks?.onWatchRestart?.(this.scope, step.restart);
   }
 
   private query(params: Record<string, string | undefined>): string {
