@@ -1,3 +1,4 @@
+import { realClock, sleep, type Clock, type ClockTimer } from '../shared/clock.js';
 import type { Logger } from '../shared/logging.js';
 import {
   AccountState as ProtoAccountState,
@@ -6,7 +7,19 @@ import {
   type AccountStatus,
   type ResumePoint,
 } from '../shared/proto.js';
-import { Backoff, sleep, WATCH_BACKOFF } from './backoff.js';
+import {
+  ACCOUNT_START_BACKOFF,
+  accountSynced,
+  CRD_REDISCOVERY_DELAYS_MS,
+  planReflectors,
+  rediscoveryDone,
+  requestRediscovery,
+  resumeKey,
+  resumeVersions,
+  STATUS_COALESCE_MS,
+  type RediscoveryState,
+} from './account-step.js';
+import { Backoff } from './backoff.js';
 import type { AccountConfig } from './config.js';
 import { omitNamespacesSelector, selectResources, watchNamespaces, type KindPolicy } from './filters.js';
 import { KubeClient, type ClusterIdentity } from './kube/client.js';
@@ -24,8 +37,13 @@ export interface KubernetesSettings {
   streamingLists: 'auto' | 'never';
   /** Least time between two `initial sync progress` log lines of one account. */
   syncProgressMs: number;
+  /** See ReflectorOptions.initialListStallMs. */
+  initialListStallMs?: number;
   /** Shared by every account of the agent. */
   syncBudget?: SyncBudget;
+  /** Time and randomness for the account and its reflectors: real ones unless a test brings its own. */
+  clock?: Clock;
+  random?: () => number;
 }
 
 /** What a stream session gives an account: where changes go, where each scope resumes, how to report status. */
@@ -53,9 +71,6 @@ export interface WatchInfo {
   lastError?: string;
 }
 
-const resumeKey = (account: string, group: string, kind: string, namespace: string): string =>
-  `${account}/${group}/${kind}/${namespace}`;
-
 /**
  * One account: its API server client, discovery (periodic, and soon after any CRD changes), and — while a stream
  * session has accepted it — one reflector per watch scope. Survives reconnects; only the reflectors are per session.
@@ -78,12 +93,13 @@ export class AccountRunner {
   /** The initial sync of the current session, until every scope is listed. */
   private progress: SyncProgress | undefined;
   private readonly abort = new AbortController();
-  private rediscoverTimer: NodeJS.Timeout | undefined;
-  private soonTimers: NodeJS.Timeout[] = [];
-  private statusTimer: NodeJS.Timeout | undefined;
+  private rediscoverTimer: ClockTimer | undefined;
+  private soonTimers: ClockTimer[] = [];
+  private statusTimer: ClockTimer | undefined;
   private discovering: Promise<void> | undefined;
-  private rediscoverAgain = false;
+  private rediscovery: RediscoveryState = { running: false, again: false };
   private readonly log: Logger;
+  private readonly clock: Clock;
   private firstAttemptDone: () => void = () => undefined;
   /** Settles after the first try to load credentials and discover, whether it worked or not. */
   readonly firstAttempt = new Promise<void>((resolve) => {
@@ -101,6 +117,7 @@ export class AccountRunner {
     },
   ) {
     this.log = deps.logger.child({ account: config.name });
+    this.clock = deps.settings.clock ?? realClock;
   }
 
   get name(): string {
@@ -109,7 +126,7 @@ export class AccountRunner {
 
   /** Loads credentials and discovers, retrying with backoff until it works or the account is stopped. */
   async start(): Promise<void> {
-    const backoff = new Backoff({ ...WATCH_BACKOFF, maxMs: 60_000 });
+    const backoff = new Backoff(ACCOUNT_START_BACKOFF, this.deps.settings.random);
     while (!this.abort.signal.aborted) {
       try {
         this.client ??= await KubeClient.create(this.config);
@@ -138,7 +155,7 @@ export class AccountRunner {
         this.log.error({ error: this.error }, 'account cannot reach its cluster; retrying');
         this.firstAttemptDone();
         this.deps.onChange?.();
-        await sleep(backoff.next(), this.abort.signal);
+        await sleep(backoff.next(), this.abort.signal, this.clock);
       }
     }
     this.firstAttemptDone();
@@ -165,11 +182,7 @@ export class AccountRunner {
   startSession(session: AccountSession): void {
     this.session = session;
     this.rejectedReason = undefined;
-    this.resume = new Map(
-      session.resumePoints
-        .filter((p) => p.account === this.name && p.kind)
-        .map((p) => [resumeKey(p.account, p.kind?.group ?? '', p.kind?.kind ?? '', p.namespace), p.resourceVersion]),
-    );
+    this.resume = resumeVersions(this.name, session.resumePoints);
     this.progress = new SyncProgress(this.log, this.deps.settings.syncProgressMs);
     this.reconcileReflectors();
     // Every scope resumed where the server's cache stands: there is no initial sync to report.
@@ -202,9 +215,9 @@ export class AccountRunner {
   async stop(): Promise<void> {
     this.abort.abort();
     this.state = 'stopped';
-    clearTimeout(this.rediscoverTimer);
-    clearTimeout(this.statusTimer);
-    for (const t of this.soonTimers) clearTimeout(t);
+    this.clock.clearTimeout(this.rediscoverTimer);
+    this.clock.clearTimeout(this.statusTimer);
+    for (const t of this.soonTimers) this.clock.clearTimeout(t);
     await this.stopSession();
     await this.crdWatch?.stop();
     await this.discovering?.catch(() => undefined);
@@ -214,9 +227,7 @@ export class AccountRunner {
 
   /** Every scope listed (forbidden ones excepted): what /readyz waits for. */
   get synced(): boolean {
-    if (!this.session || this.state !== 'ready') return false;
-    for (const r of this.reflectors.values()) if (!r.synced && r.state !== 'forbidden') return false;
-    return true;
+    return accountSynced(this.session !== undefined, this.state, this.reflectors.values());
   }
 
   /** HTTP/2 connections to the API server. */
@@ -266,42 +277,40 @@ export class AccountRunner {
   /** Rediscovery, one at a time; a request during a run runs once more afterwards. */
   private rediscover(): void {
     if (this.abort.signal.aborted || !this.client) return;
-    if (this.discovering) {
-      this.rediscoverAgain = true;
-      return;
-    }
+    const step = requestRediscovery(this.rediscovery);
+    this.rediscovery = step.state;
+    if (step.run) this.runDiscovery();
+  }
+
+  private runDiscovery(): void {
     this.discovering = this.discover()
       .catch((e: unknown) => this.log.warn({ error: (e as Error).message }, 'rediscovery failed'))
       .finally(() => {
         this.discovering = undefined;
-        if (this.rediscoverAgain) {
-          this.rediscoverAgain = false;
-          this.rediscover();
-        }
+        const step = rediscoveryDone(this.rediscovery);
+        this.rediscovery = step.state;
+        if (!step.run) return;
+        if (this.abort.signal.aborted) this.rediscovery = { running: false, again: false };
+        else this.runDiscovery();
       });
   }
 
   private scheduleRediscovery(): void {
-    clearTimeout(this.rediscoverTimer);
-    this.rediscoverTimer = setTimeout(() => {
+    this.clock.clearTimeout(this.rediscoverTimer);
+    this.rediscoverTimer = this.clock.setTimeout(() => {
       this.rediscover();
       this.scheduleRediscovery();
     }, this.deps.settings.rediscoverySeconds * 1000);
-    this.rediscoverTimer.unref();
   }
 
-  /**
-   * A CRD appeared, changed or went away. Discovery serves a new CRD only once it is Established (a status
-   * update, hence another event) and the discovery document itself lags a little, so look now and once more later.
-   */
+  /** A CRD appeared, changed or went away (see CRD_REDISCOVERY_DELAYS_MS). */
   private rediscoverSoon(): void {
     if (this.soonTimers.length > 0) return;
-    for (const delay of [250, 2000]) {
-      const t = setTimeout(() => {
+    for (const delay of CRD_REDISCOVERY_DELAYS_MS) {
+      const t = this.clock.setTimeout(() => {
         this.soonTimers = this.soonTimers.filter((x) => x !== t);
         this.rediscover();
       }, delay);
-      t.unref();
       this.soonTimers.push(t);
     }
   }
@@ -329,6 +338,8 @@ export class AccountRunner {
       streamingLists: this.deps.settings.streamingLists === 'auto',
       forbiddenRetryMs: this.deps.settings.forbiddenRetrySeconds * 1000,
       quietForbidden: true,
+      clock: this.deps.settings.clock,
+      random: this.deps.settings.random,
     });
     this.crdWatch.start();
   }
@@ -344,15 +355,17 @@ export class AccountRunner {
         wanted.set(scopeId(scope), scope);
       }
     }
-    for (const [id, reflector] of this.reflectors) {
-      if (!wanted.has(id)) {
-        this.reflectors.delete(id);
-        void reflector.stop();
-        this.forbidden.delete(qualifiedKind(reflector.scope.resource.group, reflector.scope.resource.kind));
-      }
+    const plan = planReflectors(this.reflectors.keys(), wanted.keys());
+    for (const id of plan.stop) {
+      const reflector = this.reflectors.get(id);
+      if (!reflector) continue;
+      this.reflectors.delete(id);
+      void reflector.stop();
+      this.forbidden.delete(qualifiedKind(reflector.scope.resource.group, reflector.scope.resource.kind));
     }
-    for (const [id, scope] of wanted) {
-      if (this.reflectors.has(id)) continue;
+    for (const id of plan.start) {
+      const scope = wanted.get(id);
+      if (!scope) continue;
       const reflector = new Reflector({
         client: this.client,
         scope,
@@ -363,6 +376,9 @@ export class AccountRunner {
         forbiddenRetryMs: this.deps.settings.forbiddenRetrySeconds * 1000,
         fieldSelector: omitNamespacesSelector(this.config, scope.resource),
         syncBudget: this.deps.settings.syncBudget,
+        initialListStallMs: this.deps.settings.initialListStallMs,
+        clock: this.deps.settings.clock,
+        random: this.deps.settings.random,
         hooks: {
           onForbidden: (s) => this.setForbidden(s, true),
           onAllowed: (s) => this.setForbidden(s, false),
@@ -419,7 +435,7 @@ export class AccountRunner {
   /** Coalesces status reports: a burst of 403s at startup becomes one AccountStatus. */
   private sendStatusSoon(): void {
     if (this.statusTimer) return;
-    this.statusTimer = setTimeout(() => {
+    this.statusTimer = this.clock.setTimeout(() => {
       this.statusTimer = undefined;
       if (!this.session) return;
       const kinds = new Map(
@@ -435,8 +451,7 @@ export class AccountRunner {
         forbiddenKinds: [...this.forbidden].sort(),
         kinds: [...kinds.values()],
       });
-    }, 500);
-    this.statusTimer.unref();
+    }, STATUS_COALESCE_MS);
   }
 
   private updateGauges(): void {

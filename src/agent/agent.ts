@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { sleep } from '../shared/clock.js';
 import { formatDetail, isScaleAgentError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logging.js';
 import {
@@ -14,7 +15,6 @@ import { versionInfo } from '../shared/version.js';
 import { WatchedFiles } from '../shared/watched-files.js';
 import { AccountRunner, type KubernetesSettings, type WatchInfo } from './account.js';
 import { AdminServer } from './admin.js';
-import { sleep } from './backoff.js';
 import { diffAccounts, parseAgentConfig, stableJson, type AccountConfig, type AgentConfig } from './config.js';
 import { definitionFingerprint, DynamicAccountFiles, dynamicAccountConfig } from './dynamic-accounts.js';
 import { AgentMetrics } from './metrics.js';
@@ -302,6 +302,7 @@ export class Agent {
       listPageSize: k.listPageSize,
       streamingLists: k.streamingLists,
       syncProgressMs: k.syncProgressSeconds * 1000,
+      initialListStallMs: k.initialListStallSeconds * 1000,
       syncBudget: this.syncBudget,
     };
   }

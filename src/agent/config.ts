@@ -49,6 +49,7 @@ export interface AgentConfig {
     listPageSize: number;
     maxConcurrentSyncs: number;
     streamingLists: 'auto' | 'never';
+    initialListStallSeconds: number;
     syncProgressSeconds: number;
     accounts: AccountConfig[];
   };

@@ -81,7 +81,7 @@ export class AgentMetrics {
 
   readonly watchRestarts = new Counter({
     name: 'scale_agent_agent_watch_restarts_total',
-    help: 'Watch requests that ended and were started again, by reason (timeout, gone = 410 relist, error).',
+    help: 'Watch requests that ended and were started again, by reason (timeout, gone = 410 relist, stall = streaming list abandoned, error).',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -1,8 +1,9 @@
+import { realClock, sleep, type Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logging.js';
 import { ChangeType, type Change } from '../shared/proto.js';
-import { Backoff, sleep, WATCH_BACKOFF, type BackoffOptions } from './backoff.js';
+import { Backoff, WATCH_BACKOFF, type BackoffOptions } from './backoff.js';
 import type { SyncBudget } from './sync-budget.js';
-import { isForbidden, isGone, isNotFound, KubeApiError, watchStatusError, type KubeClient } from './kube/client.js';
+import { watchStatusError, type KubeApiError, type KubeClient } from './kube/client.js';
 import { JsonLineSplitter } from './kube/json-lines.js';
 import {
   apiVersionOfResource,
@@ -12,6 +13,20 @@ import {
   PARTIAL_OBJECT_METADATA_LIST,
   type ApiResource,
 } from './kube/resources.js';
+import {
+  classifyFailure,
+  initialLoopState,
+  InitialListIncomplete,
+  nextReflectorStep,
+  nextRequest,
+  StallGuard,
+  watchTimeoutSeconds,
+  type Failure,
+  type ReflectorEvent,
+  type ReflectorLoopState,
+  type ReflectorStep,
+  type WatchRestartReason,
+} from './reflector-step.js';
 
 /** What one reflector covers: an account's kind, in one namespace or ('') all of them. */
 export interface WatchScope {
@@ -45,7 +60,7 @@ export interface ReflectorHooks {
   /** Objects of an initial list read so far, and how many it holds when the API server says (LIST only). */
   onListProgress?(scope: WatchScope, listed: number, total: number | undefined): void;
   onSynced?(scope: WatchScope, durationMs: number, objects: number): void;
-  onWatchRestart?(scope: WatchScope, reason: 'gone' | 'error' | 'timeout'): void;
+  onWatchRestart?(scope: WatchScope, reason: WatchRestartReason): void;
 }
 
 export interface ReflectorOptions {
@@ -76,6 +91,9 @@ export interface ReflectorOptions {
    * never closed, holding a sync slot and the account's readiness forever. Default 20 s.
    */
   initialListStallMs?: number;
+  /** Time and randomness (backoff jitter, watch timeouts): real ones unless a test brings its own. */
+  clock?: Clock;
+  random?: () => number;
 }
 
 export type ReflectorState = 'pending' | 'listing' | 'watching' | 'backoff' | 'forbidden' | 'stopped';
@@ -131,14 +149,18 @@ export class Reflector {
   private readonly abort = new AbortController();
   private readonly backoff: Backoff;
   private readonly metadataOnly: boolean;
+  private readonly clock: Clock;
+  private readonly random: () => number;
   private streamingLists: boolean;
   private forbidden = false;
-  private lastGoneAt = 0;
+  private lastGoneAt: number | undefined;
   private running: Promise<void> | undefined;
 
   constructor(private readonly options: ReflectorOptions) {
     this.scope = options.scope;
-    this.backoff = new Backoff(options.backoff ?? WATCH_BACKOFF);
+    this.clock = options.clock ?? realClock;
+    this.random = options.random ?? Math.random;
+    this.backoff = new Backoff(options.backoff ?? WATCH_BACKOFF, this.random);
     this.metadataOnly = options.metadataOnly === true || isMetadataOnly(options.scope.resource);
     this.streamingLists = options.streamingLists ?? true;
   }
@@ -146,8 +168,7 @@ export class Reflector {
   /** Starts the loop; `resumeFrom` (a resume point the server holds) skips the initial list while it is valid. */
   start(resumeFrom?: string): void {
     if (this.running) return;
-    this.resourceVersion = resumeFrom || undefined;
-    this.synced = !!this.resourceVersion;
+    this.loopState = initialLoopState(resumeFrom, this.streamingLists);
     this.running = this.loop();
   }
 
@@ -161,85 +182,86 @@ export class Reflector {
     return this.abort.signal;
   }
 
+  private get loopState(): ReflectorLoopState {
+    const { resourceVersion, synced, streamingLists, forbidden, lastGoneAt } = this;
+    return { resourceVersion, synced, streamingLists, forbidden, lastGoneAt };
+  }
+
+  private set loopState(s: ReflectorLoopState) {
+    ({
+      resourceVersion: this.resourceVersion,
+      synced: this.synced,
+      streamingLists: this.streamingLists,
+      forbidden: this.forbidden,
+      lastGoneAt: this.lastGoneAt,
+    } = s);
+  }
+
+  /** Runs requests and follows nextReflectorStep's decisions until stopped. */
   private async loop(): Promise<void> {
-    const log = this.options.logger;
     while (!this.signal.aborted) {
-      const started = Date.now();
+      const started = this.clock.now();
+      let event: ReflectorEvent;
+      let error: Error | undefined;
       try {
-        if (this.resourceVersion === undefined && !this.streamingLists) {
+        const request = nextRequest(this.loopState);
+        if (request === 'list') {
           await this.list();
-          if (this.forbidden) this.allowed();
-          this.backoff.reset();
-          continue;
+          event = { type: 'listed' };
+        } else {
+          const received = await this.watch(request === 'streaming-list');
+          event = { type: 'watch-ended', received, elapsedMs: this.clock.now() - started };
         }
-        const received = await this.watch(this.resourceVersion === undefined);
-        if (this.forbidden) this.allowed();
-        // A watch the server ends normally (its timeout) is resumed at once; one that ends at once and empty
-        // would be a hot loop, so it counts as a failure.
-        if (received > 0 || Date.now() - started > 1000) {
-          this.backoff.reset();
-          this.options.hooks?.onWatchRestart?.(this.scope, 'timeout');
-          continue;
-        }
-        this.lastError = 'watch closed immediately';
       } catch (e) {
         if (this.signal.aborted) break;
-        this.failures += 1;
-        if (isGone(e)) {
-          log.info(
-            { scope: scopeId(this.scope), rv: this.resourceVersion },
-            'resourceVersion expired (410), relisting',
-          );
-          this.resourceVersion = undefined;
-          this.options.hooks?.onWatchRestart?.(this.scope, 'gone');
-          // Relist at once, unless the previous 410 was moments ago (a compaction storm): then back off too.
-          const now = Date.now();
-          const recent = now - this.lastGoneAt < 2000;
-          this.lastGoneAt = now;
-          if (!recent) continue;
-        } else if (isForbidden(e)) {
-          await this.onForbidden(e as KubeApiError);
-          continue;
-        }
-        if (this.resourceVersion === undefined && this.streamingLists && isWatchListRefused(e)) {
-          log.info({ scope: scopeId(this.scope), error: (e as Error).message }, 'streaming lists refused, using LIST');
-          this.streamingLists = false;
-          continue;
-        }
-        if (isNotFound(e)) this.options.hooks?.onNotFound?.(this.scope);
-        this.lastError = (e as Error).message;
-        log.warn({ scope: scopeId(this.scope), error: this.lastError }, 'watch failed, backing off');
-        this.options.hooks?.onWatchRestart?.(this.scope, 'error');
+        error = e as Error;
+        event = { type: 'failed', failure: classifyFailure(e), at: this.clock.now() };
       }
-      if (this.signal.aborted) break;
-      this.state = 'backoff';
-      await sleep(this.backoff.next(), this.signal);
+      const rv = this.resourceVersion;
+      const step = nextReflectorStep(this.loopState, event);
+      this.loopState = step.state;
+      this.report(step, event.type === 'failed' ? event.failure : undefined, error, rv);
+      if (step.wait === 'none' || this.signal.aborted) continue;
+      if (step.wait === 'forbidden-retry') {
+        this.state = 'forbidden';
+        await sleep(this.options.forbiddenRetryMs ?? 600_000, this.signal, this.clock);
+      } else {
+        this.state = 'backoff';
+        await sleep(this.backoff.next(), this.signal, this.clock);
+      }
     }
     this.state = 'stopped';
   }
 
-  private async onForbidden(e: KubeApiError): Promise<void> {
-    this.lastError = e.message;
-    this.state = 'forbidden';
-    if (!this.forbidden) {
-      this.forbidden = true;
-      this.options.logger[this.options.quietForbidden ? 'debug' : 'warn'](
-        { scope: scopeId(this.scope), error: e.message },
+  /** The bookkeeping, logs and hooks of one step (`rv`: where the failed request stood). */
+  private report(step: ReflectorStep, failure: Failure | undefined, error: Error | undefined, rv?: string): void {
+    const log = this.options.logger;
+    const hooks = this.options.hooks;
+    const scope = scopeId(this.scope);
+    if (step.failed) this.failures += 1;
+    if (step.resetBackoff) this.backoff.reset();
+    if (step.report === 'allowed') {
+      this.lastError = undefined;
+      log.info({ scope }, 'kind is readable again');
+      hooks?.onAllowed?.(this.scope);
+    }
+    if (step.error) this.lastError = step.error;
+    // An error retried at once (a first 410, streaming lists refused) is not one the scope is stuck on.
+    if (error && step.wait !== 'none') this.lastError = error.message;
+    if (failure === 'gone') log.info({ scope, rv }, 'resourceVersion expired (410), relisting');
+    if (failure === 'watch-list-refused' && step.wait === 'none') {
+      log.info({ scope, error: error?.message }, 'streaming lists refused, using LIST');
+    }
+    if (step.report === 'forbidden') {
+      log[this.options.quietForbidden ? 'debug' : 'warn'](
+        { scope, error: this.lastError },
         'forbidden to list/watch this kind; skipping it (retried on a slow timer)',
       );
-      this.options.hooks?.onForbidden?.(this.scope, e);
+      hooks?.onForbidden?.(this.scope, error as KubeApiError);
     }
-    // Start over with a fresh list when access comes back; nothing of this scope was sent meanwhile.
-    this.resourceVersion = undefined;
-    this.synced = false;
-    await sleep(this.options.forbiddenRetryMs ?? 600_000, this.signal);
-  }
-
-  private allowed(): void {
-    this.forbidden = false;
-    this.lastError = undefined;
-    this.options.logger.info({ scope: scopeId(this.scope) }, 'kind is readable again');
-    this.options.hooks?.onAllowed?.(this.scope);
+    if (failure && step.wait === 'backoff') log.warn({ scope, error: this.lastError }, 'watch failed, backing off');
+    if (step.report === 'not-found') hooks?.onNotFound?.(this.scope);
+    if (step.restart) hooks?.onWatchRestart?.(this.scope, step.restart);
   }
 
   private query(params: Record<string, string | undefined>): string {
@@ -264,7 +286,7 @@ export class Reflector {
     const { sink } = this.options;
     this.state = 'listing';
     this.relists += 1;
-    const started = Date.now();
+    const started = this.clock.now();
     let count = 0;
     let cont: string | undefined;
     let rv = '';
@@ -291,7 +313,7 @@ export class Reflector {
     sink.syncEnd(this.scope, rv);
     this.resourceVersion = rv;
     this.synced = true;
-    this.lastSyncMs = Date.now() - started;
+    this.lastSyncMs = this.clock.now() - started;
     this.options.hooks?.onSynced?.(this.scope, this.lastSyncMs, count);
   }
 
@@ -303,7 +325,7 @@ export class Reflector {
   private async watch(initial: boolean): Promise<number> {
     const { sink, client } = this.options;
     const [lo, hi] = this.options.watchTimeoutSeconds ?? [300, 600];
-    const timeout = String(Math.floor(lo + Math.random() * (hi - lo)));
+    const timeout = String(watchTimeoutSeconds([lo, hi], this.random));
     const path = initial
       ? this.query({
           watch: '1',
@@ -329,7 +351,7 @@ export class Reflector {
       }
     }
     this.state = initial ? 'listing' : 'watching';
-    const started = Date.now();
+    const started = this.clock.now();
     let stream: Awaited<ReturnType<KubeClient['get']>>['stream'];
     try {
       ({ stream } = await client.get(path, {
@@ -349,17 +371,8 @@ export class Reflector {
     let listed = 0;
     const splitter = new JsonLineSplitter();
     // Armed only while a streaming list is being read (not while waiting for queue room, which is our own doing).
-    let stalled = false;
-    let stallTimer: NodeJS.Timeout | undefined;
-    const armStall = (): void => {
-      clearTimeout(stallTimer);
-      if (!inInitial) return;
-      stallTimer = setTimeout(() => {
-        stalled = true;
-        stream.close();
-      }, this.options.initialListStallMs ?? 20_000);
-      stallTimer.unref();
-    };
+    const stall = new StallGuard(this.clock, this.options.initialListStallMs ?? 20_000, () => stream.close());
+    const armStall = (): void => (inInitial ? stall.arm() : stall.disarm());
     armStall();
     try {
       for await (const chunk of stream) {
@@ -386,10 +399,12 @@ export class Reflector {
               if (inInitial) {
                 if (event.object.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') break;
                 inInitial = false;
+                // The list is complete: a quiet watch from here on is no stall (the guard would close it).
+                stall.disarm();
                 this.resourceVersion = rv;
                 this.synced = true;
                 sink.syncEnd(this.scope, rv);
-                this.lastSyncMs = Date.now() - started;
+                this.lastSyncMs = this.clock.now() - started;
                 this.options.hooks?.onSynced?.(this.scope, this.lastSyncMs, listed);
                 this.state = 'watching';
                 release?.();
@@ -408,33 +423,28 @@ export class Reflector {
         if (inInitial && listed > 0) this.options.hooks?.onListProgress?.(this.scope, listed, undefined);
         // Backpressure: stop pulling from the stream (HTTP/2 flow control then stops the API server).
         if (!sink.hasRoom()) {
-          clearTimeout(stallTimer);
+          stall.disarm();
           await this.room();
           armStall();
         }
         if (this.signal.aborted) break;
       }
     } catch (e) {
-      if (!stalled) throw e;
+      if (!stall.fired) throw e;
     } finally {
-      clearTimeout(stallTimer);
+      stall.disarm();
       release?.();
       if (!stream.closed) stream.close();
     }
-    if (stalled && inInitial && !this.signal.aborted) {
-      this.resourceVersion = undefined;
-      this.streamingLists = false;
+    if (stall.fired && inInitial && !this.signal.aborted) {
       this.options.logger.warn(
-        { scope: scopeId(this.scope), afterMs: Date.now() - started },
+        { scope: scopeId(this.scope), afterMs: this.clock.now() - started },
         'streaming list stalled before its initial-events-end bookmark; using paginated LIST for this scope',
       );
-      throw new Error('streaming list stalled before its initial-events-end bookmark');
+      throw new InitialListIncomplete(true);
     }
-    if (inInitial && !this.signal.aborted) {
-      // The stream ended before the list did; the next attempt lists again.
-      this.resourceVersion = undefined;
-      throw new Error('streaming list ended before its initial-events-end bookmark');
-    }
+    // The stream ended before the list did; the next attempt lists again.
+    if (inInitial && !this.signal.aborted) throw new InitialListIncomplete(false);
     return received;
   }
 
@@ -479,9 +489,4 @@ export class Reflector {
       objectJson: Buffer.from(JSON.stringify(out)),
     };
   }
-}
-
-/** The API server refuses sendInitialEvents/resourceVersionMatch on watches when WatchList is off (or too old). */
-function isWatchListRefused(e: unknown): boolean {
-  return e instanceof KubeApiError && (e.status === 422 || e.status === 400 || e.status === 406);
 }

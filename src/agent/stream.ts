@@ -6,6 +6,7 @@ import {
   type ChannelOptions,
   type ClientDuplexStream,
 } from '@grpc/grpc-js';
+import { realClock, sleep, type Clock, type ClockTimer } from '../shared/clock.js';
 import type { Logger } from '../shared/logging.js';
 import {
   AgentServiceClient,
@@ -18,10 +19,11 @@ import {
   type ServerMessage,
   type Welcome,
 } from '../shared/proto.js';
-import { Backoff, sleep } from './backoff.js';
+import { Backoff } from './backoff.js';
 import type { AgentConfig } from './config.js';
 import type { AgentMetrics } from './metrics.js';
 import type { SendQueue } from './send-queue.js';
+import { afterStreamEnd, heartbeatDue, heartbeatIntervalMs, reconnectBackoff } from './stream-step.js';
 
 export type StreamState = 'idle' | 'connecting' | 'connected' | 'backoff' | 'stopped';
 
@@ -40,6 +42,9 @@ export interface StreamClientDeps {
   onAccountsChanged?(message: AccountsChanged): void;
   /** An operation to run (operations.ts); its OperationResult goes back through sendControl. */
   onOperation?(operation: Operation): void;
+  /** Time and randomness (reconnect jitter): real ones unless a test brings its own. */
+  clock?: Clock;
+  random?: () => number;
 }
 
 /** How long the server may take to answer Hello before the attempt counts as failed. */
@@ -63,8 +68,11 @@ export class StreamClient {
   private lastWrite = 0;
   /** AccountsUpdates sent on the current stream, answered in order; undefined when the stream ends first. */
   private pendingUpdates: ((result: AccountsUpdateResult | undefined) => void)[] = [];
+  private readonly clock: Clock;
 
-  constructor(private readonly deps: StreamClientDeps) {}
+  constructor(private readonly deps: StreamClientDeps) {
+    this.clock = deps.clock ?? realClock;
+  }
 
   start(): void {
     this.running ??= this.loop();
@@ -103,7 +111,7 @@ export class StreamClient {
   /** Non-data messages (AccountStatus, OperationResult): written directly, outside the ack window. */
   sendControl(message: AgentMessage): void {
     if (this.state !== 'connected' || !this.call) return;
-    this.lastWrite = Date.now();
+    this.lastWrite = this.clock.now();
     this.call.write(message);
   }
 
@@ -123,32 +131,29 @@ export class StreamClient {
       await this.deps.onClosed();
       this.welcome = undefined;
       this.connectedAt = undefined;
-      if (this.abort.signal.aborted) break;
-      if (this.restartRequested) {
-        this.restartRequested = false;
-        continue;
-      }
-      this.deps.metrics.reconnects.inc();
-      if (welcomed) backoff = this.newBackoff();
+      const step = afterStreamEnd({
+        aborted: this.abort.signal.aborted,
+        restartRequested: this.restartRequested,
+        welcomed,
+      });
+      this.restartRequested = false;
+      if (step.next === 'stop') break;
+      if (step.next === 'redial-now') continue;
+      if (step.countReconnect) this.deps.metrics.reconnects.inc();
+      if (step.resetBackoff) backoff = this.newBackoff();
       const delay = backoff.next();
       log.warn(
         { error: this.lastError, retryInMs: delay },
         welcomed ? 'stream to plugin-server lost; reconnecting' : 'cannot connect to plugin-server; retrying',
       );
       this.state = 'backoff';
-      await sleep(delay, this.abort.signal);
+      await sleep(delay, this.abort.signal, this.clock);
     }
     this.state = 'stopped';
   }
 
   private newBackoff(): Backoff {
-    const b = this.deps.server().backoff;
-    return new Backoff({
-      baseMs: b.baseDelaySeconds * 1000,
-      multiplier: b.multiplier,
-      jitter: b.jitter,
-      maxMs: b.maxDelaySeconds * 1000,
-    });
+    return new Backoff(reconnectBackoff(this.deps.server().backoff), this.deps.random);
   }
 
   /** One stream from dial to end. Resolves true when it got as far as a Welcome. */
@@ -163,11 +168,12 @@ export class StreamClient {
     log.info({ address: server.address, accounts: hello.accounts.map((a) => a.name) }, 'connecting to plugin-server');
     const call = client.connect(metadata);
     this.call = call;
-    let heartbeat: NodeJS.Timeout | undefined;
+    let stopHeartbeat: (() => void) | undefined;
     let welcomed = false;
+    const clock = this.clock;
     try {
       return await new Promise<boolean>((resolve, reject) => {
-        const welcomeTimer = setTimeout(() => {
+        const welcomeTimer = clock.setTimeout(() => {
           reject(new Error(`no Welcome within ${WELCOME_TIMEOUT_MS} ms`));
           call.cancel();
         }, WELCOME_TIMEOUT_MS);
@@ -178,9 +184,9 @@ export class StreamClient {
               call.cancel();
               return;
             }
-            clearTimeout(welcomeTimer);
+            clock.clearTimeout(welcomeTimer);
             welcomed = true;
-            heartbeat = this.onWelcome(call, msg.welcome);
+            stopHeartbeat = this.onWelcome(call, msg.welcome);
             return;
           }
           if (msg.ack) this.deps.queue.ack(msg.ack.seq);
@@ -191,22 +197,22 @@ export class StreamClient {
           else if (msg.accountsUpdateResult) this.pendingUpdates.shift()?.(msg.accountsUpdateResult);
         });
         call.on('error', (err: Error) => {
-          clearTimeout(welcomeTimer);
+          clock.clearTimeout(welcomeTimer);
           this.lastError = err.message;
           if (welcomed) resolve(true);
           else reject(err);
         });
         call.on('end', () => {
-          clearTimeout(welcomeTimer);
+          clock.clearTimeout(welcomeTimer);
           this.lastError ??= 'server ended the stream';
           if (welcomed) resolve(true);
           else reject(new Error('server ended the stream before Welcome'));
         });
         call.write({ hello });
-        this.lastWrite = Date.now();
+        this.lastWrite = clock.now();
       });
     } finally {
-      clearInterval(heartbeat);
+      stopHeartbeat?.();
       this.call = undefined;
       for (const resolve of this.pendingUpdates.splice(0)) resolve(undefined);
       call.cancel();
@@ -214,14 +220,11 @@ export class StreamClient {
     }
   }
 
-  private onWelcome(
-    call: ClientDuplexStream<AgentMessage, ServerMessage>,
-    welcome: Welcome,
-  ): NodeJS.Timeout | undefined {
+  private onWelcome(call: ClientDuplexStream<AgentMessage, ServerMessage>, welcome: Welcome): (() => void) | undefined {
     const server = this.deps.server();
     this.welcome = welcome;
     this.state = 'connected';
-    this.connectedAt = Date.now();
+    this.connectedAt = this.clock.now();
     this.lastError = undefined;
     this.deps.metrics.connected.set(1);
     this.deps.logger.info(
@@ -239,7 +242,7 @@ export class StreamClient {
     this.deps.queue.attach(
       {
         write: (m) => {
-          this.lastWrite = Date.now();
+          this.lastWrite = this.clock.now();
           return call.write(m);
         },
         onDrain: (fn) => call.on('drain', fn),
@@ -247,17 +250,19 @@ export class StreamClient {
       { window: welcome.maxUnackedBytes, maxMessageBytes: welcome.maxMessageBytes },
     );
     this.deps.onWelcome(welcome);
-    const seconds = [server.heartbeatSeconds, welcome.heartbeatIntervalSeconds].filter((s) => s > 0);
-    if (seconds.length === 0) return undefined;
-    const intervalMs = Math.min(...seconds) * 1000;
-    const timer = setInterval(() => {
-      if (Date.now() - this.lastWrite >= intervalMs * 0.9) {
-        this.lastWrite = Date.now();
+    const intervalMs = heartbeatIntervalMs(server.heartbeatSeconds, welcome.heartbeatIntervalSeconds);
+    if (intervalMs === undefined) return undefined;
+    const clock = this.clock;
+    let timer: ClockTimer | undefined;
+    const check = (): void => {
+      if (heartbeatDue(clock.now(), this.lastWrite, intervalMs)) {
+        this.lastWrite = clock.now();
         call.write({ heartbeat: { sentAtMs: Date.now() } });
       }
-    }, intervalMs / 2);
-    timer.unref();
-    return timer;
+      timer = clock.setTimeout(check, intervalMs / 2);
+    };
+    timer = clock.setTimeout(check, intervalMs / 2);
+    return () => clock.clearTimeout(timer);
   }
 
   // Without an operation runner each operation gets an explicit failure, never silence.

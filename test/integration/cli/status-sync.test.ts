@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetStatus } from '../../../src/cli/status/fleet.js';
-import { createNamespace, freePort, kubectl, run, testEnv, toolPath, waitFor } from '../../infra/index.js';
+import { createNamespace, kubectl, run, testEnv, waitFor } from '../../infra/index.js';
 import { AgentProcess, PluginServerProcess } from '../../infra/processes.js';
-import { ServerProcess } from '../../infra/processes-group.js';
+import { apiServerHostPort, kubeconfigThrough, Toxiproxy } from '../../infra/toxiproxy.js';
 
 const bin = fileURLToPath(new URL('../../../bin/run.js', import.meta.url));
 const cli = (args: string[]) => run(process.execPath, [bin, ...args], { allowFail: true });
@@ -56,36 +56,15 @@ describe('status: change lag and initial sync progress', () => {
     await kubectl(['apply', '-f', list]);
 
     // Toxiproxy in front of the API server, adding 200 ms to every response of the slow account.
-    const apiPort = await freePort();
-    const proxyPort = await freePort();
-    const toxi = ServerProcess.start(
-      'toxiproxy',
-      toolPath('toxiproxy-server'),
-      ['-host', '127.0.0.1', '-port', String(apiPort)],
-      join(dir, 'toxiproxy.log'),
-    );
+    const toxi = await Toxiproxy.start(dir);
     cleanups.push(() => toxi.stop());
-    const api = `http://127.0.0.1:${apiPort}`;
-    await waitFor('toxiproxy API', async () =>
-      (await fetch(`${api}/version`).catch(() => undefined))?.ok ? true : undefined,
-    );
-    const kubeconfig = readFileSync(testEnv().kubeconfig, 'utf8');
-    const upstream = /server: https:\/\/([^\s]+)/.exec(kubeconfig)![1]!;
-    const created = await fetch(`${api}/proxies`, {
-      method: 'POST',
-      body: JSON.stringify({ name: 'apiserver', listen: `127.0.0.1:${proxyPort}`, upstream }),
+    const through = await toxi.proxy('apiserver', apiServerHostPort());
+    await toxi.addToxic('apiserver', 'latency', {
+      type: 'latency',
+      stream: 'downstream',
+      attributes: { latency: 200 },
     });
-    expect(created.status).toBe(201);
-    const toxic = await fetch(`${api}/proxies/apiserver/toxics`, {
-      method: 'POST',
-      body: JSON.stringify({ type: 'latency', stream: 'downstream', attributes: { latency: 200 } }),
-    });
-    expect(toxic.status).toBe(200);
-    const slowKubeconfig = join(dir, 'slow-kubeconfig');
-    writeFileSync(
-      slowKubeconfig,
-      kubeconfig.replace(`server: https://${upstream}`, `server: https://127.0.0.1:${proxyPort}`),
-    );
+    const slowKubeconfig = kubeconfigThrough(through, join(dir, 'slow-kubeconfig'));
 
     server = await PluginServerProcess.start({ dir });
     cleanups.push(() => server.stop());

@@ -34,4 +34,23 @@ describe('SyncBudget', () => {
     await waiting;
     expect(budget.inUse).toBe(2);
   });
+
+  it('exhausted: a lowered limit takes effect as slots are released, not by revoking them', async () => {
+    const budget = new SyncBudget(3);
+    const signal = new AbortController().signal;
+    const held = [await budget.acquire(signal), await budget.acquire(signal), await budget.acquire(signal)];
+    budget.setLimit(1);
+    let admitted = false;
+    const waiting = budget.acquire(signal).then((r) => ((admitted = true), r));
+    held[0]!();
+    await Promise.resolve();
+    // 2 in use, limit 1: still no room.
+    expect([budget.inUse, budget.queued, admitted]).toEqual([2, 1, false]);
+    held[1]!();
+    await Promise.resolve();
+    expect([budget.inUse, budget.queued, admitted]).toEqual([1, 1, false]);
+    held[2]!();
+    (await waiting)();
+    expect([budget.inUse, budget.queued, admitted]).toEqual([0, 0, true]);
+  });
 });
