@@ -49,6 +49,19 @@ Call with (dict "context" $ "component" "plugin-server" "suffix" "config").
 {{- include "scale-agent.componentName" (dict "context" . "component" "agent" "suffix" .Values.agent.group) }}
 {{- end }}
 
+{{/*
+scale-agent.serviceAccountName: the pods' ServiceAccount: `serviceAccount.name`, else the component's object name when
+the chart creates it, else `default` (cert-manager's convention). Call with (dict "sa" .Values.x.serviceAccount "name" $name).
+*/}}
+{{- define "scale-agent.serviceAccountName" -}}
+{{- $sa := .sa | default dict }}
+{{- if ne $sa.create false }}
+{{- $sa.name | default .name }}
+{{- else }}
+{{- $sa.name | default "default" }}
+{{- end }}
+{{- end }}
+
 {{/* scale-agent.instance: the `app.kubernetes.io/instance` label: the component's `instance` value, else the release name. Call with (dict "context" $ "instance" "..."). */}}
 {{- define "scale-agent.instance" -}}
 {{- .instance | default .context.Release.Name | trunc 63 | trimSuffix "-" }}
