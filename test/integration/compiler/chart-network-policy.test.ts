@@ -9,7 +9,7 @@ import { cp, appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { synthFile } from '../../../src/compiler/index.js';
 import { ControlPlane, helm, kustomize, run } from '../../infra/index.js';
 import { expectAllPodsAdmitted, RESTRICTED } from '../../infra/pod-security.js';
@@ -40,7 +40,7 @@ async function template(args: string[]): Promise<Obj[]> {
 const BOTH = ['--set', 'pluginServer.enabled=true,agent.enabled=true'];
 const ON = [
   '--set',
-  'pluginServer.networkPolicy.enabled=true,pluginServer.serviceMonitor.enabled=true,agent.networkPolicy.enabled=true',
+  'pluginServer.networkPolicy.enabled=true,pluginServer.serviceMonitor.enabled=true,agent.networkPolicy.enabled=true,agent.serviceMonitor.enabled=true',
 ];
 
 type Pod = {
@@ -57,15 +57,20 @@ const podOf = (objects: Obj[], suffix: string): Pod =>
 describe('chart NetworkPolicy and ServiceMonitor', () => {
   it('renders neither by default, and each only with its component', async () => {
     expect((await template(BOTH)).filter((o) => OPTIONAL_KINDS.has(o.kind))).toEqual([]);
-    const on = await template([...BOTH, ...ON]);
-    expect(on.filter((o) => OPTIONAL_KINDS.has(o.kind)).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
-      'NetworkPolicy/r-scale-agent-plugin-server',
+    const ids = (objects: Obj[]) =>
+      objects
+        .filter((o) => OPTIONAL_KINDS.has(o.kind))
+        .map((o) => `${o.kind}/${o.metadata.name}`)
+        .sort();
+    expect(ids(await template([...BOTH, ...ON]))).toEqual([
       'NetworkPolicy/r-scale-agent-agent-default',
+      'NetworkPolicy/r-scale-agent-plugin-server',
+      'ServiceMonitor/r-scale-agent-agent-default',
       'ServiceMonitor/r-scale-agent-plugin-server',
     ]);
-    const agentOnly = await template(['--set', 'agent.enabled=true', ...ON]);
-    expect(agentOnly.filter((o) => OPTIONAL_KINDS.has(o.kind)).map((o) => o.metadata.name)).toEqual([
-      'r-scale-agent-agent-default',
+    expect(ids(await template(['--set', 'agent.enabled=true', ...ON]))).toEqual([
+      'NetworkPolicy/r-scale-agent-agent-default',
+      'ServiceMonitor/r-scale-agent-agent-default',
     ]);
   });
 
@@ -100,9 +105,34 @@ describe('chart NetworkPolicy and ServiceMonitor', () => {
       },
       { ports: [{ port: 443, protocol: 'TCP' }], to: peers },
     ]);
-    const sm = objects.find((o) => o.kind === 'ServiceMonitor');
+    const sm = objects.find((o) => o.kind === 'ServiceMonitor' && o.metadata.name === 'r-scale-agent-plugin-server');
     expect(sm?.metadata.labels?.release).toBe('kps');
     expect(sm?.spec?.endpoints).toEqual([{ port: 'http', path: '/metrics', interval: '30s' }]);
+  });
+
+  it('agent.serviceMonitor: /metrics on the health port (config), a Service for it, and the NetworkPolicy admits the scrape', async () => {
+    const objects = await template(['--set', 'agent.enabled=true', ...ON]);
+    const config = objects.find(
+      (o) => o.kind === 'ConfigMap' && o.metadata.name === 'r-scale-agent-agent-config-default',
+    ) as (Obj & { data: Record<string, string> }) | undefined;
+    expect((parseYaml(config!.data['config.yaml']!) as { health: unknown }).health).toEqual({
+      host: '0.0.0.0',
+      port: 8081,
+      metrics: true,
+    });
+    const svc = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'r-scale-agent-agent-default');
+    expect(svc?.spec?.ports).toEqual([
+      { name: 'health', port: 8081, targetPort: 'health', protocol: 'TCP', appProtocol: 'http' },
+    ]);
+    const sm = objects.find((o) => o.kind === 'ServiceMonitor');
+    expect(sm?.spec?.endpoints).toEqual([{ port: 'health', path: '/metrics' }]);
+    expect((sm?.spec?.selector as { matchLabels: unknown }).matchLabels).toEqual(svc?.spec?.selector);
+    const np = objects.find((o) => o.kind === 'NetworkPolicy');
+    expect(np?.spec?.ingress).toEqual([{ ports: [{ port: 'health', protocol: 'TCP' }], from: [{ podSelector: {} }] }]);
+    // Without the ServiceMonitor nothing may connect in, and the health listener serves no metrics.
+    const off = await template(['--set', 'agent.enabled=true,agent.networkPolicy.enabled=true']);
+    expect(off.find((o) => o.kind === 'NetworkPolicy')?.spec?.ingress).toBeUndefined();
+    expect(off.filter((o) => o.kind === 'Service')).toEqual([]);
   });
 
   it('helm lint --strict accepts them; the schema refuses a misspelt key and a port out of range', async () => {
@@ -249,6 +279,7 @@ describe('chart with every optional key installs into a restricted namespace', (
           agent: {
             enabled: true,
             networkPolicy: { enabled: true, egressTo: [{ ipBlock: { cidr: '10.0.0.0/8' } }] },
+            serviceMonitor: { enabled: true },
             extraEnv: [{ name: 'NODE_EXTRA_CA_CERTS', value: '/etc/ssl/extra/ca.crt' }],
             extraVolumes: [{ name: 'extra-ca', emptyDir: {} }],
             extraVolumeMounts: [{ name: 'extra-ca', mountPath: '/etc/ssl/extra', readOnly: true }],
@@ -266,6 +297,7 @@ describe('chart with every optional key installs into a restricted namespace', (
         'networkpolicy.networking.k8s.io/r-scale-agent-plugin-server',
       ]);
       expect(await names('servicemonitors')).toEqual([
+        'servicemonitor.monitoring.coreos.com/r-scale-agent-agent-default',
         'servicemonitor.monitoring.coreos.com/r-scale-agent-plugin-server',
       ]);
       await expectAllPodsAdmitted(kubectl);
