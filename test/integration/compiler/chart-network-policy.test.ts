@@ -217,10 +217,10 @@ describe('chart and kustomize components give one place the same objects', () =>
   }
 
   /** What the API server acts on: kind, name and spec, and the labels both packagings set (Helm adds its own). */
-  function essence(objects: Obj[]): unknown[] {
+  function essence(objects: Obj[], services: string[] = []): unknown[] {
     const common = ['app.kubernetes.io/name', 'app.kubernetes.io/component', 'app.kubernetes.io/instance'];
     return objects
-      .filter((o) => OPTIONAL_KINDS.has(o.kind))
+      .filter((o) => OPTIONAL_KINDS.has(o.kind) || (o.kind === 'Service' && services.includes(o.metadata.name)))
       .map((o) => ({
         apiVersion: o.apiVersion,
         kind: o.kind,
@@ -244,11 +244,29 @@ describe('chart and kustomize components give one place the same objects', () =>
     expect(essence(chart)).toEqual(expected);
   });
 
-  it('agent: NetworkPolicy', async () => {
-    const { kz, chart } = await both('agent-remote', ['network-policy-agent'], 'agent.networkPolicy.enabled=true');
-    const expected = essence(kz);
-    expect(expected).toHaveLength(1);
-    expect(essence(chart)).toEqual(expected);
+  it('agent: NetworkPolicy, and the Service and ServiceMonitor of its metrics, which the NetworkPolicy admits', async () => {
+    const { kz, chart } = await both(
+      'agent-remote',
+      ['network-policy-agent', 'service-monitor-agent'],
+      'agent.networkPolicy.enabled=true,agent.serviceMonitor.enabled=true',
+    );
+    const expected = essence(kz, ['scale-agent-agent-remote']);
+    expect(expected.map((o) => (o as { kind: string }).kind)).toEqual(['NetworkPolicy', 'Service', 'ServiceMonitor']);
+    expect(JSON.stringify(expected)).not.toContain('undefined');
+    expect(JSON.stringify(expected)).toContain('"ingress"');
+    expect(essence(chart, ['scale-agent-agent-remote'])).toEqual(expected);
+    // What the scrape needs is on in both: synth's agent config serves /metrics on the health port.
+    const config = (objs: Obj[]) =>
+      (
+        objs.find(
+          (o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('scale-agent-agent-config'),
+        ) as unknown as {
+          data: Record<string, string>;
+        }
+      ).data['config.yaml'];
+    for (const text of [config(kz), config(chart)]) {
+      expect((parseYaml(text!) as { health: unknown }).health).toEqual({ host: '0.0.0.0', port: 8081, metrics: true });
+    }
   });
 });
 
