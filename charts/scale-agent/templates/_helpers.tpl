@@ -180,6 +180,26 @@ capabilities:
   drop: ["ALL"]
 {{- end }}
 
+{{/*
+scale-agent.podScheduling: a component's scheduling keys, with the default spread: replicas on one node or in one zone
+fail together, so more than one spreads over nodes, then zones, softly (ScheduleAnyway, so a one-node cluster still
+runs them all), unless topologySpreadConstraints is set (`[]`: none). The compiler's model makes the same choice
+(src/compiler/pod-scheduling.ts) and writes it into synthesized values.
+Call with (dict "values" .Values.agent "selector" $selectorYaml).
+*/}}
+{{- define "scale-agent.podScheduling" -}}
+{{- $v := .values }}
+{{- $scheduling := pick $v "nodeSelector" "tolerations" "affinity" "topologySpreadConstraints" "priorityClassName" }}
+{{- if and (gt (int $v.replicas) 1) (not (hasKey $v "topologySpreadConstraints")) }}
+{{- $spread := list }}
+{{- range $key := list "kubernetes.io/hostname" "topology.kubernetes.io/zone" }}
+{{- $spread = append $spread (dict "maxSkew" 1 "topologyKey" $key "whenUnsatisfiable" "ScheduleAnyway" "labelSelector" (dict "matchLabels" ($.selector | fromYaml))) }}
+{{- end }}
+{{- $_ := set $scheduling "topologySpreadConstraints" $spread }}
+{{- end }}
+{{- include "scale-agent.scheduling" $scheduling }}
+{{- end }}
+
 {{/* scale-agent.scheduling: a component's pod scheduling keys (nodeSelector, tolerations, affinity, topologySpreadConstraints, priorityClassName). Call with the component's values. */}}
 {{- define "scale-agent.scheduling" -}}
 {{- with .nodeSelector }}

@@ -265,6 +265,54 @@ describe('plugin-server replicas', () => {
   });
 });
 
+describe('agent group replicas', () => {
+  it("spread like the plugin-server's, by the group's selector; the chart's default is the compiler's", async () => {
+    const work = await mkdtemp(join(tmpdir(), 'scale-agent-chart-agent-spread-'));
+    try {
+      const topology = join(work, 'topology.yaml');
+      await writeFile(
+        topology,
+        [
+          'apiVersion: scale-agent.io/v1alpha1',
+          'kind: Topology',
+          'metadata: { name: spread }',
+          'pluginServer: { namespace: spinnaker }',
+          'agents:',
+          '  - name: fleet',
+          '    mode: service',
+          '    replicas: 3',
+          '    accounts: [{ name: a, kubeconfigSecret: { name: kc, key: a } }]',
+          '',
+        ].join('\n'),
+      );
+      const out = join(work, 'out');
+      await synthFile(topology, { out });
+      const values = parse(await readFile(join(out, 'helm', 'agent-fleet.values.yaml'), 'utf8')) as {
+        agent: { topologySpreadConstraints?: Spread[]; podDisruptionBudget?: unknown };
+      };
+      const fromModel = values.agent.topologySpreadConstraints;
+      expect(fromModel?.map((c) => c.topologyKey)).toEqual(['kubernetes.io/hostname', 'topology.kubernetes.io/zone']);
+      for (const c of fromModel ?? []) {
+        expect(c.labelSelector.matchLabels).toEqual({
+          'app.kubernetes.io/name': 'scale-agent',
+          'app.kubernetes.io/component': 'agent',
+          'app.kubernetes.io/instance': 'fleet',
+        });
+      }
+      delete values.agent.topologySpreadConstraints;
+      await writeFile(join(work, 'v.yaml'), stringify(values));
+      const { stdout } = await helm(['template', 'r', CHART, '-f', join(work, 'v.yaml')]);
+      const agent = parseAllDocuments(stdout)
+        .map((d) => d.toJS() as Obj | null)
+        .find((o) => o?.kind === 'Deployment');
+      const pod = (agent?.spec as { template: { spec: { topologySpreadConstraints?: Spread[] } } }).template.spec;
+      expect(pod.topologySpreadConstraints).toEqual(fromModel);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('ServiceAccount, REST Service annotations and an existing TLS Secret', () => {
   const renderBoth = async (set: string) => {
     const { stdout } = await helm([
