@@ -21,10 +21,12 @@ export class AdminServer {
   /**
    * `healthOnly`: serve /healthz and /readyz and nothing else. That listener binds where the kubelet reaches it
    * (the pod IP), so it must not hand out the account and watch listings the loopback admin endpoint shows.
+   * `metrics`: also serve /metrics there (config `health.metrics`, read per request so a reload applies), for
+   * Prometheus, which scrapes the pod IP as the kubelet probes it.
    */
   constructor(
     private readonly source: AdminSource,
-    private readonly options: { healthOnly?: boolean } = {},
+    private readonly options: { healthOnly?: boolean; metrics?: () => boolean } = {},
   ) {}
 
   async listen(host: string, port: number): Promise<AddressInfo> {
@@ -54,11 +56,16 @@ export class AdminServer {
     return (this.server?.address() as AddressInfo | null) ?? undefined;
   }
 
+  private servesOnHealth(path: string): boolean {
+    return HEALTH_PATHS.has(path) || (path === '/metrics' && (this.options.metrics?.() ?? false));
+  }
+
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://admin');
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'only GET' });
-    if (this.options.healthOnly && !HEALTH_PATHS.has(url.pathname)) {
-      return send(res, 404, { error: `health endpoint serves only ${[...HEALTH_PATHS].join(', ')}` });
+    if (this.options.healthOnly && !this.servesOnHealth(url.pathname)) {
+      const paths = [...HEALTH_PATHS, ...(this.options.metrics?.() ? ['/metrics'] : [])];
+      return send(res, 404, { error: `health endpoint serves only ${paths.join(', ')}` });
     }
     switch (url.pathname) {
       case '/healthz':

@@ -110,7 +110,7 @@ export class Agent {
       watches: (f: { account?: string; state?: string }) => this.watchesView(f),
     };
     this.admin = new AdminServer(source);
-    this.health = new AdminServer(source, { healthOnly: true });
+    this.health = new AdminServer(source, { healthOnly: true, metrics: () => this.config.health.metrics });
   }
 
   /** Loads the config, opens the admin endpoint, starts the accounts and dials the plugin-server. */

@@ -40,8 +40,8 @@ export interface AgentConfig {
   agentId: string;
   zone?: string;
   admin: { host: string; port: number };
-  /** Health-only listener for the kubelet's probes; none when `port` is absent. */
-  health: { host: string; port?: number };
+  /** Health-only listener for the kubelet's probes (and Prometheus when `metrics`); none when `port` is absent. */
+  health: { host: string; port?: number; metrics: boolean };
   queue: { maxBytes: number; maxBatchBytes: number; maxInFlightBatches: number };
   kubernetes: {
     rediscoverySeconds: number;

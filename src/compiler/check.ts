@@ -1,6 +1,6 @@
 import type { ErrorDetail } from '../shared/errors.js';
 import type { LoadedYaml } from './load.js';
-import type { Topology } from './topology.js';
+import type { PodSettings, Topology } from './topology.js';
 
 export type Severity = 'error' | 'warning';
 
@@ -20,6 +20,33 @@ export interface Violation extends ErrorDetail {
 }
 
 const remoteAgents = (t: Topology) => t.agents.filter((a) => a.mode !== 'service');
+
+const HOSTNAME = 'kubernetes.io/hostname';
+
+/** The plugin-server and each agent group: the workloads the model may give a PodDisruptionBudget. */
+function workloads(t: Topology): { what: string; path: string; replicas: number; pod: PodSettings }[] {
+  return [
+    { what: 'the plugin-server', path: '/pluginServer', replicas: t.pluginServer.replicas, pod: t.pluginServer.pod },
+    ...t.agents.map((a) => ({ what: `agent group '${a.name}'`, path: a.path, replicas: a.replicas, pod: a.pod })),
+  ];
+}
+
+type NodeSelectorTerm = { matchExpressions?: { key: string; operator: string; values?: string[] }[] };
+
+/**
+ * Where the pods are held to a single node: a `kubernetes.io/hostname` nodeSelector, or required node affinity whose
+ * every term allows one host name. Returns the JSON pointer of that setting.
+ */
+function pinnedToOneNode(pod: PodSettings, path: string): string | undefined {
+  if (pod.nodeSelector?.[HOSTNAME] !== undefined) return `${path}/pod/nodeSelector/kubernetes.io~1hostname`;
+  const required = (
+    pod.affinity?.nodeAffinity as { requiredDuringSchedulingIgnoredDuringExecution?: unknown } | undefined
+  )?.requiredDuringSchedulingIgnoredDuringExecution as { nodeSelectorTerms?: NodeSelectorTerm[] } | undefined;
+  const terms = required?.nodeSelectorTerms ?? [];
+  const oneHost = (term: NodeSelectorTerm) =>
+    (term.matchExpressions ?? []).some((e) => e.key === HOSTNAME && e.operator === 'In' && e.values?.length === 1);
+  return terms.length > 0 && terms.every(oneHost) ? `${path}/pod/affinity/nodeAffinity` : undefined;
+}
 
 export const POLICY_RULES: readonly PolicyRule[] = [
   {
@@ -203,6 +230,48 @@ export const POLICY_RULES: readonly PolicyRule[] = [
       t.pluginServer.restAuth.enabled
         ? []
         : [{ path: '/pluginServer/rest/auth/enabled', message: 'the REST API accepts anyone who reaches it' }],
+  },
+  // "Replicas > 1 without a PodDisruptionBudget" cannot be written in a topology: the model gives every workload with
+  // more than one replica a budget of maxUnavailable 1, and no key turns it off (docs/policy-checks.md). The two
+  // rules below catch what can still go wrong around that budget.
+  {
+    id: 'SA012',
+    name: 'single-replica-plugin-server',
+    severity: 'warning',
+    summary:
+      'The plugin-server stores in MySQL but runs one replica, so it gets no PodDisruptionBudget (a budget for one ' +
+      'pod either allows its eviction or blocks every drain): a drain of its node cuts every agent stream and the ' +
+      'REST API until the pod is back. Run 2 or more replicas; MySQL is what lets them share state.',
+    check: (t) =>
+      t.pluginServer.storage.type === 'mysql' && t.pluginServer.replicas === 1
+        ? [
+            {
+              path: '/pluginServer/replicas',
+              message: 'one plugin-server replica on shared storage: a node drain takes the control plane down',
+            },
+          ]
+        : [],
+  },
+  {
+    id: 'SA013',
+    name: 'disruption-budget-blocks-drain',
+    severity: 'error',
+    summary:
+      'A workload with more than one replica is pinned to a single node (kubernetes.io/hostname nodeSelector or ' +
+      'required node affinity). Its PodDisruptionBudget (maxUnavailable 1) then stops the drain of that node: the ' +
+      'first evicted pod cannot start anywhere else, so no second eviction is ever allowed. Pin to a node pool label.',
+    check: (t) =>
+      workloads(t).flatMap((w) => {
+        const at = w.replicas > 1 ? pinnedToOneNode(w.pod, w.path) : undefined;
+        return at
+          ? [
+              {
+                path: at,
+                message: `${w.what} runs ${w.replicas} replicas on one node: its PodDisruptionBudget blocks that node's drain`,
+              },
+            ]
+          : [];
+      }),
   },
 ];
 

@@ -296,7 +296,10 @@ function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Pl
         uris: [agentIdentityUri(t.name, agent.name)],
       }),
       kubeconfigMounts: kubeconfigMounts(agent),
-      pod: scopedToInstance(agent.pod, { 'app.kubernetes.io/instance': agent.name }),
+      // Standby replicas of a group on the node or in the zone of the active one would fail with it.
+      pod: scopedToInstance(withDefaultSpread(agent.pod, agent.replicas, 'agent'), {
+        'app.kubernetes.io/instance': agent.name,
+      }),
       automountServiceAccountToken: agent.mode === 'agent',
     },
     ...(agent.mode === 'agent' && acc.rbac.create

@@ -59,7 +59,7 @@ export function scopedToInstance(pod: PodSettings, instance: Record<string, stri
   };
 }
 
-/** Failure domains the plugin-server's replicas spread over by default: nodes, then zones. */
+/** Failure domains a component's replicas spread over by default: nodes, then zones. */
 export const DEFAULT_SPREAD_KEYS = ['kubernetes.io/hostname', 'topology.kubernetes.io/zone'];
 
 /**

@@ -51,8 +51,9 @@ export function agentConfig(t: Topology, agent: Agent): Record<string, unknown> 
     server,
     ...(agent.zone !== undefined ? { zone: agent.zone } : {}),
     admin: { host: '127.0.0.1', port: AGENT_ADMIN_PORT },
-    // Reachable by the kubelet; serves /healthz and /readyz only, the admin endpoint stays on loopback.
-    health: { host: '0.0.0.0', port: AGENT_HEALTH_PORT },
+    // Reachable by the kubelet and by Prometheus: /healthz, /readyz and /metrics (observable by default, as the
+    // plugin-server's /metrics on its REST port); the account and watch listings stay on the loopback admin endpoint.
+    health: { host: '0.0.0.0', port: AGENT_HEALTH_PORT, metrics: true },
     kubernetes: {
       accounts: agent.accounts.map((a) => {
         const out: Record<string, unknown> = { name: a.name };

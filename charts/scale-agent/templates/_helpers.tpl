@@ -49,6 +49,19 @@ Call with (dict "context" $ "component" "plugin-server" "suffix" "config").
 {{- include "scale-agent.componentName" (dict "context" . "component" "agent" "suffix" .Values.agent.group) }}
 {{- end }}
 
+{{/*
+scale-agent.serviceAccountName: the pods' ServiceAccount: `serviceAccount.name`, else the component's object name when
+the chart creates it, else `default` (cert-manager's convention). Call with (dict "sa" .Values.x.serviceAccount "name" $name).
+*/}}
+{{- define "scale-agent.serviceAccountName" -}}
+{{- $sa := .sa | default dict }}
+{{- if ne $sa.create false }}
+{{- $sa.name | default .name }}
+{{- else }}
+{{- $sa.name | default "default" }}
+{{- end }}
+{{- end }}
+
 {{/* scale-agent.instance: the `app.kubernetes.io/instance` label: the component's `instance` value, else the release name. Call with (dict "context" $ "instance" "..."). */}}
 {{- define "scale-agent.instance" -}}
 {{- .instance | default .context.Release.Name | trunc 63 | trimSuffix "-" }}
@@ -165,6 +178,26 @@ allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
 capabilities:
   drop: ["ALL"]
+{{- end }}
+
+{{/*
+scale-agent.podScheduling: a component's scheduling keys, with the default spread: replicas on one node or in one zone
+fail together, so more than one spreads over nodes, then zones, softly (ScheduleAnyway, so a one-node cluster still
+runs them all), unless topologySpreadConstraints is set (`[]`: none). The compiler's model makes the same choice
+(src/compiler/pod-scheduling.ts) and writes it into synthesized values.
+Call with (dict "values" .Values.agent "selector" $selectorYaml).
+*/}}
+{{- define "scale-agent.podScheduling" -}}
+{{- $v := .values }}
+{{- $scheduling := pick $v "nodeSelector" "tolerations" "affinity" "topologySpreadConstraints" "priorityClassName" }}
+{{- if and (gt (int $v.replicas) 1) (not (hasKey $v "topologySpreadConstraints")) }}
+{{- $spread := list }}
+{{- range $key := list "kubernetes.io/hostname" "topology.kubernetes.io/zone" }}
+{{- $spread = append $spread (dict "maxSkew" 1 "topologyKey" $key "whenUnsatisfiable" "ScheduleAnyway" "labelSelector" (dict "matchLabels" ($.selector | fromYaml))) }}
+{{- end }}
+{{- $_ := set $scheduling "topologySpreadConstraints" $spread }}
+{{- end }}
+{{- include "scale-agent.scheduling" $scheduling }}
 {{- end }}
 
 {{/* scale-agent.scheduling: a component's pod scheduling keys (nodeSelector, tolerations, affinity, topologySpreadConstraints, priorityClassName). Call with the component's values. */}}

@@ -42,6 +42,12 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+const rewrite = async (health: Record<string, unknown>) => {
+  const config = parse(await readFile(agent.configFile, 'utf8')) as Record<string, unknown>;
+  await writeFile(`${agent.configFile}.tmp`, stringify({ ...config, health }));
+  await rename(`${agent.configFile}.tmp`, agent.configFile);
+};
+
 describe('agent health port', () => {
   it('answers /healthz and /readyz off loopback, and only those', async () => {
     const ip = podIp();
@@ -69,12 +75,28 @@ describe('agent health port', () => {
     await waitFor('ready again', async () => (await fetch(url)).status === 200, 60_000);
   });
 
+  it('serves /metrics there too with health.metrics, still no listings; a reload turns it off again', async () => {
+    const base = `http://${podIp()}:${healthPort}`;
+    await rewrite({ host: '0.0.0.0', port: healthPort, metrics: true });
+    await waitFor(
+      'metrics on the health port',
+      async () => (await fetch(`${base}/metrics`).catch(() => undefined))?.ok ?? false,
+      30_000,
+    );
+    const body = await (await fetch(`${base}/metrics`)).text();
+    expect(body).toMatch(/^# TYPE scale_agent_\w+/m);
+    for (const path of ['/accounts', '/watches', '/version'])
+      expect((await fetch(`${base}${path}`)).status, path).toBe(404);
+    await rewrite({ host: '0.0.0.0', port: healthPort });
+    await waitFor(
+      'metrics off again',
+      async () => (await fetch(`${base}/metrics`).catch(() => undefined))?.status === 404,
+      30_000,
+    );
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+  });
+
   it('moves with a config reload, and closes when the port is taken out', async () => {
-    const rewrite = async (health: Record<string, unknown>) => {
-      const config = parse(await readFile(agent.configFile, 'utf8')) as Record<string, unknown>;
-      await writeFile(`${agent.configFile}.tmp`, stringify({ ...config, health }));
-      await rename(`${agent.configFile}.tmp`, agent.configFile);
-    };
     const moved = await freePort();
     await rewrite({ host: '127.0.0.1', port: moved });
     await waitFor('health on the new port', async () => (await fetch(`http://127.0.0.1:${moved}/healthz`)).ok, 30_000);

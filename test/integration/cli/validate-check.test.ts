@@ -130,6 +130,8 @@ describe('scale-agent check', () => {
       'SA009',
       'SA010',
       'SA011',
+      'SA012',
+      'SA013',
     ]);
     for (const x of rules) expect(x.summary.length, x.id).toBeGreaterThan(40);
   });

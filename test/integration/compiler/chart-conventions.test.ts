@@ -264,3 +264,112 @@ describe('plugin-server replicas', () => {
     }
   });
 });
+
+describe('agent group replicas', () => {
+  it("spread like the plugin-server's, by the group's selector; the chart's default is the compiler's", async () => {
+    const work = await mkdtemp(join(tmpdir(), 'scale-agent-chart-agent-spread-'));
+    try {
+      const topology = join(work, 'topology.yaml');
+      await writeFile(
+        topology,
+        [
+          'apiVersion: scale-agent.io/v1alpha1',
+          'kind: Topology',
+          'metadata: { name: spread }',
+          'pluginServer: { namespace: spinnaker }',
+          'agents:',
+          '  - name: fleet',
+          '    mode: service',
+          '    replicas: 3',
+          '    accounts: [{ name: a, kubeconfigSecret: { name: kc, key: a } }]',
+          '',
+        ].join('\n'),
+      );
+      const out = join(work, 'out');
+      await synthFile(topology, { out });
+      const values = parse(await readFile(join(out, 'helm', 'agent-fleet.values.yaml'), 'utf8')) as {
+        agent: { topologySpreadConstraints?: Spread[]; podDisruptionBudget?: unknown };
+      };
+      const fromModel = values.agent.topologySpreadConstraints;
+      expect(fromModel?.map((c) => c.topologyKey)).toEqual(['kubernetes.io/hostname', 'topology.kubernetes.io/zone']);
+      for (const c of fromModel ?? []) {
+        expect(c.labelSelector.matchLabels).toEqual({
+          'app.kubernetes.io/name': 'scale-agent',
+          'app.kubernetes.io/component': 'agent',
+          'app.kubernetes.io/instance': 'fleet',
+        });
+      }
+      delete values.agent.topologySpreadConstraints;
+      await writeFile(join(work, 'v.yaml'), stringify(values));
+      const { stdout } = await helm(['template', 'r', CHART, '-f', join(work, 'v.yaml')]);
+      const agent = parseAllDocuments(stdout)
+        .map((d) => d.toJS() as Obj | null)
+        .find((o) => o?.kind === 'Deployment');
+      const pod = (agent?.spec as { template: { spec: { topologySpreadConstraints?: Spread[] } } }).template.spec;
+      expect(pod.topologySpreadConstraints).toEqual(fromModel);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('ServiceAccount, REST Service annotations and an existing TLS Secret', () => {
+  const renderBoth = async (set: string) => {
+    const { stdout } = await helm([
+      'template',
+      'r',
+      CHART,
+      '--set',
+      `pluginServer.enabled=true,agent.enabled=true,${set}`,
+    ]);
+    return parseAllDocuments(stdout)
+      .map((d) => d.toJS() as Obj | null)
+      .filter((o): o is Obj => o !== null);
+  };
+  const podSpec = (objects: Obj[], suffix: string) =>
+    (
+      objects.find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith(suffix))?.spec as {
+        template: {
+          spec: { serviceAccountName: string; volumes: { name: string; secret?: { secretName: string } }[] };
+        };
+      }
+    ).template.spec;
+
+  it('serviceAccount.create false uses the named one (else default) and creates none; a name renames it', async () => {
+    const objects = await renderBoth(
+      'agent.serviceAccount.create=false,agent.serviceAccount.name=shared-sa,pluginServer.serviceAccount.name=ps-sa',
+    );
+    expect(objects.filter((o) => o.kind === 'ServiceAccount').map((o) => o.metadata.name)).toEqual(['ps-sa']);
+    expect(podSpec(objects, 'agent-default').serviceAccountName).toBe('shared-sa');
+    expect(podSpec(objects, 'plugin-server').serviceAccountName).toBe('ps-sa');
+    const unnamed = await renderBoth('agent.serviceAccount.create=false');
+    expect(podSpec(unnamed, 'agent-default').serviceAccountName).toBe('default');
+    const defaults = await renderBoth('');
+    expect(defaults.filter((o) => o.kind === 'ServiceAccount').map((o) => o.metadata.name)).toEqual([
+      'r-scale-agent-agent-default',
+      'r-scale-agent-plugin-server',
+    ]);
+    expect(podSpec(defaults, 'agent-default').serviceAccountName).toBe('r-scale-agent-agent-default');
+  });
+
+  it('tls.existingSecret is mounted and the chart renders no Secret of its own', async () => {
+    const objects = await renderBoth(
+      'pluginServer.tls.source=secret,pluginServer.tls.existingSecret=ps-tls,agent.tls.source=secret,agent.tls.existingSecret=agent-tls',
+    );
+    expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
+    expect(podSpec(objects, 'plugin-server').volumes.find((v) => v.name === 'tls')?.secret?.secretName).toBe('ps-tls');
+    expect(podSpec(objects, 'agent-default').volumes.find((v) => v.name === 'tls')?.secret?.secretName).toBe(
+      'agent-tls',
+    );
+  });
+
+  it('pluginServer.service.annotations go on the REST Service only', async () => {
+    const objects = await renderBoth('pluginServer.service.annotations.team=spinnaker');
+    const svc = (name: string) =>
+      objects.find((o) => o.kind === 'Service' && o.metadata.name === name)?.metadata as {
+        annotations?: Record<string, string>;
+      };
+    expect(svc('r-scale-agent-plugin-server').annotations).toEqual({ team: 'spinnaker' });
+    expect(svc('r-scale-agent-plugin-server-grpc').annotations).toBeUndefined();
+  });
+});

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { synthFile } from '../../../src/compiler/index.js';
 import { ControlPlane, run } from '../../infra/index.js';
+import { expectAllPodsAdmitted, RESTRICTED } from '../../infra/pod-security.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const EXAMPLES = ['service', 'infrastructure', 'agent', 'mixed'];
@@ -22,41 +23,6 @@ interface Place {
   namespace: string;
   kustomize: string;
   objects: { kind: string; name: string; namespace?: string }[];
-}
-
-const RESTRICTED = ['pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/warn=restricted'];
-
-type Kubectl = (args: string[], allowFail?: boolean) => Promise<{ code: number; stdout: string; stderr: string }>;
-
-interface ReplicaSet {
-  metadata: { namespace: string; name: string };
-  spec: { replicas: number };
-  status: { replicas?: number; conditions?: { type: string; message: string }[] };
-}
-
-/**
- * Waits until every ReplicaSet created all its pods (each pod passed PodSecurity admission), failing at once on a
- * ReplicaFailure (the controller's report of a rejected pod). No scheduler runs: the pods stay Pending, admitted.
- */
-async function expectAllPodsAdmitted(kubectl: Kubectl): Promise<void> {
-  for (;;) {
-    const deployments = JSON.parse((await kubectl(['get', 'deployments', '-A', '-o', 'json'])).stdout) as {
-      items: { spec: { replicas: number } }[];
-    };
-    const sets = (
-      JSON.parse((await kubectl(['get', 'replicasets', '-A', '-o', 'json'])).stdout) as { items: ReplicaSet[] }
-    ).items;
-    const failed = sets.flatMap((rs) =>
-      (rs.status.conditions ?? [])
-        .filter((c) => c.type === 'ReplicaFailure')
-        .map((c) => `${rs.metadata.namespace}/${rs.metadata.name}: ${c.message}`),
-    );
-    expect(failed).toEqual([]);
-    const want = deployments.items.reduce((n, d) => n + d.spec.replicas, 0);
-    const have = sets.reduce((n, rs) => n + (rs.status.replicas ?? 0), 0);
-    if (deployments.items.length > 0 && sets.length === deployments.items.length && have === want) return;
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 let work: string;

@@ -27,8 +27,8 @@ describe('agent config', () => {
     expect(c.server).toMatchObject({ address: '127.0.0.1:9091', insecure: false, heartbeatSeconds: 20 });
     expect(c.server.backoff).toEqual({ baseDelaySeconds: 1, multiplier: 1.6, jitter: 0.2, maxDelaySeconds: 120 });
     expect(c.admin).toEqual({ host: '127.0.0.1', port: 8082 });
-    // No health listener unless a port is given; the kubelet's probes need one (synth and the chart set it).
-    expect(c.health).toEqual({ host: '0.0.0.0' });
+    // No health listener unless a port is given (the kubelet's probes need one: synth and the chart set it); no metrics there.
+    expect(c.health).toEqual({ host: '0.0.0.0', metrics: false });
     expect(c.agentId).toBe('agent-0');
     expect(c.queue.maxBytes).toBe(16 * 1024 * 1024);
     expect(c.kubernetes.accounts[0]).toMatchObject({
