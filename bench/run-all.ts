@@ -1,8 +1,8 @@
 /**
  * `npm run bench [-- --quick]`: runs every benchmark (the long ones only when `--only` names them) in its own
- * process, one after another (they would skew each other in parallel on 2 cores), checks each printed a well-formed result, and writes them all to
- * bench/results/latest.json. Exit code 1 when a benchmark failed or printed something malformed; a missed
- * goal is data (met: false), not a failure.
+ * process, one after another (they would skew each other in parallel on 2 cores), checks each printed a
+ * well-formed result, and writes them all to bench/results/latest.json. Exit code 1 when a benchmark failed or
+ * printed something malformed; a missed goal is data (met: false), not a failure.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
