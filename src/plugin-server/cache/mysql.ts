@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
-import { ScopeTable, type ScopeState } from './scopes.js';
+import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js';
 import {
@@ -325,7 +325,7 @@ export class MysqlCacheStore implements CacheStore {
   deadlockRetries = 0;
 
   private async applyOnce(ops: readonly StoreOp[]): Promise<ApplyStats> {
-    const stats: ApplyStats = { applied: 0, skipped: 0, swept: 0 };
+    const stats: ApplyStats = { applied: 0, skipped: 0, swept: 0, pruned: 0 };
     if (ops.length === 0) return stats;
     const accounts = new Set(ops.map((o) => (o.op === 'change' ? o.change.account : o.scope.account)));
     const conn = await this.connection();
@@ -393,11 +393,13 @@ export class MysqlCacheStore implements CacheStore {
           if (op.version) s.version = op.version;
           s.resourceVersion = op.resourceVersion;
           dirty.set(scopeId(s.key), s);
+          stats.pruned += await this.pruneTombstones(conn, s);
         } else {
           const s = this.scopes.get(op.scope);
           if (s && s.synced && !s.syncing) {
             s.resourceVersion = maxResourceVersion(s.resourceVersion, op.resourceVersion);
             dirty.set(scopeId(s.key), s);
+            stats.pruned += await this.pruneTombstones(conn, s);
           }
         }
       }
@@ -431,6 +433,27 @@ export class MysqlCacheStore implements CacheStore {
     } finally {
       conn.release();
     }
+  }
+
+  /**
+   * Drops the scope's tombstones at or below its resume point (store.ts says why they are no longer needed). The
+   * kind index leads with (kind_lc, deleted, account), so only tombstones are read. Non-integer resourceVersions
+   * have no rv_num and are kept.
+   */
+  private async pruneTombstones(conn: PoolConnection, s: ScopeState): Promise<number> {
+    const rv = rvNumber(s.resourceVersion);
+    if (rv === null || !tombstonesPrunable(s, this.scopes)) return 0;
+    const params: unknown[] = [s.key.kind.toLowerCase(), s.key.account];
+    let where = 'kind_lc = ? AND deleted = 1 AND account = ?';
+    if (s.key.namespace) {
+      where += ' AND namespace = ?';
+      params.push(s.key.namespace);
+    }
+    const [res] = await conn.query(
+      `DELETE FROM sa_objects WHERE ${where} AND grp = ? AND rv_num <= CAST(? AS UNSIGNED)`,
+      [...params, s.key.group, rv],
+    );
+    return (res as { affectedRows: number }).affectedRows;
   }
 
   /** Appends the row's 17 bound values (upd is the literal 1 in the statement). */
