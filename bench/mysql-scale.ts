@@ -10,8 +10,11 @@
  *
  * Long (about 20 minutes for 3 M here) and opt-in: `npm run bench` runs it only with `--only mysql-scale`.
  */
+import { loadavg } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mysql2/promise';
 import { FakeAgent } from './fake-agents/fake-agent.js';
+import { procStats } from './lib/child.js';
 import { startPluginServer } from './lib/plugin-server.js';
 import { distribution, emit, flags, machineInfo, progress, versions, type Distribution } from './lib/report.js';
 import { SpinnakerWorkload } from './lib/spinnaker-workload.js';
@@ -113,6 +116,12 @@ try {
     const first = agents[0]!.accountNames[0]!;
     const newest = added.at(-1)!.accountNames.at(-1)!;
     progress(`stage ${target}: ${objects} objects in ${Math.round(syncMs / 1000)} s; reading`);
+    // What the server spends with nothing to do but keep this many accounts (lease renewals, replica view):
+    // a read's latency includes waiting for it.
+    const idle0 = await procStats(ps.child.pid!);
+    await sleep(10_000);
+    const idle1 = await procStats(ps.child.pid!);
+    const idleCpuShare = Math.round(((idle1.cpuMs - idle0.cpuMs) / 10_000) * 100) / 100;
     const manifestFirst = await sample(
       `${ps.httpUrl}/manifests/${first}/bench/${encodeURIComponent('configMap cm-999')}`,
       () => {},
@@ -136,6 +145,8 @@ try {
       manifestRead: { firstAccount: manifestFirst, newestAccount: manifestNewest },
       serverGroupsExpanded: serverGroups,
       disk: { totalBytes: total, bytesPerObject: Math.round(total / cached), tables },
+      server: { idleCpuShare, rssBytes: idle1.rssBytes },
+      loadAverage1m: loadavg()[0],
     });
   }
 } finally {
