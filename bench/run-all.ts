@@ -1,14 +1,14 @@
 /**
- * `npm run bench [-- --quick]`: runs every benchmark in its own process, one after another (they would skew
- * each other in parallel on 2 cores), checks each printed a well-formed result, and writes them all to
- * bench/results/latest.json. Exit code 1 when a benchmark failed or printed something malformed; a missed
- * goal is data (met: false), not a failure.
+ * `npm run bench [-- --quick]`: runs every benchmark (the long ones only when `--only` names them) in its own
+ * process, one after another (they would skew each other in parallel on 2 cores), checks each printed a
+ * well-formed result, and writes them all to bench/results/latest.json. Exit code 1 when a benchmark failed or
+ * printed something malformed; a missed goal is data (met: false), not a failure.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { repoRoot } from './lib/child.js';
-import { BENCHMARKS, checkResult } from './lib/registry.js';
+import { BENCHMARKS, checkResult, LONG_BENCHMARKS } from './lib/registry.js';
 import { flags, machineInfo, versions, type BenchResult } from './lib/report.js';
 
 function runOne(script: string, quick: boolean): Promise<{ code: number; last: string }> {
@@ -24,13 +24,15 @@ function runOne(script: string, quick: boolean): Promise<{ code: number; last: s
 }
 
 const f = flags({ only: { type: 'string' }, out: { type: 'string', default: 'bench/results/latest.json' } });
-const selected = BENCHMARKS.filter((b) => existsSync(join(repoRoot, b))).filter(
-  (b) =>
-    !f.only ||
-    String(f.only)
-      .split(',')
-      .some((o) => b.includes(o)),
-);
+const selected = [...BENCHMARKS, ...(f.only ? LONG_BENCHMARKS : [])]
+  .filter((b) => existsSync(join(repoRoot, b)))
+  .filter(
+    (b) =>
+      !f.only ||
+      String(f.only)
+        .split(',')
+        .some((o) => b.includes(o)),
+  );
 const results: BenchResult[] = [];
 const failures: string[] = [];
 for (const script of selected) {

@@ -10,8 +10,8 @@
  */
 import { FakeAgent, type FakeObject } from './fake-agents/fake-agent.js';
 import { procStats } from './lib/child.js';
-import { configMapJson } from './lib/objects.js';
 import { startPluginServer } from './lib/plugin-server.js';
+import { SpinnakerWorkload } from './lib/spinnaker-workload.js';
 import { distribution, emit, flags, machineInfo, progress, versions } from './lib/report.js';
 import { createDatabase, MariaDb } from '../test/infra/mariadb.js';
 
@@ -24,132 +24,9 @@ const ACCOUNTS = f.quick ? 20 : Number(f.accounts);
 const SAMPLES = f.quick ? 20 : Number(f.samples);
 const STORES = String(f.stores).split(',') as ('memory' | 'mysql')[];
 const ACCOUNTS_PER_AGENT = 100;
-const SG_PER_ACCOUNT = 50;
 const OBJECTS_PER_ACCOUNT = 1000;
-/** Each application has one server group in each of 100 accounts. */
-const APPS = Math.max(1, (ACCOUNTS * SG_PER_ACCOUNT) / 100);
 
-const RS = { group: 'apps', version: 'v1', kind: 'ReplicaSet', resource: 'replicasets', namespaced: true };
-const POD = { group: '', version: 'v1', kind: 'Pod', resource: 'pods', namespaced: true };
-const SVC = { group: '', version: 'v1', kind: 'Service', resource: 'services', namespaced: true };
-const CM = { group: '', version: 'v1', kind: 'ConfigMap', resource: 'configmaps', namespaced: true };
-const created = '2026-01-01T00:00:00Z';
-
-const accountIndex = new Map<string, number>();
-function indexOf(account: string): number {
-  let i = accountIndex.get(account);
-  if (i === undefined) accountIndex.set(account, (i = accountIndex.size));
-  return i;
-}
-
-const json = (o: unknown) => Buffer.from(JSON.stringify(o));
-
-/** 50 ReplicaSets of 50 applications with 2 Running Pods each, 50 Services, and ConfigMaps up to 1,000 objects. */
-function workload(account: string): FakeObject[] {
-  const a = indexOf(account);
-  const out: FakeObject[] = [];
-  const ns = 'bench';
-  for (let j = 0; j < SG_PER_ACCOUNT; j++) {
-    const app = `app${(a * SG_PER_ACCOUNT + j) % APPS}`;
-    const name = `${app}-web-v${String(a % 1000).padStart(3, '0')}`;
-    const uid = `${account}-rs-${j}`;
-    const annotations = {
-      'moniker.spinnaker.io/application': app,
-      'moniker.spinnaker.io/cluster': `replicaSet ${app}-web`,
-      'traffic.spinnaker.io/load-balancers': `["service ${app}-svc"]`,
-    };
-    out.push({
-      kind: RS,
-      namespace: ns,
-      name,
-      uid,
-      json: json({
-        apiVersion: 'apps/v1',
-        kind: 'ReplicaSet',
-        metadata: { name, namespace: ns, uid, creationTimestamp: created, annotations, labels: { tier: app } },
-        spec: {
-          replicas: 2,
-          selector: { matchLabels: { tier: app } },
-          template: {
-            metadata: { labels: { tier: app }, annotations },
-            spec: { containers: [{ name: 'main', image: `registry.example.com/${app}:1.0.${a}` }] },
-          },
-        },
-        status: { replicas: 2, readyReplicas: 2, availableReplicas: 2 },
-      }),
-    });
-    for (let p = 0; p < 2; p++) {
-      const pod = `${name}-p${p}`;
-      out.push({
-        kind: POD,
-        namespace: ns,
-        name: pod,
-        uid: `${uid}-pod-${p}`,
-        json: json({
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: {
-            name: pod,
-            namespace: ns,
-            uid: `${uid}-pod-${p}`,
-            creationTimestamp: created,
-            labels: { tier: app },
-            annotations,
-            ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name, uid, controller: true }],
-          },
-          spec: { containers: [{ name: 'main', image: `registry.example.com/${app}:1.0.${a}` }] },
-          status: { phase: 'Running', containerStatuses: [{ name: 'main', ready: true }] },
-        }),
-      });
-    }
-    const svc = `${app}-svc`;
-    out.push({
-      kind: SVC,
-      namespace: ns,
-      name: svc,
-      uid: `${account}-svc-${j}`,
-      json: json({
-        apiVersion: 'v1',
-        kind: 'Service',
-        metadata: {
-          name: svc,
-          namespace: ns,
-          uid: `${account}-svc-${j}`,
-          creationTimestamp: created,
-          annotations: { 'moniker.spinnaker.io/application': app },
-        },
-        spec: { selector: { tier: app }, ports: [{ port: 80 }] },
-      }),
-    });
-  }
-  for (let i = out.length; i < OBJECTS_PER_ACCOUNT; i++) {
-    const name = `cm-${i}`;
-    out.push({
-      kind: CM,
-      namespace: ns,
-      name,
-      uid: `${account}-${name}`,
-      json: configMapJson({ namespace: ns, name, resourceVersion: '1', bytes: 600 }),
-    });
-  }
-  return out;
-}
-
-/** The same number of objects, all ConfigMaps of the workload's average size: nothing for the index. */
-function plainWorkload(account: string): FakeObject[] {
-  const objects = workload(account);
-  const bytes = Math.round(objects.reduce((n, o) => n + o.json.length, 0) / objects.length);
-  return objects.map((o, i) => {
-    const name = `plain-${i}`;
-    return {
-      kind: CM,
-      namespace: 'bench',
-      name,
-      uid: `${account}-${name}`,
-      json: configMapJson({ namespace: 'bench', name, resourceVersion: '1', bytes }),
-    };
-  });
-}
+const WORKLOAD = new SpinnakerWorkload(ACCOUNTS, OBJECTS_PER_ACCOUNT);
 
 async function timed(url: string): Promise<number> {
   const t0 = performance.now();
@@ -168,7 +45,7 @@ async function sample(url: string, check: (body: unknown) => void): Promise<Retu
 }
 
 async function syncFleet(storage: Record<string, unknown>, load: (account: string) => FakeObject[]) {
-  accountIndex.clear();
+  WORKLOAD.reset();
   const ps = await startPluginServer(storage);
   const t0 = performance.now();
   const agents: FakeAgent[] = [];
@@ -187,7 +64,7 @@ async function syncFleet(storage: Record<string, unknown>, load: (account: strin
     );
   }
   // Account indexes follow the agents' order, so every run lays out the same applications.
-  for (const a of agents) for (const name of a.accountNames) indexOf(name);
+  for (const a of agents) for (const name of a.accountNames) WORKLOAD.indexOf(name);
   for (const a of agents) await a.connect();
   await Promise.all(agents.map((a) => a.sync()));
   const stop = async () => {
@@ -215,7 +92,7 @@ try {
           }
         : { type: 'memory' };
     progress(`${store}: syncing ${ACCOUNTS} accounts × ${OBJECTS_PER_ACCOUNT} objects`);
-    const { ps, stop, names, syncMs } = await syncFleet(storage, workload);
+    const { ps, stop, names, syncMs } = await syncFleet(storage, (a) => WORKLOAD.objects(a));
     try {
       const app = 'app0';
       const base = `${ps.httpUrl}`;
@@ -257,7 +134,7 @@ try {
         const indexed = (await procStats(ps.child.pid!)).rssBytes;
         await stop();
         progress('memory: the same number of plain ConfigMaps, for the index cost');
-        const plain = await syncFleet(storage, plainWorkload);
+        const plain = await syncFleet(storage, (a) => WORKLOAD.plain(a));
         const plainRss = (await procStats(plain.ps.child.pid!)).rssBytes;
         await plain.stop();
         figures.memoryRssBytes = { withIndexedWorkload: indexed, plainConfigMaps: plainRss };

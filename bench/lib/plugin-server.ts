@@ -17,8 +17,10 @@ export interface RunningPluginServer {
   stop(): Promise<void>;
 }
 
+/** `root`: the checkout whose built `bin/run.js` runs (another version's, for the rolling-upgrade check). */
 export async function startPluginServer(
   storage: Record<string, unknown> = { type: 'memory' },
+  opts: { root?: string } = {},
 ): Promise<RunningPluginServer> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-ps-'));
   const grpcPort = await freePort();
@@ -37,7 +39,7 @@ export async function startPluginServer(
   const nodeFlags = (process.env.BENCH_PLUGIN_SERVER_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
   const child = spawn(
     process.execPath,
-    [...nodeFlags, join(repoRoot, 'bin/run.js'), 'plugin-server', '--config', config],
+    [...nodeFlags, join(opts.root ?? repoRoot, 'bin/run.js'), 'plugin-server', '--config', config],
     {
       stdio: ['ignore', 'ignore', 'inherit'],
     },

@@ -14,6 +14,9 @@ export const BENCHMARKS = [
   'bench/compiler.ts',
 ];
 
+/** Long benchmarks (tens of minutes), run only when `--only` names them: `npm run bench -- --only mysql-scale`. */
+export const LONG_BENCHMARKS = ['bench/mysql-scale.ts'];
+
 const REQUIRED = ['name', 'params', 'machine', 'versions', 'figures', 'goal', 'met'] as const;
 
 export function checkResult(x: unknown): string[] {

@@ -11,7 +11,12 @@ export interface GrpcEndpoint {
   server: Server;
   health: HealthImplementation;
   port: number;
-  stop(graceMs: number): Promise<void>;
+  /**
+   * Graceful shutdown: health turns NOT_SERVING and every connection gets an HTTP/2 GOAWAY (grpc-js tryShutdown),
+   * so no client opens a new stream here; then `endStreams` ends the open streams (agents reconnect elsewhere);
+   * connections still open after `graceMs` are destroyed.
+   */
+  stop(graceMs: number, endStreams: () => void): Promise<void>;
 }
 
 /**
@@ -66,7 +71,7 @@ export async function startGrpcServer(
     server,
     health,
     port,
-    stop: (graceMs) =>
+    stop: (graceMs, endStreams) =>
       new Promise<void>((resolve) => {
         stopTls();
         health.setStatus('', 'NOT_SERVING');
@@ -75,10 +80,13 @@ export async function startGrpcServer(
           server.forceShutdown();
           resolve();
         }, graceMs);
+        // GOAWAY before the streams end: a client learns this connection takes no new stream before its stream's
+        // status arrives, so its reconnect dials anew (through the load balancer) instead of reusing the connection.
         server.tryShutdown(() => {
           clearTimeout(timer);
           resolve();
         });
+        endStreams();
       }),
   };
 }

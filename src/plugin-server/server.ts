@@ -464,10 +464,13 @@ export class PluginServer {
     this.stopping = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     if (this.taskTimer) clearInterval(this.taskTimer);
-    for (const s of [...this.sessions]) {
-      s.close(new ScaleAgentError('UNAVAILABLE', 'plugin-server is shutting down'), 'shutdown');
-    }
-    await this.grpc?.stop(2000);
+    const endStreams = (): void => {
+      for (const s of [...this.sessions]) {
+        s.close(new ScaleAgentError('UNAVAILABLE', 'plugin-server is shutting down'), 'shutdown');
+      }
+    };
+    if (this.grpc) await this.grpc.stop(2000, endStreams);
+    else endStreams();
     await this.http?.close();
     this.upstream?.accounts.stop();
     await this.upstream?.client.close();

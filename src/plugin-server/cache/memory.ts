@@ -18,7 +18,7 @@ import {
   type StoreOp,
   searchKey,
 } from './store.js';
-import { ScopeTable, type ScopeState } from './scopes.js';
+import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
 import { ClusterCounts, RefIndex, type KindId, type NameId } from './memory-index.js';
 
 interface Entry {
@@ -81,11 +81,16 @@ export class MemoryCacheStore implements CacheStore {
    * Cleared whenever scopes or per-account maps are added or removed.
    */
   private last: { account: string; apiVersion: string; kind: string; namespace: string; target: Target } | undefined;
+  /**
+   * The tombstones of each kind map, so dropping those a resume point has passed does not walk the live objects;
+   * weak, so an account's maps take theirs with them when dropped.
+   */
+  private readonly tombstones = new WeakMap<Map<NameId, Entry>, Set<NameId>>();
 
   async init(): Promise<void> {}
 
   async apply(ops: readonly StoreOp[]): Promise<ApplyStats> {
-    const stats: ApplyStats = { applied: 0, skipped: 0, swept: 0 };
+    const stats: ApplyStats = { applied: 0, skipped: 0, swept: 0, pruned: 0 };
     for (const op of ops) {
       switch (op.op) {
         case 'syncStart': {
@@ -109,12 +114,15 @@ export class MemoryCacheStore implements CacheStore {
           s.synced = true;
           s.version = op.version || s.version;
           s.resourceVersion = op.resourceVersion;
+          stats.pruned += this.pruneTombstones(s);
           break;
         }
         case 'bookmark': {
           const s = this.scopes.get(op.scope);
-          if (s && s.synced && !s.syncing)
+          if (s && s.synced && !s.syncing) {
             s.resourceVersion = maxResourceVersion(s.resourceVersion, op.resourceVersion);
+            stats.pruned += this.pruneTombstones(s);
+          }
           break;
         }
         case 'change':
@@ -163,6 +171,8 @@ export class MemoryCacheStore implements CacheStore {
     if (existing?.index) this.unindex(c.account, kid, nid, existing.index);
     const index = deleted ? undefined : c.index;
     if (index) this.reindex(c.account, kid, nid, index);
+    if (deleted) this.tombstonesOf(names).add(nid);
+    else if (existing?.deleted) this.tombstones.get(names)?.delete(nid);
     names.set(nid, {
       group,
       apiVersion: c.apiVersion,
@@ -198,11 +208,37 @@ export class MemoryCacheStore implements CacheStore {
     for (const [id, e] of names) {
       if (e.gen < s.gen && (s.key.namespace === '' || e.namespace === s.key.namespace)) {
         if (e.index) this.unindex(s.key.account, kindId(s.key.group, s.key.kind), id, e.index);
+        if (e.deleted) this.tombstones.get(names)?.delete(id);
         names.delete(id);
         swept += 1;
       }
     }
     return swept;
+  }
+
+  private tombstonesOf(names: Map<NameId, Entry>): Set<NameId> {
+    let t = this.tombstones.get(names);
+    if (!t) this.tombstones.set(names, (t = new Set()));
+    return t;
+  }
+
+  /** Drops the scope's tombstones at or below its resume point (store.ts: why they are no longer needed). */
+  private pruneTombstones(s: ScopeState): number {
+    if (!tombstonesPrunable(s, this.scopes)) return 0;
+    const names = this.objects.get(s.key.account)?.get(kindId(s.key.group, s.key.kind));
+    const tombs = names && this.tombstones.get(names);
+    if (!names || !tombs) return 0;
+    let pruned = 0;
+    for (const id of tombs) {
+      const e = names.get(id);
+      if (!e || (s.key.namespace !== '' && e.namespace !== s.key.namespace)) continue;
+      const c = compareResourceVersions(e.resourceVersion, s.resourceVersion);
+      if (c === undefined || c > 0) continue;
+      names.delete(id);
+      tombs.delete(id);
+      pruned += 1;
+    }
+    return pruned;
   }
 
   async get(key: ObjectKey): Promise<CachedObject | undefined> {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
-import { ScopeTable, type ScopeState } from './scopes.js';
+import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js';
 import {
@@ -28,6 +28,12 @@ import {
  * Schema migrations, applied in order at startup under a named lock so replicas starting together do not race.
  * Key columns are ASCII/binary: Kubernetes names are ASCII, and a utf8mb4 five-column key would exceed InnoDB's
  * 3072-byte index limit.
+ *
+ * Replicas of two versions share the database during a rolling upgrade, so a migration must be additive (a new
+ * table, a column with a default, an index, a data fill): the previous version keeps running against it, ignoring
+ * what it does not know. One that the previous version cannot live with names, in COMPATIBLE_FROM, the oldest
+ * schema version whose plugin-server may still run against it; a replica that knows fewer migrations then refuses
+ * to start (docs/operations.md#upgrades).
  */
 export const MIGRATIONS: readonly (readonly string[])[] = [
   [
@@ -119,7 +125,33 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       expires_at BIGINT NOT NULL
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
   ],
+  // 6: each applied migration records the oldest schema version whose plugin-server may run against it.
+  ['ALTER TABLE sa_schema_migrations ADD COLUMN compatible_from INT NOT NULL DEFAULT 0'],
 ];
+
+/** The migration (1-based) whose row first carries compatible_from. */
+const COMPATIBILITY_COLUMN_SINCE = 6;
+
+/**
+ * Migrations the previous versions cannot run against, by number: the oldest schema version still compatible.
+ * 3 is one (a replica of version 2 would write objects without their application keys), from before the rule.
+ */
+export const COMPATIBLE_FROM: Readonly<Record<number, number>> = { 3: 3 };
+
+/** What a replica knowing `known` migrations makes of a database at `applied` whose rows require `required`. */
+export function schemaCompatibility(
+  known: number,
+  applied: number,
+  required: number,
+): { ok: true } | { ok: false; message: string } {
+  if (applied <= known || required <= known) return { ok: true };
+  return {
+    ok: false,
+    message:
+      `MySQL schema is at version ${applied}, which needs a plugin-server that knows at least ${required} ` +
+      `migrations; this one knows ${known}. Upgrade this replica (docs/operations.md#upgrades)`,
+  };
+}
 
 const DEADLOCK_ATTEMPTS = 5;
 
@@ -208,9 +240,29 @@ export class MysqlCacheStore implements CacheStore {
         'SELECT COALESCE(MAX(version), 0) AS v FROM sa_schema_migrations',
       );
       const current = Number(rows[0]?.v ?? 0);
+      if (current > MIGRATIONS.length) {
+        // A newer replica migrated it (a rolling upgrade under way): run beside it unless its migrations forbid.
+        const [req] = await conn.query<RowDataPacket[]>(
+          'SELECT COALESCE(MAX(compatible_from), 0) AS r FROM sa_schema_migrations',
+        );
+        const verdict = schemaCompatibility(MIGRATIONS.length, current, Number(req[0]?.r ?? 0));
+        if (!verdict.ok) throw new ScaleAgentError('CONFLICT', verdict.message);
+      }
       for (let i = current; i < MIGRATIONS.length; i++) {
+        const version = i + 1;
         for (const sql of MIGRATIONS[i] ?? []) await conn.query(sql);
-        await conn.query('INSERT INTO sa_schema_migrations (version, applied_at) VALUES (?, ?)', [i + 1, Date.now()]);
+        if (version >= COMPATIBILITY_COLUMN_SINCE) {
+          await conn.query('INSERT INTO sa_schema_migrations (version, applied_at, compatible_from) VALUES (?, ?, ?)', [
+            version,
+            Date.now(),
+            COMPATIBLE_FROM[version] ?? 0,
+          ]);
+        } else {
+          await conn.query('INSERT INTO sa_schema_migrations (version, applied_at) VALUES (?, ?)', [
+            version,
+            Date.now(),
+          ]);
+        }
       }
     } finally {
       await conn.query("SELECT RELEASE_LOCK('scale_agent_migrations')").catch(() => undefined);
@@ -273,7 +325,7 @@ export class MysqlCacheStore implements CacheStore {
   deadlockRetries = 0;
 
   private async applyOnce(ops: readonly StoreOp[]): Promise<ApplyStats> {
-    const stats: ApplyStats = { applied: 0, skipped: 0, swept: 0 };
+    const stats: ApplyStats = { applied: 0, skipped: 0, swept: 0, pruned: 0 };
     if (ops.length === 0) return stats;
     const accounts = new Set(ops.map((o) => (o.op === 'change' ? o.change.account : o.scope.account)));
     const conn = await this.connection();
@@ -341,11 +393,13 @@ export class MysqlCacheStore implements CacheStore {
           if (op.version) s.version = op.version;
           s.resourceVersion = op.resourceVersion;
           dirty.set(scopeId(s.key), s);
+          stats.pruned += await this.pruneTombstones(conn, s);
         } else {
           const s = this.scopes.get(op.scope);
           if (s && s.synced && !s.syncing) {
             s.resourceVersion = maxResourceVersion(s.resourceVersion, op.resourceVersion);
             dirty.set(scopeId(s.key), s);
+            stats.pruned += await this.pruneTombstones(conn, s);
           }
         }
       }
@@ -379,6 +433,27 @@ export class MysqlCacheStore implements CacheStore {
     } finally {
       conn.release();
     }
+  }
+
+  /**
+   * Drops the scope's tombstones at or below its resume point (store.ts says why they are no longer needed). The
+   * kind index leads with (kind_lc, deleted, account), so only tombstones are read. Non-integer resourceVersions
+   * have no rv_num and are kept.
+   */
+  private async pruneTombstones(conn: PoolConnection, s: ScopeState): Promise<number> {
+    const rv = rvNumber(s.resourceVersion);
+    if (rv === null || !tombstonesPrunable(s, this.scopes)) return 0;
+    const params: unknown[] = [s.key.kind.toLowerCase(), s.key.account];
+    let where = 'kind_lc = ? AND deleted = 1 AND account = ?';
+    if (s.key.namespace) {
+      where += ' AND namespace = ?';
+      params.push(s.key.namespace);
+    }
+    const [res] = await conn.query(
+      `DELETE FROM sa_objects WHERE ${where} AND grp = ? AND rv_num <= CAST(? AS UNSIGNED)`,
+      [...params, s.key.group, rv],
+    );
+    return (res as { affectedRows: number }).affectedRows;
   }
 
   /** Appends the row's 17 bound values (upd is the literal 1 in the statement). */

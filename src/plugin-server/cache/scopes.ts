@@ -58,3 +58,13 @@ export class ScopeTable {
     return out.sort((a, b) => (scopeId(a) < scopeId(b) ? -1 : 1));
   }
 }
+
+/**
+ * Whether the scope's resume point may drop its tombstones (store.ts says why that is safe): the scope is synced and
+ * not resyncing (its resume point is what an agent resumes from), and no all-namespaces scope of the kind owns the
+ * namespace's objects instead (of() prefers it).
+ */
+export function tombstonesPrunable(s: ScopeState, scopes: ScopeTable): boolean {
+  if (!s.synced || s.syncing || !s.resourceVersion) return false;
+  return s.key.namespace === '' || !scopes.get({ ...s.key, namespace: '' });
+}

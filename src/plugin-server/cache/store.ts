@@ -6,7 +6,13 @@
  * - Objects are keyed by (account, group, kind, namespace, name); the kind is matched case-insensitively because
  *   Clouddriver names kinds in lowerCamel ("replicaSet") while Kubernetes spells them "ReplicaSet".
  * - A change replaces the stored object only when its resourceVersion is newer (compareResourceVersions); deletes
- *   are kept as tombstones so a replayed older ADDED cannot resurrect the object.
+ *   are kept as tombstones so a replayed older ADDED cannot resurrect the object. Replays come only from where an
+ *   agent resumes: its scope's resume point (the stored resourceVersion of a synced scope, which the store moves
+ *   on with each change and bookmark in the same write). A watch resumed there sends only events newer than it, so
+ *   a tombstone at or below the resume point can stop nothing any more: each bookmark and SyncEnd drops those of
+ *   its scope. Tombstones are so bounded by the deletes since the scope's last bookmark (about a minute on
+ *   Kubernetes' watch bookmarks) rather than kept until the next resync. Kept: tombstones of unsynced or resyncing
+ *   scopes, of changes with no scope, and those whose resourceVersions are not integers (they cannot be ordered).
  * - Resync is mark-and-sweep per watch scope (account, group, kind, watch namespace): SyncStart bumps the scope's
  *   generation, every change stamps the scope's current generation on its object (even when the object itself is
  *   not newer), SyncEnd removes objects and tombstones of the scope still carrying an older generation.
@@ -108,6 +114,8 @@ export interface ApplyStats {
   skipped: number;
   /** Objects and tombstones removed by SyncEnd sweeps. */
   swept: number;
+  /** Tombstones dropped because their scope's resume point passed them (bookmarks and SyncEnd). */
+  pruned: number;
 }
 
 export interface KindCount {

@@ -142,3 +142,63 @@ describe('mysql store: a write InnoDB picks as a deadlock victim', () => {
     }
   });
 });
+
+describe('mysql store: a database migrated by a newer version (rolling upgrade)', () => {
+  const newer = MIGRATIONS.length + 1;
+  const cm = {
+    op: 'change' as const,
+    change: {
+      type: 'ADDED' as const,
+      account: 'dev',
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      namespace: 'ns',
+      name: 'a',
+      uid: 'u-a',
+      resourceVersion: '1',
+      json: JSON.stringify({ metadata: { name: 'a' } }),
+    },
+  };
+
+  it('runs beside an additive newer migration and refuses one that requires its version', async () => {
+    const db = await createTestDatabase('sa_store_newer');
+    const conn = await mysql.createConnection(db.url);
+    try {
+      const first = new MysqlCacheStore(db.url);
+      await first.init();
+      await first.close();
+      // A newer replica added a table and recorded its migration as compatible with every earlier version.
+      await conn.query('CREATE TABLE sa_future (id INT PRIMARY KEY)');
+      await conn.query('INSERT INTO sa_schema_migrations (version, applied_at, compatible_from) VALUES (?, 0, 0)', [
+        newer,
+      ]);
+      const beside = new MysqlCacheStore(db.url);
+      await beside.init();
+      await beside.apply([cm]);
+      expect(
+        (await beside.get({ account: 'dev', group: '', kind: 'ConfigMap', namespace: 'ns', name: 'a' }))?.uid,
+      ).toBe('u-a');
+      await beside.close();
+      // Its next migration is one this version cannot run against.
+      await conn.query('INSERT INTO sa_schema_migrations (version, applied_at, compatible_from) VALUES (?, 0, ?)', [
+        newer + 1,
+        newer,
+      ]);
+      const refused = new MysqlCacheStore(db.url);
+      await expect(refused.init()).rejects.toMatchObject({
+        code: 'SA_ERR_CONFLICT',
+        message: expect.stringContaining(
+          `schema is at version ${newer + 1}, which needs a plugin-server that knows at least ${newer} migrations; ` +
+            `this one knows ${MIGRATIONS.length}`,
+        ) as unknown,
+      });
+      await refused.close();
+      // Nothing was applied or recorded by the refused replica.
+      const [rows] = await conn.query<RowDataPacket[]>('SELECT MAX(version) AS v FROM sa_schema_migrations');
+      expect(Number(rows[0]?.v)).toBe(newer + 1);
+    } finally {
+      await conn.end();
+      await db.drop();
+    }
+  });
+});

@@ -134,6 +134,48 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       expect(await rvOf('a')).toBe('13');
     });
 
+    it('drops tombstones once a bookmark or SyncEnd of their scope passes them, and keeps those above it', async () => {
+      const bookmark = (rv: string, scope: ScopeKey = cmScope): StoreOp => ({
+        op: 'bookmark',
+        scope,
+        version: 'v1',
+        resourceVersion: rv,
+      });
+      await store.apply([syncStart(), change('ADDED', 'a', '10'), change('ADDED', 'b', '11'), syncEnd('11')]);
+      await store.apply([change('DELETED', 'a', '12')]);
+      // Until a bookmark, the tombstone still stops an older event.
+      await store.apply([change('MODIFIED', 'a', '11')]);
+      expect(await rvOf('a')).toBe(undefined);
+      expect((await store.apply([bookmark('13')])).pruned).toBe(1);
+      // Gone: an event older than it now applies. None can arrive: the agent resumes from 13 and replays only newer.
+      await store.apply([change('MODIFIED', 'a', '11')]);
+      expect(await rvOf('a')).toBe('11');
+
+      // Deleted while the scope resyncs: the resume point (SyncEnd at 20) is below the tombstone (25), so it stays.
+      await store.apply([
+        syncStart(),
+        change('ADDED', 'a', '11'),
+        change('ADDED', 'b', '11'),
+        change('DELETED', 'c', '25'),
+      ]);
+      expect((await store.apply([syncEnd('20')])).pruned).toBe(0);
+      await store.apply([change('ADDED', 'c', '24')]);
+      expect(await rvOf('c')).toBe(undefined);
+      // Another scope's bookmark (another kind, another account) leaves it alone.
+      const deploy: ScopeKey = { account: 'dev', group: 'apps', kind: 'Deployment', namespace: '' };
+      await store.apply([{ op: 'syncStart', scope: deploy, version: 'v1' }, syncEnd('30', deploy)]);
+      expect((await store.apply([bookmark('40', deploy)])).pruned).toBe(0);
+      expect((await store.apply([bookmark('30', { ...cmScope, account: 'prod' })])).pruned).toBe(0);
+      await store.apply([change('ADDED', 'c', '24')]);
+      expect(await rvOf('c')).toBe(undefined);
+      // Its own scope's bookmark at 25 passes it.
+      expect((await store.apply([bookmark('25')])).pruned).toBe(1);
+      await store.apply([change('ADDED', 'c', '24')]);
+      expect(await rvOf('c')).toBe('24');
+      // Live objects are never touched by the pruning.
+      expect(await names()).toEqual(['a', 'b', 'c']);
+    });
+
     it('falls back to last-writer-wins for resourceVersions that are not integers', async () => {
       await store.apply([change('ADDED', 'a', 'abc')]);
       await store.apply([change('MODIFIED', 'a', 'abd')]);
