@@ -119,11 +119,18 @@ describe('status: change lag and initial sync progress', () => {
 
   it('logs the progress on the agent with a total and an ETA, then the end of the sync', async () => {
     await agent.waitReady();
-    const lines = readFileSync(agent.logFile, 'utf8')
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as LogLine)
-      .filter((l) => l.account === 'slow');
+    const read = (): LogLine[] =>
+      readFileSync(agent.logFile, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as LogLine)
+        .filter((l) => l.account === 'slow');
+    // The agent writes its log asynchronously: on a loaded machine the end line can reach the file after /readyz
+    // has answered ready (a fresh run read the file too early once).
+    const lines = await waitFor('the end of the initial sync in the agent log', async () => {
+      const all = read();
+      return all.some((l) => l.msg === 'initial sync done') ? all : undefined;
+    });
     const progress = lines.filter((l) => l.msg === 'initial sync progress');
     expect(progress.length).toBeGreaterThan(0);
     // The namespace's kube-root-ca.crt is the one more object.
