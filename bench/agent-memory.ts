@@ -31,6 +31,8 @@ const f = flags({
   variants: { type: 'string', default: 'default' },
   repeat: { type: 'string', default: '1' },
   jemalloc: { type: 'string', default: '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2' },
+  // Another build of the agent (a directory with bin/, dist/, the oclif manifest and node_modules): variant "other".
+  'other-root': { type: 'string' },
 });
 // Quick mode (CI smoke) settles briefly: the figures are then indicative only.
 const settleMs = (f.quick ? 5 : Number(f['settle-seconds'])) * 1000;
@@ -49,24 +51,44 @@ const mb = (b: number): number => Math.round((b / 1024 / 1024) * 10) / 10;
  * and agent config overrides (queue and sync settings).
  */
 interface Variant {
+  /** Where bin/run.js is; this checkout by default. */
+  root?: string;
   env?: Record<string, string>;
   queue?: Record<string, number>;
   kubernetes?: Record<string, number | string>;
 }
 const VARIANTS: Record<string, Variant> = {
   default: {},
+  ...(f['other-root'] ? { other: { root: String(f['other-root']) } } : {}),
   jemalloc: { env: { LD_PRELOAD: String(f.jemalloc) } },
   arena2: { env: { MALLOC_ARENA_MAX: '2' } },
   mmap128k: { env: { MALLOC_MMAP_THRESHOLD_: '131072' } },
   semi1: { env: { NODE_OPTIONS: '--max-semi-space-size=1' } },
-  'jemalloc-semi1': { env: { LD_PRELOAD: String(f.jemalloc), NODE_OPTIONS: '--max-semi-space-size=1' } },
+  // jemalloc returning freed pages from a background thread (without it, only on later allocations).
+  'jemalloc-bg': { env: { LD_PRELOAD: String(f.jemalloc), MALLOC_CONF: 'background_thread:true' } },
   queue4m: { queue: { maxBytes: 4 * 1024 * 1024 } },
   batch256k: { queue: { maxBatchBytes: 256 * 1024 } },
   syncs2: { kubernetes: { maxConcurrentSyncs: 2 } },
 };
+/** A variant's name, or names joined with "+" (e.g. other+jemalloc-bg): their settings merged. */
+function variantOf(name: string): Variant {
+  const parts = name.split('+').map((n) => {
+    const v = VARIANTS[n];
+    if (!v) throw new Error(`--variants: unknown variant ${n} (known: ${Object.keys(VARIANTS).join(', ')})`);
+    return v;
+  });
+  return parts.reduce<Variant>(
+    (a, b) => ({
+      root: b.root ?? a.root,
+      env: { ...a.env, ...b.env },
+      queue: { ...a.queue, ...b.queue },
+      kubernetes: { ...a.kubernetes, ...b.kubernetes },
+    }),
+    {},
+  );
+}
 const variants = String(f.variants).split(',');
-for (const v of variants)
-  if (!VARIANTS[v]) throw new Error(`--variants: unknown variant ${v} (known: ${Object.keys(VARIANTS).join(', ')})`);
+for (const v of variants) variantOf(v);
 const repeat = Number(f.repeat);
 
 /** RSS by kind of mapping from /proc/<pid>/smaps: malloc's main arena, other anonymous memory, files. */
@@ -216,10 +238,10 @@ async function runAgent(
 ): Promise<Run> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-agent-'));
   const adminPort = await freePort();
-  const v = VARIANTS[variant]!;
+  const v = variantOf(variant);
   const config = {
     server: { address: grpcAddress, insecure: true },
-    ...(v.queue ? { queue: v.queue } : {}),
+    queue: v.queue,
     agentId: `bench-${accounts}-${objects}`,
     admin: { host: '127.0.0.1', port: adminPort },
     kubernetes: {
@@ -234,10 +256,14 @@ async function runAgent(
   writeFileSync(join(dir, 'agent.yaml'), JSON.stringify(config));
   const admin = `http://127.0.0.1:${adminPort}`;
   const t0 = Date.now();
-  const child = spawn(process.execPath, [join(repoRoot, 'bin/run.js'), 'agent', '--config', join(dir, 'agent.yaml')], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, SCALE_AGENT_LOG_LEVEL: 'warn', ...v.env },
-  });
+  const child = spawn(
+    process.execPath,
+    [join(v.root ?? repoRoot, 'bin/run.js'), 'agent', '--config', join(dir, 'agent.yaml')],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, SCALE_AGENT_LOG_LEVEL: 'warn', ...v.env },
+    },
+  );
   let peak = 0;
   const sampler = setInterval(() => {
     void procStats(child.pid!)
@@ -357,7 +383,7 @@ try {
       settleMs,
       kinds: ['ConfigMap'],
       quick: Boolean(f.quick),
-      variants: Object.fromEntries(variants.map((v) => [v, VARIANTS[v]])),
+      variants: Object.fromEntries(variants.map((v) => [v, variantOf(v)])),
       repeat,
     },
     machine: machineInfo(),
