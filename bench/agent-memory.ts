@@ -8,13 +8,14 @@
  * and accounts at the smallest object count (goal: ≤ 150 MB RSS for 100 accounts, README's Performance section).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
-import { tmpdir } from 'node:os';
+import { machine, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
+import { AGENT_ALLOCATOR_ENV } from '../src/compiler/runtimes.js';
 import { ControlPlane } from '../test/infra/control-plane.js';
 import { freePort } from '../test/infra/ports.js';
 import { procStats, repoRoot } from './lib/child.js';
@@ -30,7 +31,8 @@ const f = flags({
   // Agent runtimes to compare back-to-back in the same run (names from VARIANTS below).
   variants: { type: 'string', default: 'default' },
   repeat: { type: 'string', default: '1' },
-  jemalloc: { type: 'string', default: '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2' },
+  // Debian's libjemalloc2 (scripts/test-deps.sh installs it); the image links it to /usr/local/lib.
+  jemalloc: { type: 'string', default: `/usr/lib/${machine()}-linux-gnu/libjemalloc.so.2` },
   // Another build of the agent (a directory with bin/, dist/, the oclif manifest and node_modules): variant "other".
   'other-root': { type: 'string' },
 });
@@ -57,15 +59,22 @@ interface Variant {
   queue?: Record<string, number>;
   kubernetes?: Record<string, number | string>;
 }
+const jemalloc = String(f.jemalloc);
+// As the agent ships (compiler and chart): its allocator environment, with this machine's library path.
+const shippedEnv = Object.fromEntries(
+  AGENT_ALLOCATOR_ENV.map((e) => [e.name, e.name === 'LD_PRELOAD' ? jemalloc : e.value]),
+);
 const VARIANTS: Record<string, Variant> = {
-  default: {},
+  default: { env: shippedEnv },
   ...(f['other-root'] ? { other: { root: String(f['other-root']) } } : {}),
-  jemalloc: { env: { LD_PRELOAD: String(f.jemalloc) } },
+  // The variants below start from glibc's malloc and no flags (add default's env with "+jemalloc-bg").
+  glibc: {},
+  jemalloc: { env: { LD_PRELOAD: jemalloc } },
+  // jemalloc returning freed pages from a background thread (without it, only on later allocations).
+  'jemalloc-bg': { env: { LD_PRELOAD: jemalloc, MALLOC_CONF: 'background_thread:true' } },
   arena2: { env: { MALLOC_ARENA_MAX: '2' } },
   mmap128k: { env: { MALLOC_MMAP_THRESHOLD_: '131072' } },
   semi1: { env: { NODE_OPTIONS: '--max-semi-space-size=1' } },
-  // jemalloc returning freed pages from a background thread (without it, only on later allocations).
-  'jemalloc-bg': { env: { LD_PRELOAD: String(f.jemalloc), MALLOC_CONF: 'background_thread:true' } },
   queue4m: { queue: { maxBytes: 4 * 1024 * 1024 } },
   batch256k: { queue: { maxBatchBytes: 256 * 1024 } },
   syncs2: { kubernetes: { maxConcurrentSyncs: 2 } },
@@ -89,6 +98,9 @@ function variantOf(name: string): Variant {
 }
 const variants = String(f.variants).split(',');
 for (const v of variants) variantOf(v);
+if (variants.some((v) => variantOf(v).env?.LD_PRELOAD) && !existsSync(jemalloc)) {
+  throw new Error(`--jemalloc: ${jemalloc} not found (bash scripts/test-deps.sh installs Debian's libjemalloc2)`);
+}
 const repeat = Number(f.repeat);
 
 /** RSS by kind of mapping from /proc/<pid>/smaps: malloc's main arena, other anonymous memory, files. */
