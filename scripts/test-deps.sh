@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the integration tests need from Debian's packages when it is missing: MariaDB (the MySQL
 # store's test server), openssl (test PKI), HAProxy (the real load balancer in front of plugin-server
-# replicas) and tmux (tests read `scale-agent status --watch` as a person sees it). Skipped when SCALE_AGENT_TEST_MYSQL_URL points at an
+# replicas), tmux (tests read `scale-agent status --watch` as a person sees it) and jemalloc (the allocator the
+# agent's image runs it on, so bench/agent-memory.ts measures it the same way). Skipped when SCALE_AGENT_TEST_MYSQL_URL points at an
 # existing server. Idempotent: a machine that has them installs nothing.
 set -euo pipefail
 say() { printf '[test-deps] %s\n' "$*" >&2; }
@@ -12,6 +13,7 @@ fi
 command -v openssl >/dev/null || need+=(openssl)
 command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
 command -v tmux >/dev/null || need+=(tmux)
+[ -e "/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2" ] || need+=(libjemalloc2)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
   say "error: missing ${need[*]}; install them with: sudo apt-get install -y ${need[*]}"

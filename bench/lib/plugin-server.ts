@@ -37,13 +37,12 @@ export async function startPluginServer(
   );
   // BENCH_PLUGIN_SERVER_NODE_OPTIONS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server under load.
   const nodeFlags = (process.env.BENCH_PLUGIN_SERVER_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
-  const child = spawn(
-    process.execPath,
-    [...nodeFlags, join(opts.root ?? repoRoot, 'bin/run.js'), 'plugin-server', '--config', config],
-    {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
+  // BENCH_PLUGIN_SERVER_ROOT runs another build (a directory with bin/, dist/, the oclif manifest and
+  // node_modules), for before/after comparisons of the server from one checkout.
+  const root = opts.root ?? process.env.BENCH_PLUGIN_SERVER_ROOT ?? repoRoot;
+  const child = spawn(process.execPath, [...nodeFlags, join(root, 'bin/run.js'), 'plugin-server', '--config', config], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const httpUrl = `http://127.0.0.1:${httpPort}`;
   const deadline = Date.now() + 30_000;
   for (;;) {

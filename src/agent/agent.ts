@@ -23,6 +23,7 @@ import type { KindPolicy } from './filters.js';
 import { SendQueue } from './send-queue.js';
 import { StreamClient } from './stream.js';
 import { SyncBudget } from './sync-budget.js';
+import { HeapRelease } from './heap-release.js';
 
 export interface AgentOptions {
   configFile: string;
@@ -55,6 +56,7 @@ export class Agent {
   readonly log: Logger;
   private readonly accounts = new Map<string, AccountRunner>();
   private readonly syncBudget: SyncBudget;
+  private readonly heapRelease = new HeapRelease();
   private readonly firstAttempts = new Map<string, Promise<void>>();
   private helloAccounts = new Set<string>();
   /** Dynamic accounts (assigned by the plugin-server): name -> definition fingerprint. */
@@ -69,7 +71,10 @@ export class Agent {
     text: string,
   ) {
     this.config = parseAgentConfig(options.configFile, text, options.env);
-    this.syncBudget = new SyncBudget(this.config.kubernetes.maxConcurrentSyncs);
+    this.syncBudget = new SyncBudget(this.config.kubernetes.maxConcurrentSyncs, {
+      onBusy: () => this.heapRelease.syncStarted(),
+      onIdle: () => this.heapRelease.syncsDone(),
+    });
     this.log = options.logger ?? createLogger({ name: 'agent', base: { agentId: this.config.agentId } });
     this.queue = new SendQueue(this.config.queue, {
       onSent: (changes, bytes) => {
@@ -147,6 +152,7 @@ export class Agent {
     if (this.stopped) return;
     this.stopped = true;
     this.watcher?.stop();
+    this.heapRelease.stop();
     await this.reloading;
     await this.operations.stop();
     await this.stream.stop();

@@ -6,9 +6,18 @@
  */
 export class SyncBudget {
   private active = 0;
+  /** No slot taken and none waiting; a slot handed straight on to a waiter does not make the budget idle. */
+  private idle = true;
   private readonly waiting: (() => void)[] = [];
 
-  constructor(private limit: number) {}
+  /**
+   * `hooks.onBusy`: the first slot is taken (an initial list starts while none ran); `hooks.onIdle`: the last slot
+   * is released with nobody waiting (every initial list is done).
+   */
+  constructor(
+    private limit: number,
+    private readonly hooks: { onBusy?(): void; onIdle?(): void } = {},
+  ) {}
 
   /** Resolves with a release function once a slot is free (or at once, without a slot, on abort). */
   acquire(signal: AbortSignal): Promise<() => void> {
@@ -43,12 +52,20 @@ export class SyncBudget {
 
   private slot(): () => void {
     this.active += 1;
+    if (this.idle) {
+      this.idle = false;
+      this.hooks.onBusy?.();
+    }
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.active -= 1;
       this.drain();
+      if (this.active === 0 && this.waiting.length === 0) {
+        this.idle = true;
+        this.hooks.onIdle?.();
+      }
     };
   }
 

@@ -95,7 +95,11 @@ export function podMounts(w: WorkloadModel, naming: Naming): WorkloadMount[] {
 function podEnv(w: WorkloadModel): Obj[] {
   // The MySQL Secret is the user's, outside the overlay, so Kustomize leaves its name alone.
   const env: Obj[] = w.mysql ? [{ name: MYSQL_URL_ENV, valueFrom: { secretKeyRef: { ...w.mysql } } }] : [];
-  return [...env, { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }];
+  return [
+    ...env,
+    { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    ...(RUNTIMES[w.component].env ?? []),
+  ];
 }
 
 export function workloadProps(w: WorkloadModel, naming: Naming): WorkloadProps {

@@ -53,4 +53,18 @@ describe('SyncBudget', () => {
     (await waiting)();
     expect([budget.inUse, budget.queued, admitted]).toEqual([0, 0, true]);
   });
+
+  it('reports busy when the first slot is taken and idle when the last is released with nobody waiting', async () => {
+    const events: string[] = [];
+    const budget = new SyncBudget(1, { onBusy: () => events.push('busy'), onIdle: () => events.push('idle') });
+    const signal = new AbortController().signal;
+    const a = await budget.acquire(signal);
+    const b = budget.acquire(signal);
+    a(); // handed on to the waiter: still busy, not idle
+    expect(events).toEqual(['busy']);
+    (await b)();
+    expect(events).toEqual(['busy', 'idle']);
+    (await budget.acquire(signal))();
+    expect(events).toEqual(['busy', 'idle', 'busy', 'idle']);
+  });
 });

@@ -189,6 +189,22 @@ agents:
     for (const [path, content] of r.files) expect(content.replace(/\s/g, '').includes(keyBody), path).toBe(false);
   });
 
+  it('runs the agent on jemalloc with background purging, and only the agent', async () => {
+    await using certs = await tempDir();
+    const r = await synthText(MINIMAL, certs.dir);
+    const envOf = (file: string, name: string): Record<string, unknown> => {
+      const dep = find(docs(r.files.get(file) as string), 'Deployment', name);
+      const c = (dep.spec as { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } })
+        .template.spec.containers[0]!;
+      return Object.fromEntries(c.env.map((e) => [e.name, e.value]));
+    };
+    expect(envOf('manifests/agent-core.yaml', 'scale-agent-agent-core')).toMatchObject({
+      LD_PRELOAD: '/usr/local/lib/libjemalloc.so.2',
+      MALLOC_CONF: 'background_thread:true',
+    });
+    expect(envOf('manifests/plugin-server.yaml', 'scale-agent-plugin-server')).not.toHaveProperty('LD_PRELOAD');
+  });
+
   it('emits cert-manager Certificates instead of key material when asked', async () => {
     await using certs = await tempDir();
     const text = LB('gcp', true).replace(
