@@ -179,7 +179,12 @@ describe('chart extraEnv, extraVolumes, extraVolumeMounts', () => {
       ).toContain('config');
     }
     const none = await template(BOTH);
-    expect(podOf(none, 'agent-default').containers[0]!.env.map((e) => e.name)).toEqual(['POD_NAME']);
+    // Without extraEnv the agent has only the chart's own variables (its name, and jemalloc's).
+    expect(podOf(none, 'agent-default').containers[0]!.env.map((e) => e.name)).toEqual([
+      'POD_NAME',
+      'LD_PRELOAD',
+      'MALLOC_CONF',
+    ]);
   });
 
   it('the schema refuses a mount without mountPath', async () => {
