@@ -124,6 +124,7 @@ for (const store of stores) {
               lost: [],
               duplicates: [],
               failed: [],
+              configMaps: [],
             },
             processes: {},
             error: (e as Error).message.slice(0, 2_000),

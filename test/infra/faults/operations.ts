@@ -42,6 +42,8 @@ export interface OpsReport {
   duplicates: string[];
   /** Ops that ended failed, not retryable (reported, not counted as lost: the task says so). */
   failed: string[];
+  /** Names of the ConfigMaps the settled deploys created (a long run deletes them to keep the cache's size). */
+  configMaps: string[];
 }
 
 const LEDGER = 'ledger';
@@ -208,15 +210,19 @@ export class OperationsLoad {
     );
     const counts = new Map<string, number>();
     for (const id of ledger.spec.applied) counts.set(id, (counts.get(id) ?? 0) + 1);
-    const configMaps = await kubeRequest<{ items: { data?: { requestId?: string } }[] }>(
+    const configMaps = await kubeRequest<{ items: { metadata: { name: string }; data?: { requestId?: string } }[] }>(
       kc,
       'GET',
       objectPath('v1', 'ConfigMap', this.namespace),
     );
+    const settled = new Set(ops.map((o) => o.requestId));
     const deployed = new Map<string, number>();
+    const names: string[] = [];
     for (const c of configMaps.items) {
       const id = c.data?.requestId;
-      if (id) deployed.set(id, (deployed.get(id) ?? 0) + 1);
+      if (!id) continue;
+      deployed.set(id, (deployed.get(id) ?? 0) + 1);
+      if (settled.has(id)) names.push(c.metadata.name);
     }
 
     const report: OpsReport = {
@@ -226,6 +232,7 @@ export class OperationsLoad {
       lost: [],
       duplicates: [],
       failed: [],
+      configMaps: names,
     };
     for (const op of ops) {
       const outcome = op.outcome ?? 'stuck';
