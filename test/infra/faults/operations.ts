@@ -30,6 +30,8 @@ interface PostedOp {
   outcome?: OpOutcome;
   resumed?: boolean;
   lastStatus?: string;
+  postedAt: number;
+  endedAt?: number;
 }
 
 export interface OpsReport {
@@ -42,6 +44,8 @@ export interface OpsReport {
   duplicates: string[];
   /** Ops that ended failed, not retryable (reported, not counted as lost: the task says so). */
   failed: string[];
+  /** The op that took longest from its POST to its end (resume included), and how long. */
+  slowest?: { op: string; ms: number };
   /** Names of the ConfigMaps the settled deploys created (a long run deletes them to keep the cache's size). */
   configMaps: string[];
 }
@@ -99,7 +103,7 @@ export class OperationsLoad {
     const n = this.seq++;
     const kind = n % 2 === 0 ? 'deploy' : 'append';
     const requestId = `faults-${this.runId}-${n}`;
-    const op: PostedOp = { n, kind, requestId, accepted: Promise.resolve(undefined) };
+    const op: PostedOp = { n, kind, requestId, accepted: Promise.resolve(undefined), postedAt: Date.now() };
     op.accepted = this.submit(this.body(kind, n, requestId), requestId, Date.now() + 180_000).then((id) => {
       op.taskId = id;
       return id;
@@ -166,6 +170,11 @@ export class OperationsLoad {
 
   /** Polls the op's task until it completes; resumes a failed, retryable one once. */
   private async finish(op: PostedOp, deadline: number): Promise<void> {
+    await this.settleOne(op, deadline);
+    op.endedAt = Date.now();
+  }
+
+  private async settleOne(op: PostedOp, deadline: number): Promise<void> {
     const id = await op.accepted;
     if (!id) {
       op.outcome = 'unaccepted';
@@ -234,6 +243,16 @@ export class OperationsLoad {
       failed: [],
       configMaps: names,
     };
+    const slowest = ops.reduce<PostedOp | undefined>(
+      (a, o) => (!a || (o.endedAt ?? 0) - o.postedAt > (a.endedAt ?? 0) - a.postedAt ? o : a),
+      undefined,
+    );
+    if (slowest) {
+      report.slowest = {
+        op: `${slowest.kind} ${slowest.requestId}${slowest.resumed ? ' (resumed)' : ''}: ${slowest.lastStatus ?? ''}`,
+        ms: (slowest.endedAt ?? Date.now()) - slowest.postedAt,
+      };
+    }
     for (const op of ops) {
       const outcome = op.outcome ?? 'stuck';
       report.outcomes[outcome] += 1;
