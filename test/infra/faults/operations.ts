@@ -52,6 +52,7 @@ export interface OpsReport {
 
 const LEDGER = 'ledger';
 const ATTEMPT_TIMEOUT_MS = 5_000;
+const SETTLE_POLLERS = 4;
 
 export class OperationsLoad {
   private readonly ops: PostedOp[] = [];
@@ -211,7 +212,13 @@ export class OperationsLoad {
   async settle(kc: KubeConfig, timeoutMs = 120_000): Promise<OpsReport> {
     const ops = this.ops.splice(0);
     const deadline = Date.now() + timeoutMs;
-    await Promise.all(ops.map((op) => this.finish(op, deadline)));
+    // A few pollers, not one per op: each concurrent fetch holds a keep-alive connection to the plugin-server,
+    // and hundreds of them would show up as the server's open descriptors in a soak.
+    const queue = [...ops];
+    const poller = async () => {
+      for (let op = queue.shift(); op; op = queue.shift()) await this.finish(op, deadline);
+    };
+    await Promise.all(Array.from({ length: SETTLE_POLLERS }, poller));
     const ledger = await kubeRequest<{ spec: { applied: string[] } }>(
       kc,
       'GET',
