@@ -119,11 +119,12 @@ for (const store of stores) {
             churn: { writes: 0, failed: 0 },
             ops: {
               posted: 0,
-              outcomes: { succeeded: 0, 'failed-retryable': 0, failed: 0, stuck: 0, unaccepted: 0 },
+              outcomes: { succeeded: 0, 'failed-retryable': 0, failed: 0, rejected: 0, stuck: 0, unaccepted: 0 },
               resumed: 0,
               lost: [],
               duplicates: [],
               failed: [],
+              refusedUnknownAccount: 0,
               configMaps: [],
             },
             processes: {},

@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { kubeRequest, objectPath } from './kube-raw.js';
 import { WIDGET_GROUP } from './rig.js';
 
-export type OpOutcome = 'succeeded' | 'failed-retryable' | 'failed' | 'stuck' | 'unaccepted';
+export type OpOutcome = 'succeeded' | 'failed-retryable' | 'failed' | 'rejected' | 'stuck' | 'unaccepted';
 
 interface TaskStatus {
   status: { completed: boolean; failed: boolean; retryable: boolean };
@@ -32,6 +32,8 @@ interface PostedOp {
   lastStatus?: string;
   postedAt: number;
   endedAt?: number;
+  /** The 4xx answer that refused the op. */
+  rejected?: string;
 }
 
 export interface OpsReport {
@@ -42,8 +44,10 @@ export interface OpsReport {
   lost: string[];
   /** Ops whose effect is in the cluster more than once. */
   duplicates: string[];
-  /** Ops that ended failed, not retryable (reported, not counted as lost: the task says so). */
+  /** Ops that ended failed, not retryable, or were refused with a 4xx (reported, not lost: the client was told). */
   failed: string[];
+  /** POSTs answered 400 because the account was not known (yet), then repeated. */
+  refusedUnknownAccount: number;
   /** The op that took longest from its POST to its end (resume included), and how long. */
   slowest?: { op: string; ms: number };
   /** Names of the ConfigMaps the settled deploys created (a long run deletes them to keep the cache's size). */
@@ -60,6 +64,7 @@ export class OperationsLoad {
   private loop?: Promise<void>;
   private readonly runId = Math.random().toString(36).slice(2, 8);
   private seq = 0;
+  private refusedUnknownAccount = 0;
 
   constructor(
     private readonly httpBase: string,
@@ -105,7 +110,7 @@ export class OperationsLoad {
     const kind = n % 2 === 0 ? 'deploy' : 'append';
     const requestId = `faults-${this.runId}-${n}`;
     const op: PostedOp = { n, kind, requestId, accepted: Promise.resolve(undefined), postedAt: Date.now() };
-    op.accepted = this.submit(this.body(kind, n, requestId), requestId, Date.now() + 180_000).then((id) => {
+    op.accepted = this.submit(op, this.body(kind, n, requestId), Date.now() + 180_000).then((id) => {
       op.taskId = id;
       return id;
     });
@@ -138,34 +143,45 @@ export class OperationsLoad {
     ];
   }
 
-  /** POSTs until answered with a task id (same clientRequestId every time), or undefined at the deadline. */
-  private async submit(body: unknown, requestId: string, deadline: number): Promise<string | undefined> {
+  /**
+   * POSTs until answered with a task id (same clientRequestId every time). A 400 because the account is unknown is
+   * retried too: a plugin-server on the memory store that restarted knows an account only once its agent is back
+   * (counted in `refusedUnknownAccount`). Any other 4xx is the answer (`rejected`), and so is the deadline.
+   */
+  private async submit(op: PostedOp, body: unknown, deadline: number): Promise<string | undefined> {
     while (Date.now() < deadline) {
       try {
-        const res = await fetch(`${this.httpBase}/kubernetes/ops?clientRequestId=${encodeURIComponent(requestId)}`, {
+        const res = await fetch(`${this.httpBase}/kubernetes/ops?clientRequestId=${encodeURIComponent(op.requestId)}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify(body),
           signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
         });
-        const json = (await res.json().catch(() => ({}))) as { id?: string };
+        const text = await res.text();
+        const json = (text.startsWith('{') ? JSON.parse(text) : {}) as { id?: string };
         if (res.ok && json.id) return json.id;
-        if (res.status >= 400 && res.status < 500)
-          throw new Error(`${requestId}: ${res.status} ${JSON.stringify(json)}`);
-      } catch (e) {
-        if (String(e).includes(`${requestId}: 4`)) throw e;
+        if (res.status >= 400 && res.status < 500) {
+          if (!/credentials not found/.test(text)) {
+            op.rejected = `${res.status} ${text.slice(0, 300)}`;
+            return undefined;
+          }
+          this.refusedUnknownAccount += 1;
+        }
+      } catch {
+        // No answer (refused, reset, timed out): the task may or may not exist; the same id again settles it.
       }
       await sleep(250);
     }
     return undefined;
   }
 
-  private async task(id: string): Promise<TaskStatus | undefined> {
+  /** The task, or the reason it could not be read (kept as the op's last status if it never completes). */
+  private async task(id: string): Promise<TaskStatus | string> {
     try {
       const res = await fetch(`${this.httpBase}/task/${id}`, { signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS) });
-      return res.ok ? ((await res.json()) as TaskStatus) : undefined;
-    } catch {
-      return undefined;
+      return res.ok ? ((await res.json()) as TaskStatus) : `GET /task: ${res.status}`;
+    } catch (e) {
+      return `GET /task: ${String(e)}`;
     }
   }
 
@@ -178,12 +194,14 @@ export class OperationsLoad {
   private async settleOne(op: PostedOp, deadline: number): Promise<void> {
     const id = await op.accepted;
     if (!id) {
-      op.outcome = 'unaccepted';
+      op.outcome = op.rejected ? 'rejected' : 'unaccepted';
+      op.lastStatus = op.rejected;
       return;
     }
     while (Date.now() < deadline) {
       const t = await this.task(id);
-      if (t?.status.completed) {
+      if (typeof t === 'string') op.lastStatus = t;
+      else if (t.status.completed) {
         op.lastStatus = t.history.at(-1)?.status;
         if (!t.status.failed) {
           op.outcome = 'succeeded';
@@ -243,13 +261,15 @@ export class OperationsLoad {
 
     const report: OpsReport = {
       posted: ops.length,
-      outcomes: { succeeded: 0, 'failed-retryable': 0, failed: 0, stuck: 0, unaccepted: 0 },
+      outcomes: { succeeded: 0, 'failed-retryable': 0, failed: 0, rejected: 0, stuck: 0, unaccepted: 0 },
       resumed: ops.filter((o) => o.resumed).length,
       lost: [],
       duplicates: [],
       failed: [],
+      refusedUnknownAccount: this.refusedUnknownAccount,
       configMaps: names,
     };
+    this.refusedUnknownAccount = 0;
     const slowest = ops.reduce<PostedOp | undefined>(
       (a, o) => (!a || (o.endedAt ?? 0) - o.postedAt > (a.endedAt ?? 0) - a.postedAt ? o : a),
       undefined,
@@ -268,7 +288,7 @@ export class OperationsLoad {
       if (outcome === 'stuck' || outcome === 'unaccepted' || (outcome === 'succeeded' && applied === 0)) {
         report.lost.push(label);
       }
-      if (outcome === 'failed') report.failed.push(label);
+      if (outcome === 'failed' || outcome === 'rejected') report.failed.push(label);
       if (applied > 1) report.duplicates.push(`${label} applied ${applied} times`);
     }
     return report;
