@@ -5,6 +5,7 @@ import type { Operation, OperationResult } from '../shared/proto.js';
 import type { AccountConfig } from './config.js';
 import { KubeClient } from './kube/client.js';
 import { executeWireOperation } from './ops/index.js';
+import { OnceByOperationId } from './ops/once.js';
 
 export interface OperationRunnerDeps {
   logger: Logger;
@@ -24,11 +25,20 @@ export class OperationRunner {
   private readonly clients = new Map<string, { key: string; client: Promise<KubeClient> }>();
   private readonly abort = new AbortController();
   private readonly running = new Set<Promise<void>>();
+  /** Operations sent again under the same id (a resumed task) get the first run's result: see ops/once.ts. */
+  private readonly once = new OnceByOperationId<OperationResult>((r) => r.ok);
 
   constructor(private readonly deps: OperationRunnerDeps) {}
 
   run(op: Operation): void {
-    const p = this.execute(op).finally(() => this.running.delete(p));
+    const { result, repeated } = this.once.run(op.operationId, () => this.execute(op));
+    if (repeated) {
+      this.deps.logger.info(
+        { operationId: op.operationId, account: op.account, type: op.type },
+        'operation sent again: answering with the result of its first run',
+      );
+    }
+    const p = result.then((r) => this.deps.send(r)).finally(() => this.running.delete(p));
     this.running.add(p);
   }
 
@@ -44,7 +54,7 @@ export class OperationRunner {
     this.clients.clear();
   }
 
-  private async execute(op: Operation): Promise<void> {
+  private async execute(op: Operation): Promise<OperationResult> {
     const log = this.deps.logger.child({ operationId: op.operationId, account: op.account, type: op.type });
     const started = Date.now();
     let result: OperationResult;
@@ -60,7 +70,7 @@ export class OperationRunner {
       }
     }
     log.info({ ok: result.ok, ms: Date.now() - started, error: result.error || undefined }, 'operation finished');
-    this.deps.send(result);
+    return result;
   }
 
   private client(config: AccountConfig): Promise<KubeClient> {

@@ -51,6 +51,11 @@ import { FrontMode } from './upstream/front.js';
 const TASK_HEARTBEAT_MS = 2000;
 const TASK_STALE_MS = 10_000;
 const TASK_PURGE_MS = 60_000;
+/**
+ * /readyz answers within this even when the store does not: a MySQL behind a partition (packets dropped, no reset)
+ * leaves the ping hanging until TCP gives up, and a probe that times out says nothing about why.
+ */
+const READY_PING_TIMEOUT_MS = 2_000;
 
 /**
  * Where peers reach this replica's REST API (leases record it, operations are forwarded to it): http.advertiseUrl,
@@ -442,10 +447,21 @@ export class PluginServer {
     const reasons: string[] = [];
     if (!this.grpc) reasons.push('gRPC server not listening');
     if (this.stopping) reasons.push('shutting down');
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await this.store.ping();
+      await Promise.race([
+        this.store.ping(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`no answer within ${READY_PING_TIMEOUT_MS} ms`)),
+            READY_PING_TIMEOUT_MS,
+          );
+        }),
+      ]);
     } catch (e) {
       reasons.push(`store: ${(e as Error).message}`);
+    } finally {
+      clearTimeout(timer);
     }
     // A replica that cannot renew its leases will lose its accounts to peers: it must not take traffic meanwhile.
     const renewedAgo = Date.now() - this.accounts.lastRenewedAt;

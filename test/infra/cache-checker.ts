@@ -112,20 +112,34 @@ export async function checkCache(opts: CacheCheckOptions): Promise<CacheDiff> {
   return { missing, extra, stale, equal: !missing.length && !extra.length && !stale.length, compared: truth.size };
 }
 
-/** Polls checkCache until the cache equals the API server, or throws with the last diff. */
+/**
+ * Polls checkCache until the cache equals the API server, or throws with the last diff. A listing that fails (the
+ * plugin-server or its store still coming back after a fault) counts as not yet, and is named if it is the last word.
+ */
 export async function waitForCacheToMatch(opts: CacheCheckOptions, timeoutMs = 30_000): Promise<CacheDiff> {
   const deadline = Date.now() + timeoutMs;
   let diff: CacheDiff | undefined;
+  let error: unknown;
   for (;;) {
-    diff = await checkCache(opts);
-    if (diff.equal) return diff;
+    try {
+      diff = await checkCache(opts);
+      error = undefined;
+      if (diff.equal) return diff;
+    } catch (e) {
+      error = e;
+    }
     if (Date.now() > deadline) {
+      if (error) {
+        throw new Error(`cache of ${opts.account} could not be compared after ${timeoutMs} ms: ${String(error)}`, {
+          cause: error,
+        });
+      }
       throw new Error(
         `cache of ${opts.account} differs from the API server after ${timeoutMs} ms: ` +
           JSON.stringify({
-            missing: diff.missing.slice(0, 20),
-            extra: diff.extra.slice(0, 20),
-            stale: diff.stale.slice(0, 20),
+            missing: diff?.missing.slice(0, 20),
+            extra: diff?.extra.slice(0, 20),
+            stale: diff?.stale.slice(0, 20),
           }),
       );
     }

@@ -18,10 +18,12 @@ function findBinary(name: string): string {
 
 /** A throwaway MariaDB server (Debian's mariadb-server) on a temp data dir and a free loopback port. */
 export class MariaDb {
+  proc!: ServerProcess;
+
   private constructor(
     readonly dir: string,
     readonly port: number,
-    readonly proc: ServerProcess,
+    private readonly onTmpfs = false,
   ) {}
 
   /** Root over TCP without a password; databases are created per test file. */
@@ -33,10 +35,20 @@ export class MariaDb {
     return this.proc.pid;
   }
 
-  static async start(opts: { log?: (line: string) => void } = {}): Promise<MariaDb> {
+  /** The data dir (for disk-full faults: fill the tmpfs it sits on). */
+  get datadir(): string {
+    return join(this.dir, 'data');
+  }
+
+  /**
+   * `tmpfsMb`: the data dir is a tmpfs of that size (needs the right to mount), so a test can fill the disk under a
+   * running server and free it again.
+   */
+  static async start(opts: { log?: (line: string) => void; tmpfsMb?: number } = {}): Promise<MariaDb> {
     const dir = mkdtempSync(join(tmpdir(), 'scale-agent-mariadb-'));
     const datadir = join(dir, 'data');
     mkdirSync(datadir);
+    if (opts.tmpfsMb) await run('mount', ['-t', 'tmpfs', '-o', `size=${opts.tmpfsMb}m`, 'tmpfs', datadir]);
     const t0 = Date.now();
     await run(findBinary('mariadb-install-db'), [
       '--no-defaults',
@@ -46,16 +58,24 @@ export class MariaDb {
       '--user=root',
     ]);
     const port = await freePort();
+    const db = new MariaDb(dir, port, Boolean(opts.tmpfsMb));
+    await db.launch();
+    opts.log?.(`mariadbd ready on 127.0.0.1:${port} (${Date.now() - t0} ms)`);
+    return db;
+  }
+
+  /** Starts mariadbd on this data dir and port and waits until it takes connections. */
+  private async launch(): Promise<void> {
     const proc = ServerProcess.start(
       'mariadbd',
       findBinary('mariadbd'),
       [
         '--no-defaults',
-        `--datadir=${datadir}`,
-        `--port=${port}`,
+        `--datadir=${this.datadir}`,
+        `--port=${this.port}`,
         '--bind-address=127.0.0.1',
-        `--socket=${join(dir, 'mysqld.sock')}`,
-        `--pid-file=${join(dir, 'mysqld.pid')}`,
+        `--socket=${join(this.dir, 'mysqld.sock')}`,
+        `--pid-file=${join(this.dir, 'mysqld.pid')}`,
         '--user=root',
         '--skip-name-resolve',
         // A test server: durability off, connections plentiful.
@@ -64,19 +84,19 @@ export class MariaDb {
         '--max-connections=1000',
         '--max-allowed-packet=64M',
       ],
-      join(dir, 'mariadbd.log'),
+      join(this.dir, 'mariadbd.log'),
     );
-    const db = new MariaDb(dir, port, proc);
+    this.proc = proc;
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
       proc.assertRunning();
       try {
-        const c = await createConnection({ host: '127.0.0.1', port, user: 'root' });
+        const c = await createConnection({ host: '127.0.0.1', port: this.port, user: 'root' });
         await c.end();
-        break;
+        return;
       } catch (e) {
         if (Date.now() > deadline) {
-          await db.stop();
+          await this.stop();
           throw new Error(`mariadbd not ready after ${START_TIMEOUT_MS / 1000} s: ${String(e)}\n${proc.logTail()}`, {
             cause: e,
           });
@@ -84,12 +104,21 @@ export class MariaDb {
         await sleep(200);
       }
     }
-    opts.log?.(`mariadbd ready on 127.0.0.1:${port} (${Date.now() - t0} ms)`);
-    return db;
+  }
+
+  /** SIGKILL (fault injection); restart() brings it back on the same data dir and port (crash recovery). */
+  async kill(): Promise<void> {
+    await this.proc.kill();
+  }
+
+  async restart(): Promise<void> {
+    await this.proc.stop(10_000);
+    await this.launch();
   }
 
   async stop(): Promise<void> {
     await this.proc.stop(10_000);
+    if (this.onTmpfs) await run('umount', [this.datadir], { allowFail: true });
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -3,7 +3,7 @@ import type { ClientHttp2Stream } from 'node:http2';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeKubeIntent, KubeApiError, ScaleAgentError, type KubeRequestIntent } from '../../shared/errors.js';
 import { versionInfo } from '../../shared/version.js';
-import { sharedHttp2Pool, type Http2Pool } from './http2-pool.js';
+import { NotSentError, sharedHttp2Pool, type Http2Pool } from './http2-pool.js';
 import { Discovery } from './discovery.js';
 import { loadClusterAccess, type ClusterAccess } from './kubeconfig.js';
 
@@ -65,6 +65,38 @@ export function retryDelayMs(attempt: number, retryAfterSeconds: number | undefi
 export function isTransient(e: unknown): boolean {
   if (e instanceof KubeApiError) return e.status === 429 || e.status >= 500;
   return e instanceof ScaleAgentError && e.kind === 'UNAVAILABLE';
+}
+
+/**
+ * Whether sending this request twice can do twice what it does once: a create (POST; a second one is a 409 for an
+ * object that was in fact created) and a JSON patch (an `add` to a list appends again). Merge and strategic patches,
+ * server-side apply, PUT, DELETE and reads converge to the same state when repeated.
+ */
+export function mayApplyTwice(method: string, contentType: string | undefined): boolean {
+  return method === 'POST' || (method === 'PATCH' && contentType === 'application/json-patch+json');
+}
+
+/** Whether the API server certainly did not act on the request: never sent, or refused by flow control (429). */
+export function surelyNotApplied(e: unknown): boolean {
+  if (e instanceof KubeApiError) return e.status === 429;
+  return e instanceof ScaleAgentError && e.cause instanceof NotSentError;
+}
+
+/**
+ * A request that may apply twice failed after it may have reached the API server (reset, no answer, a 5xx):
+ * whether it took effect is unknown, so it is neither repeated here nor reported as retryable (a resumed task
+ * would run it again). Seen in the fault suite: JSON-patch appends applied up to 4 times through a link that cut
+ * connections after the request went out.
+ */
+export class OutcomeUnknownError extends ScaleAgentError {
+  constructor(method: string, path: string, cause: unknown) {
+    super(
+      'UNAVAILABLE',
+      `${method} ${path}: ${(cause as Error).message ?? String(cause)}; the API server may have applied it, so it is ` +
+        'not repeated (a second one could apply it twice): check the object before running the operation again',
+      { cause },
+    );
+  }
 }
 
 /** JSON requests, as operations make them. */
@@ -166,6 +198,9 @@ export class KubeClient {
         const { stream } = await this.open(method, path, options);
         return await readAll(stream, MAX_RESPONSE_BYTES);
       } catch (e) {
+        if (isTransient(e) && mayApplyTwice(method, options.contentType) && !surelyNotApplied(e)) {
+          throw new OutcomeUnknownError(method, path, e);
+        }
         if (attempt >= attempts || !isTransient(e) || options.signal?.aborted) throw e;
         const retryAfter = e instanceof KubeApiError ? e.retryAfterSeconds : undefined;
         await this.timing.sleep(retryDelayMs(attempt, retryAfter, this.timing.random()), options.signal);

@@ -44,6 +44,14 @@ const STREAM_WINDOW = 1024 * 1024;
 const CONNECT_TIMEOUT_MS = 10_000;
 const CONNECTION_WINDOW = 4 * 1024 * 1024;
 
+/** The request never left: no connection could be had for it. Retrying it cannot apply it twice. */
+export class NotSentError extends Error {
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = 'NotSentError';
+  }
+}
+
 export class Http2Pool {
   private sessions: PooledSession[] = [];
   private readonly readIdleMs: number;
@@ -69,7 +77,10 @@ export class Http2Pool {
     body?: Buffer,
   ): Promise<{ stream: ClientHttp2Stream; headers: IncomingHttpHeaders }> {
     if (this.closed) throw new Error('connection pool closed');
-    const pooled = await this.pick(); // holds one of its stream slots for us
+    // holds one of its stream slots for us
+    const pooled = await this.pick().catch((e: unknown) => {
+      throw new NotSentError(e);
+    });
     // Open streams keep the process alive; an idle pool does not.
     pooled.session.ref();
     const stream = pooled.session.request(headers, { endStream: body === undefined, signal });

@@ -1,5 +1,5 @@
 import { isScaleAgentError, KubeApiError, ScaleAgentError, type ErrorCode } from '../../shared/errors.js';
-import type { KubeClient } from '../kube/client.js';
+import { OutcomeUnknownError, type KubeClient } from '../kube/client.js';
 import type { Logger } from '../../shared/logging.js';
 import { exceptionResult } from '../../shared/ops/results.js';
 import { parseOperations } from '../../shared/ops/parse.js';
@@ -130,6 +130,7 @@ function run(ctx: OpContext, op: NormalizedOperation): Promise<unknown> {
 }
 
 function classify(e: unknown, signal: AbortSignal): { code: ErrorCode; message: string; retryable: boolean } {
+  if (e instanceof OutcomeUnknownError) return { code: e.kind, message: e.message, retryable: false };
   if (signal.aborted && !(e instanceof KubeApiError)) {
     return {
       code: 'TIMEOUT',

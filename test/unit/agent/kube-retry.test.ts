@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isTransient, retryDelayMs } from '../../../src/agent/kube/client.js';
+import { isTransient, mayApplyTwice, retryDelayMs, surelyNotApplied } from '../../../src/agent/kube/client.js';
+import { NotSentError } from '../../../src/agent/kube/http2-pool.js';
 import { KubeApiError, ScaleAgentError } from '../../../src/shared/errors.js';
 
 describe('operation retries of transient API errors', () => {
@@ -34,5 +35,30 @@ describe('operation retries of transient API errors', () => {
     expect(new KubeApiError(429, '', 'x').code).toBe('SA_ERR_UNAVAILABLE');
     expect(new KubeApiError(502, '', 'x').code).toBe('SA_ERR_UNAVAILABLE');
     expect(new KubeApiError(404, 'NotFound', 'x').code).toBe('SA_ERR_NOT_FOUND');
+  });
+
+  it('repeats a create or a JSON patch only when the API server surely did not act on it', () => {
+    expect(mayApplyTwice('POST', 'application/json')).toBe(true);
+    expect(mayApplyTwice('PATCH', 'application/json-patch+json')).toBe(true);
+    for (const type of [
+      'application/merge-patch+json',
+      'application/strategic-merge-patch+json',
+      'application/apply-patch+yaml',
+    ]) {
+      expect(mayApplyTwice('PATCH', type)).toBe(false);
+    }
+    expect(mayApplyTwice('PUT', 'application/json')).toBe(false);
+    expect(mayApplyTwice('DELETE', undefined)).toBe(false);
+    expect(mayApplyTwice('GET', undefined)).toBe(false);
+
+    const refused = new ScaleAgentError('UNAVAILABLE', 'unreachable', {
+      cause: new NotSentError(new Error('ECONNREFUSED')),
+    });
+    expect(surelyNotApplied(refused)).toBe(true);
+    expect(surelyNotApplied(new KubeApiError(429, 'TooManyRequests', 'slow down'))).toBe(true);
+    // Sent, then the connection went or no answer came: it may have been applied.
+    expect(surelyNotApplied(new ScaleAgentError('UNAVAILABLE', 'stream closed before a response'))).toBe(false);
+    expect(surelyNotApplied(new KubeApiError(500, 'InternalError', 'etcd timeout'))).toBe(false);
+    expect(surelyNotApplied(new KubeApiError(503, 'ServiceUnavailable', 'x'))).toBe(false);
   });
 });

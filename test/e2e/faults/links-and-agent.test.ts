@@ -1,0 +1,54 @@
+/**
+ * A representative slice of the fault matrix (`npm run faults` runs all of it): connections between agent and
+ * plugin-server reset, then blackholed for longer than the session idle timeout; the agent frozen (SIGSTOP) past
+ * its heartbeats; latency with jitter between agent and API server. Churn of four kinds (one a CRD) in three
+ * namespaces and REST operations run through each. After each: the cache equals the API server, and every
+ * operation posted ended succeeded or failed-retryable (resumed once, as Orca does), exactly once in the cluster.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectSurvived } from './_survived.js';
+import { faultById, FaultRig, Load, runFault } from '../../infra/faults/index.js';
+import { testEnv } from '../../infra/index.js';
+
+describe('faults: agent ↔ plugin-server, agent ↔ API server, agent process (memory store)', () => {
+  let rig: FaultRig;
+  let load: Load;
+
+  beforeAll(async () => {
+    rig = await FaultRig.start({
+      dir: mkdtempSync(join(tmpdir(), 'sa-faults-links-')),
+      store: 'memory',
+      controlPlane: { kubeconfig: testEnv().kubeconfig },
+    });
+    load = await Load.create(rig);
+  });
+  afterAll(async () => {
+    await rig?.stop();
+  });
+
+  it('connections reset on the gRPC link: converges, no operation lost or run twice', async () => {
+    expectSurvived(await runFault(rig, load, faultById('reset:grpc')));
+  });
+
+  it('gRPC link blackholed past the idle timeout: the stream is replaced, nothing lost or run twice', async () => {
+    const reconnectsBefore = await rig.server.metric('scale_agent_plugin_server_sessions_opened_total');
+    const r = await runFault(rig, load, faultById('blackhole:grpc'));
+    expectSurvived(r);
+    // The plugin-server answered throughout (the fault is on the link, not the server).
+    expect(r.during).toMatchObject({ readyz: 200, read: 200 });
+    expect(await rig.server.metric('scale_agent_plugin_server_sessions_opened_total')).toBeGreaterThan(
+      reconnectsBefore,
+    );
+  });
+
+  it('agent frozen (SIGSTOP) past its heartbeats, then SIGCONT: converges, nothing lost or run twice', async () => {
+    expectSurvived(await runFault(rig, load, faultById('sigstop:agent')));
+  });
+
+  it('latency with jitter between agent and API server: converges, nothing lost or run twice', async () => {
+    expectSurvived(await runFault(rig, load, faultById('latency:apiserver')));
+  });
+});

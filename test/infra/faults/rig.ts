@@ -1,0 +1,221 @@
+/**
+ * The system under fault: a plugin-server and an agent as real processes, with Toxiproxy on the three links a
+ * production install has (agent → plugin-server gRPC, agent → kube-apiserver, plugin-server → MariaDB), a CRD and
+ * a few namespaces to churn in. The control plane and MariaDB are private (so they can be killed) or the shared
+ * ones of the test run (cheaper, for faults that leave them alone).
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
+import { waitForCacheToMatch, type CacheCheckOptions, type CacheDiff, type CheckedKind } from '../cache-checker.js';
+import { ControlPlane } from '../control-plane.js';
+import { resolveK8sBinDir } from '../k8s-tools.js';
+import { createDatabase, MariaDb } from '../mariadb.js';
+import { AgentProcess, PluginServerProcess } from '../processes.js';
+import { waitFor } from '../wait.js';
+import { kubeRequest } from './kube-raw.js';
+import { Toxiproxy } from './toxiproxy.js';
+
+export const WIDGET_GROUP = 'faults.scale-agent.test';
+export const ACCOUNT = 'faults';
+
+export type Link = 'grpc' | 'apiserver' | 'mysql';
+
+export interface RigOptions {
+  dir: string;
+  store: 'memory' | 'mysql';
+  /** 'private': a control plane of its own (killable); otherwise the admin kubeconfig of one that is running. */
+  controlPlane: 'private' | { kubeconfig: string };
+  /** For the mysql store: 'private' (killable, disk can be filled) or the URL of a running server. */
+  mariadb?: 'private' | { serverUrl: string };
+  /** Private MariaDB data dir on a tmpfs of this many MiB (disk-full faults); needs mount rights. */
+  mariadbTmpfsMb?: number;
+  namespaces?: number;
+}
+
+const CRD = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: `widgets.${WIDGET_GROUP}` },
+  spec: {
+    group: WIDGET_GROUP,
+    scope: 'Namespaced',
+    names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+      },
+    ],
+  },
+};
+
+export const CHECKED_KINDS: CheckedKind[] = [
+  { apiVersion: 'v1', kind: 'ConfigMap', namespaced: true },
+  { apiVersion: 'v1', kind: 'Secret', namespaced: true },
+  { apiVersion: 'v1', kind: 'Service', namespaced: true },
+  { apiVersion: `${WIDGET_GROUP}/v1`, kind: 'Widget', namespaced: true },
+];
+
+export class FaultRig {
+  cp?: ControlPlane;
+  mariadb?: MariaDb;
+  toxiproxy!: Toxiproxy;
+  server!: PluginServerProcess;
+  agent!: AgentProcess;
+  /** Admin kubeconfig straight to the API server (the churn and the checker use it: they are the world, not the agent). */
+  kubeconfig!: string;
+  namespaces: string[] = [];
+  readonly links: Partial<Record<Link, string>> = {};
+  private dropDb?: () => Promise<void>;
+
+  private constructor(readonly opts: RigOptions) {}
+
+  static async start(opts: RigOptions): Promise<FaultRig> {
+    const rig = new FaultRig(opts);
+    try {
+      await rig.setUp();
+    } catch (e) {
+      await rig.stop();
+      throw e;
+    }
+    return rig;
+  }
+
+  kubeConfig(): KubeConfig {
+    const kc = new KubeConfig();
+    kc.loadFromFile(this.kubeconfig);
+    return kc;
+  }
+
+  objectApi(): KubernetesObjectApi {
+    return KubernetesObjectApi.makeApiClient(this.kubeConfig());
+  }
+
+  private async setUp(): Promise<void> {
+    const { dir } = this.opts;
+    mkdirSync(dir, { recursive: true });
+    const binDir = await resolveK8sBinDir();
+    if (this.opts.controlPlane === 'private') {
+      this.cp = await ControlPlane.start({ dir: join(dir, 'cp'), binDir });
+      this.kubeconfig = this.cp.kubeconfig;
+    } else {
+      this.kubeconfig = this.opts.controlPlane.kubeconfig;
+    }
+    this.toxiproxy = await Toxiproxy.start({ binDir, dir });
+
+    const api = this.objectApi();
+    // Raw JSON: client-node's model would drop x-kubernetes-preserve-unknown-fields (and with it every spec).
+    await kubeRequest(this.kubeConfig(), 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', CRD).catch(
+      (e: unknown) => {
+        if (!String(e).includes(' 409 ')) throw e;
+      },
+    );
+    await waitFor('the Widget CRD to be served', async () => {
+      const list = await api.list(`${WIDGET_GROUP}/v1`, 'Widget').catch(() => undefined);
+      return list !== undefined;
+    });
+    const suffix = Math.random().toString(36).slice(2, 7);
+    for (let i = 0; i < (this.opts.namespaces ?? 3); i++) {
+      const name = `faults-${suffix}-${i}`;
+      await api.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+      this.namespaces.push(name);
+    }
+
+    let storage: { type: 'memory' } | { type: 'mysql'; url: string } = { type: 'memory' };
+    if (this.opts.store === 'mysql') {
+      let serverUrl: string;
+      if (this.opts.mariadb === 'private' || this.opts.mariadb === undefined) {
+        this.mariadb = await MariaDb.start({ tmpfsMb: this.opts.mariadbTmpfsMb });
+        serverUrl = this.mariadb.url;
+      } else serverUrl = this.opts.mariadb.serverUrl;
+      const db = await createDatabase(serverUrl, 'faults');
+      this.dropDb = db.drop;
+      const u = new URL(db.url);
+      this.links.mysql = await this.toxiproxy.createProxy('mysql', u.host);
+      u.host = this.links.mysql;
+      storage = { type: 'mysql', url: u.toString() };
+    }
+
+    this.server = await PluginServerProcess.start({
+      dir,
+      storage,
+      extra: {
+        // Short heartbeats and idle timeout, so a blackhole of a few seconds outlasts them.
+        limits: { heartbeatIntervalSeconds: 1, sessionIdleTimeoutSeconds: 5 },
+        operations: { agentWaitSeconds: 20, cacheWaitSeconds: 30, timeoutSeconds: 60 },
+      },
+    });
+    this.links.grpc = await this.toxiproxy.createProxy('grpc', this.server.grpcAddress);
+
+    const adminYaml = readFileSync(this.kubeconfig, 'utf8');
+    const upstream = /server: https:\/\/([^\s]+)/.exec(adminYaml)?.[1];
+    if (!upstream) throw new Error(`${this.kubeconfig}: no https server URL`);
+    this.links.apiserver = await this.toxiproxy.createProxy('apiserver', upstream);
+    const agentKubeconfig = join(dir, 'agent-kubeconfig');
+    writeFileSync(
+      agentKubeconfig,
+      adminYaml.replace(`server: https://${upstream}`, `server: https://${this.links.apiserver}`),
+      { mode: 0o600 },
+    );
+    this.agent = await AgentProcess.start({
+      dir,
+      agentId: 'faults-agent',
+      serverAddress: this.links.grpc,
+      accounts: [
+        {
+          name: ACCOUNT,
+          kubeconfigFile: agentKubeconfig,
+          namespaces: this.namespaces,
+          kinds: ['ConfigMap', 'Secret', 'Service', `Widget.${WIDGET_GROUP}`],
+        },
+      ],
+      extra: { server: { address: this.links.grpc, insecure: true, heartbeatSeconds: 1, backoff: backoff() } },
+    });
+  }
+
+  checkOptions(): CacheCheckOptions {
+    return {
+      httpBase: this.server.httpBase,
+      account: ACCOUNT,
+      kubeconfig: this.kubeconfig,
+      kinds: CHECKED_KINDS,
+      namespaces: this.namespaces,
+    };
+  }
+
+  /** Waits until the cache equals the API server (throws with the diff after `timeoutMs`). */
+  converge(timeoutMs = 120_000): Promise<CacheDiff> {
+    return waitForCacheToMatch(this.checkOptions(), timeoutMs);
+  }
+
+  /** Pids of the processes whose RSS and open files are watched across repetitions. */
+  pids(): Record<string, number> {
+    const out: Record<string, number> = { agent: this.agent.proc.pid, 'plugin-server': this.server.proc.pid };
+    if (this.mariadb) out.mariadb = this.mariadb.pid;
+    for (const [c, p] of this.cp?.procs ?? []) out[c] = p.pid;
+    return out;
+  }
+
+  async stop(): Promise<void> {
+    await this.agent?.stop().catch(() => undefined);
+    await this.server?.stop().catch(() => undefined);
+    await this.toxiproxy?.stop().catch(() => undefined);
+    if (!this.cp && this.namespaces.length) {
+      const api = this.objectApi();
+      for (const name of this.namespaces) {
+        await api.delete({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }).catch(() => undefined);
+      }
+    }
+    await this.dropDb?.().catch(() => undefined);
+    await this.mariadb?.stop().catch(() => undefined);
+    await this.cp?.stop().catch(() => undefined);
+  }
+}
+
+/** Reconnect quickly after a fault (the production default backs off to 30 s). */
+function backoff() {
+  return { baseDelaySeconds: 0.2, maxDelaySeconds: 2 };
+}
