@@ -10,9 +10,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { Haproxy } from '../infra/haproxy.js';
-import { createNamespace, createTestDatabase, freePort, kubectl, testEnv, toolPath, waitFor } from '../infra/index.js';
+import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
 import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
-import { ServerProcess } from '../infra/processes-group.js';
+import { Toxiproxy } from '../infra/toxiproxy.js';
 
 describe('a replica that loses MySQL', () => {
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -28,25 +28,10 @@ describe('a replica that loses MySQL', () => {
     cleanups.push(() => db.drop());
 
     // Toxiproxy between replica B and MariaDB.
-    const apiPort = await freePort();
-    const proxyPort = await freePort();
-    const toxi = ServerProcess.start(
-      'toxiproxy',
-      toolPath('toxiproxy-server'),
-      ['-host', '127.0.0.1', '-port', String(apiPort)],
-      join(dir, 'toxiproxy.log'),
-    );
+    const toxi = await Toxiproxy.start(dir);
     cleanups.push(() => toxi.stop());
-    const api = `http://127.0.0.1:${apiPort}`;
-    const dbUrl = new URL(db.url);
-    await waitFor('toxiproxy API', async () => ((await fetch(`${api}/version`)).ok ? true : undefined));
-    const created = await fetch(`${api}/proxies`, {
-      method: 'POST',
-      body: JSON.stringify({ name: 'mysql', listen: `127.0.0.1:${proxyPort}`, upstream: dbUrl.host }),
-    });
-    expect(created.status).toBe(201);
     const viaProxy = new URL(db.url);
-    viaProxy.port = String(proxyPort);
+    viaProxy.host = await toxi.createProxy('mysql', new URL(db.url).host);
 
     const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } };
     const a = await PluginServerProcess.start({
@@ -95,8 +80,7 @@ describe('a replica that loses MySQL', () => {
     await waitForCacheToMatch(check);
 
     // Cut B's database link.
-    const cut = await fetch(`${api}/proxies/mysql`, { method: 'POST', body: JSON.stringify({ enabled: false }) });
-    expect(cut.status).toBe(200);
+    await toxi.setEnabled('mysql', false);
     const notReady = await waitFor('B to report not ready', async () => {
       const r = await b.get<{ reasons?: string[] }>('/readyz');
       return r.status === 503 ? r.body : undefined;

@@ -7,7 +7,7 @@ import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Component } from '../control-plane.js';
 import type { FaultRig, Link } from './rig.js';
-import type { Toxic, ToxicStream } from './toxiproxy.js';
+import type { Toxic, ToxicStream } from '../toxiproxy.js';
 
 export type ProcessName = 'agent' | 'plugin-server' | Component | 'mariadb';
 

@@ -8,4 +8,3 @@ export { Load, runFault, type DuringFault, type FaultResult } from './experiment
 export { OperationsLoad, type OpsReport } from './operations.js';
 export { sampleProcess, type ProcessSample } from './process-sample.js';
 export { ACCOUNT, CHECKED_KINDS, FaultRig, WIDGET_GROUP, type Link, type RigOptions } from './rig.js';
-export { Toxiproxy, type Toxic, type ToxicStream } from './toxiproxy.js';

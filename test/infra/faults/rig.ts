@@ -14,7 +14,7 @@ import { createDatabase, MariaDb } from '../mariadb.js';
 import { AgentProcess, PluginServerProcess } from '../processes.js';
 import { waitFor } from '../wait.js';
 import { kubeRequest } from './kube-raw.js';
-import { Toxiproxy } from './toxiproxy.js';
+import { Toxiproxy } from '../toxiproxy.js';
 
 export const WIDGET_GROUP = 'faults.scale-agent.test';
 export const ACCOUNT = 'faults';
@@ -104,7 +104,7 @@ export class FaultRig {
     } else {
       this.kubeconfig = this.opts.controlPlane.kubeconfig;
     }
-    this.toxiproxy = await Toxiproxy.start({ binDir, dir });
+    this.toxiproxy = await Toxiproxy.start(dir, binDir);
 
     const api = this.objectApi();
     // Raw JSON: client-node's model would drop x-kubernetes-preserve-unknown-fields (and with it every spec).

@@ -44,10 +44,9 @@ describe('streaming-list stall guard through Toxiproxy', () => {
 
     toxi = await Toxiproxy.start(dir);
     cleanups.push(() => toxi.stop());
-    const through = await toxi.proxy('apiserver', apiServerHostPort());
-    await toxi.addToxic('apiserver', 'slow', {
+    const through = await toxi.createProxy('apiserver', apiServerHostPort());
+    await toxi.addToxic('apiserver', 'slow', 'downstream', {
       type: 'bandwidth',
-      stream: 'downstream',
       attributes: { rate: RATE_KB_PER_S },
     });
 
@@ -121,9 +120,8 @@ describe('streaming-list stall guard through Toxiproxy', () => {
     expect(listing.events).toBeLessThan(CONFIGMAPS);
 
     // Hold every byte from the API server (a latency toxic keeps what it holds and lets it go when removed).
-    await toxi.addToxic('apiserver', 'hold', {
+    await toxi.addToxic('apiserver', 'hold', 'downstream', {
       type: 'latency',
-      stream: 'downstream',
       attributes: { latency: 3_600_000 },
     });
     await toxi.removeToxic('apiserver', 'slow');

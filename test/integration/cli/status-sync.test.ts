@@ -58,10 +58,9 @@ describe('status: change lag and initial sync progress', () => {
     // Toxiproxy in front of the API server, adding 200 ms to every response of the slow account.
     const toxi = await Toxiproxy.start(dir);
     cleanups.push(() => toxi.stop());
-    const through = await toxi.proxy('apiserver', apiServerHostPort());
-    await toxi.addToxic('apiserver', 'latency', {
+    const through = await toxi.createProxy('apiserver', apiServerHostPort());
+    await toxi.addToxic('apiserver', 'latency', 'downstream', {
       type: 'latency',
-      stream: 'downstream',
       attributes: { latency: 200 },
     });
     const slowKubeconfig = kubeconfigThrough(through, join(dir, 'slow-kubeconfig'));
