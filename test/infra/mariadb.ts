@@ -24,6 +24,7 @@ export class MariaDb {
     readonly dir: string,
     readonly port: number,
     private readonly onTmpfs = false,
+    private readonly durable = false,
   ) {}
 
   /** Root over TCP without a password; databases are created per test file. */
@@ -43,8 +44,13 @@ export class MariaDb {
   /**
    * `tmpfsMb`: the data dir is a tmpfs of that size (needs the right to mount), so a test can fill the disk under a
    * running server and free it again.
+   * `durable`: commits are flushed to the redo log as a production server does (the fault rig, where a SIGKILLed
+   * server must keep every acknowledged write); otherwise the fast test setting, which may lose the last second of
+   * commits when the server is killed.
    */
-  static async start(opts: { log?: (line: string) => void; tmpfsMb?: number } = {}): Promise<MariaDb> {
+  static async start(
+    opts: { log?: (line: string) => void; tmpfsMb?: number; durable?: boolean } = {},
+  ): Promise<MariaDb> {
     const dir = mkdtempSync(join(tmpdir(), 'scale-agent-mariadb-'));
     const datadir = join(dir, 'data');
     mkdirSync(datadir);
@@ -58,7 +64,7 @@ export class MariaDb {
       '--user=root',
     ]);
     const port = await freePort();
-    const db = new MariaDb(dir, port, Boolean(opts.tmpfsMb));
+    const db = new MariaDb(dir, port, Boolean(opts.tmpfsMb), Boolean(opts.durable));
     await db.launch();
     opts.log?.(`mariadbd ready on 127.0.0.1:${port} (${Date.now() - t0} ms)`);
     return db;
@@ -78,8 +84,9 @@ export class MariaDb {
         `--pid-file=${join(this.dir, 'mysqld.pid')}`,
         '--user=root',
         '--skip-name-resolve',
-        // A test server: durability off, connections plentiful.
-        '--innodb-flush-log-at-trx-commit=0',
+        // A test server: durability off unless asked for (1 = write and flush the redo log at every commit, the
+        // production setting; 0 = once a second), connections plentiful. No binary log, so sync_binlog is moot.
+        `--innodb-flush-log-at-trx-commit=${this.durable ? 1 : 0}`,
         '--skip-log-bin',
         '--max-connections=1000',
         '--max-allowed-packet=64M',

@@ -26,7 +26,10 @@ export interface RigOptions {
   store: 'memory' | 'mysql';
   /** 'private': a control plane of its own (killable); otherwise the admin kubeconfig of one that is running. */
   controlPlane: 'private' | { kubeconfig: string };
-  /** For the mysql store: 'private' (killable, disk can be filled) or the URL of a running server. */
+  /**
+   * For the mysql store: 'private' (killable, disk can be filled, production durability) or the URL of a running
+   * server.
+   */
   mariadb?: 'private' | { serverUrl: string };
   /** Private MariaDB data dir on a tmpfs of this many MiB (disk-full faults); needs mount rights. */
   mariadbTmpfsMb?: number;
@@ -128,7 +131,8 @@ export class FaultRig {
     if (this.opts.store === 'mysql') {
       let serverUrl: string;
       if (this.opts.mariadb === 'private' || this.opts.mariadb === undefined) {
-        this.mariadb = await MariaDb.start({ tmpfsMb: this.opts.mariadbTmpfsMb });
+        // Production durability: a SIGKILLed MariaDB must not lose acknowledged writes because of a test setting.
+        this.mariadb = await MariaDb.start({ tmpfsMb: this.opts.mariadbTmpfsMb, durable: true });
         serverUrl = this.mariadb.url;
       } else serverUrl = this.opts.mariadb.serverUrl;
       const db = await createDatabase(serverUrl, 'faults');
