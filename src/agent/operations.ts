@@ -26,7 +26,11 @@ export class OperationRunner {
   private readonly abort = new AbortController();
   private readonly running = new Set<Promise<void>>();
   /** Operations sent again under the same id (a resumed task) get the first run's result: see ops/once.ts. */
-  private readonly once = new OnceByOperationId<OperationResult>((r) => r.ok);
+  private readonly once = new OnceByOperationId<OperationResult>({
+    succeeded: (r) => r.ok,
+    retain: ownResultBytes,
+    sizeOf: (r) => r.resultJson.byteLength,
+  });
 
   constructor(private readonly deps: OperationRunnerDeps) {}
 
@@ -86,6 +90,16 @@ export class OperationRunner {
     });
     return client;
   }
+}
+
+/**
+ * The result with its JSON copied into a buffer of its own: a small Buffer is a slice of a shared 64 KiB pool slab,
+ * and a slice kept for minutes keeps the whole slab (see ops/once.ts).
+ */
+export function ownResultBytes(r: OperationResult): OperationResult {
+  const json = r.resultJson;
+  // new Uint8Array(view) copies into a fresh ArrayBuffer of exactly the view's length; Buffer.from(arrayBuffer) wraps it.
+  return { ...r, resultJson: Buffer.from(new Uint8Array(json).buffer) };
 }
 
 function failure(op: Operation, error: string): OperationResult {
