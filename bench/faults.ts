@@ -126,6 +126,7 @@ for (const store of stores) {
               failed: [],
               refusedUnknownAccount: 0,
               configMaps: [],
+              appends: [],
             },
             processes: {},
             error: (e as Error).message.slice(0, 2_000),

@@ -5,7 +5,7 @@
  * (the processes' own /metrics), and MariaDB's Threads_connected. Verdict: after the warm-up (the first fifth), the
  * mean of the last third of the samples is within 10% of the mean of the first third, for every leak signal.
  * Operations are settled and checked (none lost, none run twice) every minute; the ConfigMaps they deploy are
- * deleted again, so the cache stays the same size and growth means a leak.
+ * deleted again and the appends' ids taken off the ledger, so the cache stays the same size and growth means a leak.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -120,6 +120,7 @@ try {
           progress(`cleanup failed: ${String(e)}`),
         );
       }
+      await load.ops.trimLedger(kc, report.appends).catch((e: unknown) => progress(`ledger trim failed: ${String(e)}`));
     }
   }
   reading = false;

@@ -7,4 +7,4 @@ export { Churn, type ChurnStats } from './churn.js';
 export { Load, runFault, type DuringFault, type FaultResult } from './experiment.js';
 export { OperationsLoad, type OpsReport } from './operations.js';
 export { sampleProcess, type ProcessSample } from './process-sample.js';
-export { ACCOUNT, CHECKED_KINDS, FaultRig, WIDGET_GROUP, type Link, type RigOptions } from './rig.js';
+export { ACCOUNT, CHECKED_KINDS, FaultRig, installWidgetCrd, WIDGET_GROUP, type Link, type RigOptions } from './rig.js';

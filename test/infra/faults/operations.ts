@@ -52,6 +52,8 @@ export interface OpsReport {
   slowest?: { op: string; ms: number };
   /** Names of the ConfigMaps the settled deploys created (a long run deletes them to keep the cache's size). */
   configMaps: string[];
+  /** Request ids of the settled appends (a long run takes them off the ledger: trimLedger). */
+  appends: string[];
 }
 
 const LEDGER = 'ledger';
@@ -224,6 +226,28 @@ export class OperationsLoad {
   }
 
   /**
+   * Takes settled appends' ids off the ledger, as a long run deletes the deploys' ConfigMaps: otherwise the ledger
+   * grows by an id per append for the whole run, and with it every watch event, cache row and patch result of it
+   * (a soak would measure its own load growing). One JSON patch of removals by index, each guarded by a `test` of
+   * its value, highest index first: appends running meanwhile only add at the end, so no index moves under it, and
+   * if one did the patch fails as a whole. Returns how many ids it removed.
+   */
+  async trimLedger(kc: KubeConfig, requestIds: string[]): Promise<number> {
+    const drop = new Set(requestIds);
+    if (drop.size === 0) return 0;
+    const path = objectPath(`${WIDGET_GROUP}/v1`, 'Widget', this.namespace, LEDGER);
+    const { spec } = await kubeRequest<{ spec: { applied: string[] } }>(kc, 'GET', path);
+    const patch: object[] = [];
+    for (let i = spec.applied.length - 1; i >= 0; i--) {
+      const id = spec.applied[i]!;
+      if (!drop.has(id)) continue;
+      patch.push({ op: 'test', path: `/spec/applied/${i}`, value: id }, { op: 'remove', path: `/spec/applied/${i}` });
+    }
+    if (patch.length > 0) await kubeRequest(kc, 'PATCH', path, patch, 'application/json-patch+json');
+    return patch.length / 2;
+  }
+
+  /**
    * After the fault has been lifted: every op settled (within `timeoutMs`), then checked in the cluster. Resets the
    * list, so the next fault's report covers only the ops posted since.
    */
@@ -268,6 +292,7 @@ export class OperationsLoad {
       failed: [],
       refusedUnknownAccount: this.refusedUnknownAccount,
       configMaps: names,
+      appends: ops.filter((o) => o.kind === 'append').map((o) => o.requestId),
     };
     this.refusedUnknownAccount = 0;
     const slowest = ops.reduce<PostedOp | undefined>(

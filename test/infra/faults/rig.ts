@@ -55,6 +55,19 @@ const CRD = {
   },
 };
 
+/** Creates the Widget CRD (if missing) and waits until it is served. */
+export async function installWidgetCrd(kc: KubeConfig): Promise<void> {
+  // Raw JSON: client-node's model would drop x-kubernetes-preserve-unknown-fields (and with it every spec).
+  await kubeRequest(kc, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', CRD).catch((e: unknown) => {
+    if (!String(e).includes(' 409 ')) throw e;
+  });
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  await waitFor('the Widget CRD to be served', async () => {
+    const list = await api.list(`${WIDGET_GROUP}/v1`, 'Widget').catch(() => undefined);
+    return list !== undefined;
+  });
+}
+
 export const CHECKED_KINDS: CheckedKind[] = [
   { apiVersion: 'v1', kind: 'ConfigMap', namespaced: true },
   { apiVersion: 'v1', kind: 'Secret', namespaced: true },
@@ -110,16 +123,7 @@ export class FaultRig {
     this.toxiproxy = await Toxiproxy.start(dir, binDir);
 
     const api = this.objectApi();
-    // Raw JSON: client-node's model would drop x-kubernetes-preserve-unknown-fields (and with it every spec).
-    await kubeRequest(this.kubeConfig(), 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', CRD).catch(
-      (e: unknown) => {
-        if (!String(e).includes(' 409 ')) throw e;
-      },
-    );
-    await waitFor('the Widget CRD to be served', async () => {
-      const list = await api.list(`${WIDGET_GROUP}/v1`, 'Widget').catch(() => undefined);
-      return list !== undefined;
-    });
+    await installWidgetCrd(this.kubeConfig());
     const suffix = Math.random().toString(36).slice(2, 7);
     for (let i = 0; i < (this.opts.namespaces ?? 3); i++) {
       const name = `faults-${suffix}-${i}`;
