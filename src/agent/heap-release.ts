@@ -1,5 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { realClock, type Clock, type ClockTimer } from '../shared/clock.js';
 
 type GcFunction = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
 
@@ -13,36 +14,35 @@ type GcFunction = (options: { type: 'major'; execution: 'sync'; flavor: 'last-re
  * keeps the pages committed). Lists that end again within `minIntervalMs` (a relist storm) share one collection.
  */
 export class HeapRelease {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer | undefined;
   private lastAt = -Infinity;
   private readonly delayMs: number;
   private readonly minIntervalMs: number;
-  private readonly now: () => number;
+  private readonly clock: Clock;
   private readonly collect: () => void;
 
-  constructor(options: { delayMs?: number; minIntervalMs?: number; now?: () => number; collect?: () => void } = {}) {
+  constructor(options: { delayMs?: number; minIntervalMs?: number; clock?: Clock; collect?: () => void } = {}) {
     this.delayMs = options.delayMs ?? 1000;
     this.minIntervalMs = options.minIntervalMs ?? 60_000;
-    this.now = options.now ?? Date.now;
+    this.clock = options.clock ?? realClock;
     this.collect = options.collect ?? collectGarbage;
   }
 
   /** Every initial list is done: collect after `delayMs` (the last batches are still being sent and acked). */
   syncsDone(): void {
     if (this.timer) return;
-    const wait = Math.max(this.delayMs, this.lastAt + this.minIntervalMs - this.now());
-    this.timer = setTimeout(() => {
+    const wait = Math.max(this.delayMs, this.lastAt + this.minIntervalMs - this.clock.now());
+    // A Clock's timers never keep the process alive on shutdown.
+    this.timer = this.clock.setTimeout(() => {
       this.timer = undefined;
-      this.lastAt = this.now();
+      this.lastAt = this.clock.now();
       this.collect();
     }, wait);
-    // Never what keeps the process alive on shutdown.
-    this.timer.unref();
   }
 
   /** A list started again before the collection ran: wait for it to end too. */
   syncStarted(): void {
-    clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.timer = undefined;
   }
 
