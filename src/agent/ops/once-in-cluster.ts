@@ -14,7 +14,7 @@ import { ANNOTATIONS, LABELS } from '../../shared/ops/spinnaker.js';
 import type { KubeObject } from '../../shared/ops/types.js';
 import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { collectionPath, intentFor } from '../kube/resources.js';
-import { escapePointer, getObject, note, type OpContext } from './context.js';
+import { escapePointer, getObject, mustGet, note, type OpContext } from './context.js';
 
 /**
  * The label value naming one create of one operation: the id and the manifest's place in the operation's deploy
@@ -70,9 +70,47 @@ export async function earlierCreation(
   }
 }
 
-/** Whether this object already took this operation's JSON patch (the patch wrote the mark with the change). */
-export function patchedBy(live: KubeObject, operationId: string): boolean {
-  return live.metadata.annotations?.[ANNOTATIONS.lastOperationId] === operationId;
+/**
+ * The object a marked change is about to patch, read to look for the mark; undefined (noted) when the account may
+ * patch but not read it: the change then goes unmarked, as before.
+ */
+export async function readForMark(
+  ctx: OpContext,
+  r: OpResource,
+  ns: string | undefined,
+  name: string,
+): Promise<KubeObject | undefined> {
+  try {
+    return await mustGet(ctx, r, ns, name);
+  } catch (e) {
+    if (!isKubeStatus(e, 403)) throw e;
+    note(ctx, `Cannot read ${r.kind} ${name}: the change carries no mark of operation ${ctx.operationId}`);
+    return undefined;
+  }
+}
+
+/** Whether the object already took this operation's change (the patch wrote the mark with it); noted when so. */
+export function tookEarlier(ctx: OpContext, live: KubeObject | undefined): boolean {
+  const id = ctx.operationId;
+  if (!id || live?.metadata.annotations?.[ANNOTATIONS.lastOperationId] !== id) return false;
+  note(ctx, `${live.kind} ${live.metadata.name} already took this change (an earlier run of operation ${id})`);
+  return true;
+}
+
+/**
+ * A merge or strategic patch carrying the operation's mark. Such patches merge `metadata.annotations` key by key,
+ * creating the map when it is missing, so no precondition is needed.
+ */
+export function markedMergePatch(ctx: OpContext, body: object): object {
+  if (!ctx.operationId) return body;
+  const { metadata } = body as { metadata?: { annotations?: Record<string, unknown> } };
+  return {
+    ...body,
+    metadata: {
+      ...metadata,
+      annotations: { ...metadata?.annotations, [ANNOTATIONS.lastOperationId]: ctx.operationId },
+    },
+  };
 }
 
 interface JsonPatchOp {

@@ -16,7 +16,7 @@ import type { Operation } from '../../../src/shared/proto.js';
 import { adminKubeConfig, createNamespace, testEnv } from '../../infra/index.js';
 import { installWidgetCrd, WIDGET_GROUP } from '../../infra/faults/index.js';
 import { kubeRequest, objectPath } from '../../infra/faults/kube-raw.js';
-import { getJson, type Obj } from './helpers.js';
+import { deployment, eventually, getJson, type Obj } from './helpers.js';
 
 const ACCOUNT = 'k8s-local';
 const logger = createLogger({ name: 'once-in-cluster-test', level: 'silent' });
@@ -158,6 +158,69 @@ describe('an operation sent again after an agent restart is applied once', () =>
     expect(namesOf(repeat.result)).toEqual(namesOf(first.result));
   });
 
+  describe('operations that count from the state they find', () => {
+    const deployWeb = (ns: string, image: string) =>
+      runInFreshAgent(
+        wireOperation(`01DEPLOY-${image}.0`, 'deployManifest', {
+          account: ACCOUNT,
+          moniker: { app: 'shop' },
+          namespaceOverride: ns,
+          manifests: [deployment('web', { app: 'web' }, image)],
+        }),
+      );
+    const revisions = async (ns: string): Promise<Map<string, string>> => {
+      const list = await getJson<{ items: Obj[] }>(['replicasets', '-n', ns, '-l', 'app=web']);
+      return new Map(
+        list.items.map((rs) => [
+          rs.metadata.annotations?.['deployment.kubernetes.io/revision'] as string,
+          rs.spec.template.spec.containers[0].image as string,
+        ]),
+      );
+    };
+    const target = (ns: string) => ({ account: ACCOUNT, location: ns, manifestName: 'deployment web' });
+
+    it('undoRollout one revision back: the repeat does not go back again', async () => {
+      const ns = await createNamespace('once-undo');
+      for (const [i, image] of ['nginx:1.1', 'nginx:1.2', 'nginx:1.3'].entries()) {
+        expect((await deployWeb(ns, image)).ok).toBe(true);
+        await eventually(
+          () => revisions(ns),
+          (m) => m.has(String(i + 1)),
+        );
+      }
+      const image = async () => (await getJson(['deployment', 'web', '-n', ns])).spec.template.spec.containers[0].image;
+      const undo = wireOperation('01UNDOTASK.0', 'undoRolloutManifest', { ...target(ns), numRevisionsBack: 1 });
+      expect((await runInFreshAgent(undo)).ok).toBe(true);
+      expect(await image()).toBe('nginx:1.2');
+      // The controller makes the ReplicaSet gone back to the newest revision: "one back" is now nginx:1.3.
+      await eventually(
+        () => revisions(ns),
+        (m) => m.get('4') === 'nginx:1.2',
+      );
+
+      const repeat = await runInFreshAgent(undo);
+      expect(repeat.ok).toBe(true);
+      expect(await image()).toBe('nginx:1.2');
+      expect(repeat.messages.join('\n')).toContain('already took this change');
+    });
+
+    it('rollingRestart: the repeat does not restart again', async () => {
+      const ns = await createNamespace('once-restart');
+      expect((await deployWeb(ns, 'nginx:1.1')).ok).toBe(true);
+      const restart = wireOperation('01RESTARTTASK.0', 'rollingRestartManifest', target(ns));
+      const restartedAt = async () =>
+        (await getJson(['deployment', 'web', '-n', ns])).spec.template.metadata.annotations[
+          'kubectl.kubernetes.io/restartedAt'
+        ] as string;
+      expect((await runInFreshAgent(restart)).ok).toBe(true);
+      const first = await restartedAt();
+      expect(Date.parse(first)).toBeGreaterThan(0);
+
+      expect((await runInFreshAgent(restart)).ok).toBe(true);
+      expect(await restartedAt()).toBe(first);
+    });
+  });
+
   describe('a JSON patch that appends', () => {
     const widgets = (ns: string, name?: string) => objectPath(`${WIDGET_GROUP}/v1`, 'Widget', ns, name);
     const patchOp = (id: string, ns: string, value: string) =>
@@ -190,7 +253,9 @@ describe('an operation sent again after an agent restart is applied once', () =>
       let live = await ledger();
       expect(live.spec.applied).toEqual(['a']);
       expect(repeat.result).toEqual(first.result);
-      expect(repeat.messages.join('\n')).toContain('already took this JSON patch');
+      expect(repeat.messages.join('\n')).toContain(
+        'already took this change (an earlier run of operation 01PATCHTASK.0)',
+      );
       expect(live.metadata.annotations['scale-agent.io/last-operation-id']).toBe('01PATCHTASK.0');
 
       // Now the map exists: the mark is one more key in it.
