@@ -1,4 +1,4 @@
-import { isKubeStatus, ScaleAgentError } from '../../shared/errors.js';
+import { ScaleAgentError } from '../../shared/errors.js';
 import { bindArtifacts, unboundArtifacts, artifactKey } from '../../shared/ops/artifacts.js';
 import { NATIVE_GROUPS } from '../../shared/ops/kinds.js';
 import { patchResult, type OperationResultObject } from '../../shared/ops/results.js';
@@ -6,8 +6,8 @@ import { ANNOTATIONS } from '../../shared/ops/spinnaker.js';
 import type { Artifact, KubeObject, PatchPayload, PatchStrategy } from '../../shared/ops/types.js';
 import { apiVersionOfResource as apiVersionOf, intentFor, objectPath } from '../kube/resources.js';
 import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
-import { mustGet, note, retryConflicts, track, type OpContext } from './context.js';
-import { markedJsonPatch, patchedBy } from './once-in-cluster.js';
+import { note, retryConflicts, track, type OpContext } from './context.js';
+import { markedJsonPatch, readForMark, tookEarlier } from './once-in-cluster.js';
 
 const CONTENT_TYPES: Record<PatchStrategy, string> = {
   strategic: 'application/strategic-merge-patch+json',
@@ -107,8 +107,7 @@ export async function patchManifest(ctx: OpContext, p: PatchPayload): Promise<Op
 /**
  * A JSON patch (an `add` to `/-` appends again when repeated) that carries its operation's mark, so the operation sent
  * again after an agent restart finds it applied instead of applying it twice (once-in-cluster.ts). Each attempt
- * re-reads: the mark and a 409 on the resourceVersion precondition are decided on the object as it is now. An account
- * that may patch but not read the object patches as before, unmarked.
+ * re-reads: the mark and a 409 on the resourceVersion precondition are decided on the object as it is now.
  */
 function jsonPatchOnce(
   ctx: OpContext,
@@ -119,23 +118,14 @@ function jsonPatchOnce(
 ): Promise<KubeObject> {
   const id = ctx.operationId ?? '';
   return retryConflicts(ctx, `${r.kind} ${name}`, async () => {
-    const live = await mustGet(ctx, r, ns, name).catch((e: unknown) => {
-      if (isKubeStatus(e, 403)) return undefined;
-      throw e;
-    });
-    if (!live) {
-      note(ctx, `Cannot read ${r.kind} ${name}: the JSON patch carries no mark of operation ${id}`);
-      return sendPatch(ctx, r, ns, name, 'json', ops);
-    }
-    if (patchedBy(live, id)) {
+    const live = await readForMark(ctx, r, ns, name);
+    if (live && tookEarlier(ctx, live)) {
       track(ctx, live);
-      note(ctx, `${r.kind} ${name} already took this JSON patch (an earlier run of operation ${id}): not sent again`);
       return live;
     }
-    const marked = Array.isArray(ops) ? markedJsonPatch(ops, live, id) : undefined;
-    if (!marked) {
+    const marked = live && Array.isArray(ops) ? markedJsonPatch(ops, live, id) : undefined;
+    if (live && !marked)
       note(ctx, `The JSON patch rewrites metadata.annotations: it carries no mark of operation ${id}`);
-    }
     return sendPatch(ctx, r, ns, name, 'json', marked ?? ops);
   });
 }
