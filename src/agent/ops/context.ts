@@ -26,8 +26,9 @@ export interface OpContext {
   /** resourceKey → resourceVersion ('' = gone) of every object the operation wrote. */
   touched: Map<string, string>;
   /**
-   * `<taskId>.<index>` when the plugin-server sent the operation: creates and JSON patches write it into the cluster
-   * so that a repeat after an agent restart does not apply them twice (once-in-cluster.ts). Undefined: no such mark.
+   * `<taskId>.<index>` when the plugin-server sent the operation: creates, JSON patches, restarts and undos write it
+   * into the cluster so that a repeat after an agent restart does not apply them twice (once-in-cluster.ts).
+   * Undefined: no such mark.
    */
   operationId: string | undefined;
 }

@@ -118,7 +118,7 @@ export async function deployManifests(
     note(ctx, `Submitting manifest ${fullResourceName(item.manifest)} to kubernetes master...`);
     // The request's applyMode replaces the account default; a manifest's annotations still win (submitModeOf).
     const mode = submitModeOf(item.manifest, p.applyMode ?? ctx.defaultApplyMode, item.forceCreate);
-    // A create repeated after an agent restart would make a second object (or recreate the first): see once-in-cluster.ts.
+    // A create repeated after an agent restart would make a second object, or recreate the first (once-in-cluster.ts).
     if (ctx.operationId && (mode.kind === 'create' || mode.kind === 'recreate'))
       markCreation(item.manifest, ctx.operationId, i);
     const live = await submit(ctx, r, item.manifest, mode);

@@ -30,7 +30,7 @@ export interface ExecuteOptions {
   applyMode?: ApplyMode;
   /** Bound on waits inside an operation (objects gone, a CRD becoming served). Default 60 s. */
   waitTimeoutMs?: number;
-  /** The id the plugin-server gave the operation; marks its creates and JSON patches in the cluster (OpContext). */
+  /** The id the plugin-server gave the operation; marks the changes a repeat would make again (OpContext). */
   operationId?: string;
 }
 

@@ -1,12 +1,13 @@
 /**
- * Once per operation id across agent restarts, for the requests that can apply twice (`mayApplyTwice` in
- * kube/client.ts): creates and JSON patches. The in-memory once (once.ts) answers a repeat only while the process
- * lives; an agent killed after its change reached the API server and before its result reached the plugin-server
- * gets the same id again from Orca's resume, in a new process. So the mark that an operation ran is written into the
- * cluster by the very request that makes the change: the created object carries its operation's id, a JSON-patched
- * object the id of the last JSON patch it took. Change and mark succeed or fail together, so a repeat that finds the
- * mark knows the change happened, and one that does not find it knows it did not (docs/clouddriver-compatibility.md,
- * "Operations sent again").
+ * Once per operation id across agent restarts, for the changes that a repeat would make again: the requests that can
+ * apply twice (`mayApplyTwice` in kube/client.ts: creates, JSON patches) and the patches an operation computes from
+ * the state it finds (a rolling restart's new timestamp, an undo's "previous revision"). The in-memory once (once.ts)
+ * answers a repeat only while the process lives; an agent killed after its change reached the API server and before
+ * its result reached the plugin-server gets the same id again from Orca's resume, in a new process. So the mark that
+ * an operation ran is written into the cluster by the very request that makes the change: a created object carries
+ * its operation's id, a patched object the id of the last marked patch it took. Change and mark succeed or fail
+ * together, so a repeat that finds the mark knows the change happened, and one that does not find it knows it did not
+ * (docs/clouddriver-compatibility.md, "Operations sent again").
  */
 import { createHash } from 'node:crypto';
 import { isKubeStatus } from '../../shared/errors.js';
@@ -52,14 +53,11 @@ export async function earlierCreation(
     return ours(live) ? live : undefined;
   }
   try {
-    const list = await ctx.kube.getJson<{ items?: KubeObject[]; apiVersion?: string; kind?: string }>(
-      collectionPath(r, ns),
-      {
-        query: { labelSelector: `${LABELS.operationKey}=${key}` },
-        signal: ctx.signal,
-        intent: intentFor('list', r, ns),
-      },
-    );
+    const list = await ctx.kube.getJson<{ items?: KubeObject[] }>(collectionPath(r, ns), {
+      query: { labelSelector: `${LABELS.operationKey}=${key}` },
+      signal: ctx.signal,
+      intent: intentFor('list', r, ns),
+    });
     const found = (list.items ?? []).find(ours);
     // List items come without apiVersion and kind; the result names the object by them.
     return found && { ...found, apiVersion: manifest.apiVersion, kind: manifest.kind };
