@@ -117,7 +117,7 @@ describe('an operation sent again after an agent restart is applied once', () =>
     expect(await jobs(ns)).toHaveLength(2);
   });
 
-  it('runJob with a named Job (delete, then create): the repeat keeps the first run's Job', async () => {
+  it('runJob with a named Job (delete, then create): the repeat keeps the Job of the first run', async () => {
     const ns = await createNamespace('once-job-named');
     const op = wireOperation('01NAMEDTASK.0', 'runJob', runJob(ns, job({ name: 'migrate' })));
     expect((await runInFreshAgent(op)).ok).toBe(true);
@@ -267,7 +267,7 @@ describe('an operation sent again after an agent restart is applied once', () =>
       expect(live.metadata.annotations['scale-agent.io/last-operation-id']).toBe('01PATCHTASK2.0');
     });
 
-    it('creating the annotations map is conditional on the object read: stale read: 409, no lost map', async () => {
+    it('creating the annotations map is conditional on the object read: a stale read is a 409', async () => {
       const kc = adminKubeConfig();
       await installWidgetCrd(kc);
       const ns = await createNamespace('once-patch-rv');
