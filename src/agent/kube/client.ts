@@ -70,7 +70,8 @@ export function isTransient(e: unknown): boolean {
 /**
  * Whether sending this request twice can do twice what it does once: a create (POST; a second one is a 409 for an
  * object that was in fact created) and a JSON patch (an `add` to a list appends again). Merge and strategic patches,
- * server-side apply, PUT, DELETE and reads converge to the same state when repeated.
+ * server-side apply, PUT, DELETE and reads converge to the same state when repeated. A whole operation sent again
+ * (Orca's resume) is another matter: ops/once-in-cluster.ts marks its changes so that a repeat finds them.
  */
 export function mayApplyTwice(method: string, contentType: string | undefined): boolean {
   return method === 'POST' || (method === 'PATCH' && contentType === 'application/json-patch+json');

@@ -5,6 +5,7 @@ import { deleteAndWait } from './delete.js';
 import { collectionPath, intentFor, objectPath } from '../kube/resources.js';
 import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { getObject, note, retryConflicts, track, type OpContext } from './context.js';
+import { earlierCreation } from './once-in-cluster.js';
 
 export type SubmitMode =
   | { kind: 'server-side'; force: boolean }
@@ -41,6 +42,14 @@ export async function submit(
   const ns = r.namespaced ? manifest.metadata.namespace : undefined;
   const name = manifest.metadata.name ?? '';
   const what = `${r.kind} ${name || manifest.metadata.generateName}`;
+  if (mode.kind === 'create' || mode.kind === 'recreate') {
+    const earlier = await earlierCreation(ctx, r, ns, manifest);
+    if (earlier) {
+      track(ctx, earlier);
+      note(ctx, `${r.kind} ${earlier.metadata.name} was created by an earlier run of operation ${ctx.operationId}`);
+      return earlier;
+    }
+  }
   const result = await retryConflicts(ctx, what, async () => {
     switch (mode.kind) {
       case 'server-side':

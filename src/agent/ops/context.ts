@@ -25,6 +25,12 @@ export interface OpContext {
   messages: string[];
   /** resourceKey → resourceVersion ('' = gone) of every object the operation wrote. */
   touched: Map<string, string>;
+  /**
+   * `<taskId>.<index>` when the plugin-server sent the operation: creates, JSON patches, restarts and undos write it
+   * into the cluster so that a repeat after an agent restart does not apply them twice (once-in-cluster.ts).
+   * Undefined: no such mark.
+   */
+  operationId: string | undefined;
 }
 
 export function note(ctx: OpContext, message: string): void {
@@ -111,6 +117,9 @@ export async function waitFor(ctx: OpContext, timeoutMs: number, check: () => Pr
     delay = Math.min(delay * 2, 1000);
   }
 }
+
+/** RFC 6901: "~" → "~0", "/" → "~1" (keys like app.kubernetes.io/name in a JSON pointer). */
+export const escapePointer = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');
 
 /** Objects in results go without managedFields: they are large, and nobody downstream reads them. */
 export function withoutManagedFields(obj: KubeObject): KubeObject {

@@ -23,6 +23,7 @@ import { submit, submitModeOf } from './apply.js';
 import { collectionPath, intentFor } from '../kube/resources.js';
 import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { getObject, note, withoutManagedFields, type OpContext } from './context.js';
+import { markCreation } from './once-in-cluster.js';
 
 interface Prepared {
   manifest: KubeObject;
@@ -112,11 +113,14 @@ export async function deployManifests(
   }
 
   const deployed: KubeObject[] = [];
-  for (const item of prepared) {
+  for (const [i, item] of prepared.entries()) {
     const r = await resourceFor(ctx, item.manifest, crdScopes);
     note(ctx, `Submitting manifest ${fullResourceName(item.manifest)} to kubernetes master...`);
     // The request's applyMode replaces the account default; a manifest's annotations still win (submitModeOf).
     const mode = submitModeOf(item.manifest, p.applyMode ?? ctx.defaultApplyMode, item.forceCreate);
+    // A create repeated after an agent restart would make a second object, or recreate the first (once-in-cluster.ts).
+    if (ctx.operationId && (mode.kind === 'create' || mode.kind === 'recreate'))
+      markCreation(item.manifest, ctx.operationId, i);
     const live = await submit(ctx, r, item.manifest, mode);
     deployed.push(withoutManagedFields(live));
   }

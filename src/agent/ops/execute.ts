@@ -30,6 +30,8 @@ export interface ExecuteOptions {
   applyMode?: ApplyMode;
   /** Bound on waits inside an operation (objects gone, a CRD becoming served). Default 60 s. */
   waitTimeoutMs?: number;
+  /** The id the plugin-server gave the operation; marks the changes a repeat would make again (OpContext). */
+  operationId?: string;
 }
 
 export interface ExecutionResult {
@@ -73,6 +75,7 @@ export async function executeOperation(
     waitTimeoutMs: options.waitTimeoutMs ?? 60_000,
     messages: [],
     touched: new Map(),
+    operationId: options.operationId || undefined,
   };
   const started = Date.now();
   try {
@@ -181,7 +184,11 @@ export async function executeWireOperation(
     (s): s is AbortSignal => !!s,
   );
   const signal = signals.length > 0 ? AbortSignal.any(signals) : undefined;
-  const r = await executeOperation(client, op, { ...options, ...(signal ? { signal } : {}) });
+  const r = await executeOperation(client, op, {
+    ...options,
+    operationId: msg.operationId,
+    ...(signal ? { signal } : {}),
+  });
   return {
     operationId: msg.operationId,
     ok: r.ok,

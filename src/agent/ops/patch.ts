@@ -7,6 +7,7 @@ import type { Artifact, KubeObject, PatchPayload, PatchStrategy } from '../../sh
 import { apiVersionOfResource as apiVersionOf, intentFor, objectPath } from '../kube/resources.js';
 import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { note, retryConflicts, track, type OpContext } from './context.js';
+import { markedJsonPatch, readForMark, tookEarlier } from './once-in-cluster.js';
 
 const CONTENT_TYPES: Record<PatchStrategy, string> = {
   strategic: 'application/strategic-merge-patch+json',
@@ -14,8 +15,8 @@ const CONTENT_TYPES: Record<PatchStrategy, string> = {
   json: 'application/json-patch+json',
 };
 
-/** Sends one patch to an object (or a subresource) and tracks the result. */
-export async function patchObject(
+/** Sends one patch to an object (or a subresource), conflicts retried, and tracks the result. */
+export function patchObject(
   ctx: OpContext,
   r: OpResource,
   ns: string | undefined,
@@ -24,15 +25,25 @@ export async function patchObject(
   body: unknown,
   sub?: string,
 ): Promise<KubeObject> {
-  const out = await retryConflicts(ctx, `${r.kind} ${name}`, () =>
-    ctx.kube.request<KubeObject>('PATCH', objectPath(r, ns, name, sub), {
-      query: { fieldManager: ctx.fieldManager },
-      body,
-      contentType: CONTENT_TYPES[strategy],
-      signal: ctx.signal,
-      intent: intentFor('patch', r, ns, name, sub),
-    }),
-  );
+  return retryConflicts(ctx, `${r.kind} ${name}`, () => sendPatch(ctx, r, ns, name, strategy, body, sub));
+}
+
+async function sendPatch(
+  ctx: OpContext,
+  r: OpResource,
+  ns: string | undefined,
+  name: string,
+  strategy: PatchStrategy,
+  body: unknown,
+  sub?: string,
+): Promise<KubeObject> {
+  const out = await ctx.kube.request<KubeObject>('PATCH', objectPath(r, ns, name, sub), {
+    query: { fieldManager: ctx.fieldManager },
+    body,
+    contentType: CONTENT_TYPES[strategy],
+    signal: ctx.signal,
+    intent: intentFor('patch', r, ns, name, sub),
+  });
   if (!sub || sub === 'scale') {
     // A Scale's resourceVersion is its parent's, so it marks the parent object for the cache barrier.
     track(ctx, {
@@ -80,7 +91,8 @@ export async function patchManifest(ctx: OpContext, p: PatchPayload): Promise<Op
   if (strategy !== p.strategy)
     note(ctx, `${r.kind} is a custom resource: applying the strategic patch as a JSON merge patch`);
   note(ctx, `Patching ${r.kind} ${p.target.name} (${strategy})`);
-  await patchObject(ctx, r, p.target.location, p.target.name, strategy, body);
+  if (strategy === 'json' && ctx.operationId) await jsonPatchOnce(ctx, r, p.target.location, p.target.name, body);
+  else await patchObject(ctx, r, p.target.location, p.target.name, strategy, body);
   return patchResult(
     {
       apiVersion: apiVersionOf(r),
@@ -90,6 +102,32 @@ export async function patchManifest(ctx: OpContext, p: PatchPayload): Promise<Op
     },
     bound,
   );
+}
+
+/**
+ * A JSON patch (an `add` to `/-` appends again when repeated) that carries its operation's mark, so the operation sent
+ * again after an agent restart finds it applied instead of applying it twice (once-in-cluster.ts). Each attempt
+ * re-reads: the mark and a 409 on the resourceVersion precondition are decided on the object as it is now.
+ */
+function jsonPatchOnce(
+  ctx: OpContext,
+  r: OpResource,
+  ns: string | undefined,
+  name: string,
+  ops: unknown,
+): Promise<KubeObject> {
+  const id = ctx.operationId ?? '';
+  return retryConflicts(ctx, `${r.kind} ${name}`, async () => {
+    const live = await readForMark(ctx, r, ns, name);
+    if (live && tookEarlier(ctx, live)) {
+      track(ctx, live);
+      return live;
+    }
+    const marked = live && Array.isArray(ops) ? markedJsonPatch(ops, live, id) : undefined;
+    if (live && !marked)
+      note(ctx, `The JSON patch rewrites metadata.annotations: it carries no mark of operation ${id}`);
+    return sendPatch(ctx, r, ns, name, 'json', marked ?? ops);
+  });
 }
 
 /** The bound manifest's keys that the patch body had (binding added apiVersion/kind/metadata only to walk it). */

@@ -4,7 +4,7 @@ import { loadBalancersOf } from '../../shared/ops/spinnaker.js';
 import type { EnableDisablePayload, KubeObject } from '../../shared/ops/types.js';
 import { collectionPath, intentFor } from '../kube/resources.js';
 import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
-import { getObject, mustGet, note, type OpContext } from './context.js';
+import { escapePointer, getObject, mustGet, note, type OpContext } from './context.js';
 import { patchObject } from './patch.js';
 
 /**
@@ -101,13 +101,12 @@ async function patchLabels(
   if (enable) {
     if (needsMetadata) ops.push({ op: 'add', path: base.replace(/\/labels$/, ''), value: {} });
     if (needsMetadata || Object.keys(current).length === 0) ops.push({ op: 'add', path: base, value: {} });
-    for (const [k, v] of Object.entries(selector)) ops.push({ op: 'add', path: `${base}/${escape(k)}`, value: v });
+    for (const [k, v] of Object.entries(selector))
+      ops.push({ op: 'add', path: `${base}/${escapePointer(k)}`, value: v });
   } else {
-    for (const k of Object.keys(selector)) if (k in current) ops.push({ op: 'remove', path: `${base}/${escape(k)}` });
+    for (const k of Object.keys(selector))
+      if (k in current) ops.push({ op: 'remove', path: `${base}/${escapePointer(k)}` });
   }
   if (ops.length === 0) return;
   await patchObject(ctx, r, ns, name, 'json', ops);
 }
-
-/** RFC 6901: "~" → "~0", "/" → "~1" (label keys like app.kubernetes.io/name). */
-const escape = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');

@@ -5,6 +5,7 @@ import type { KubeObject, ScalePayload, Target, UndoRolloutPayload } from '../..
 import { collectionPath, intentFor } from '../kube/resources.js';
 import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { mustGet, note, type OpContext } from './context.js';
+import { markedJsonPatch, markedMergePatch, readForMark, tookEarlier } from './once-in-cluster.js';
 import { patchObject } from './patch.js';
 
 /** Resolves a target and checks the kind may run the operation, as Clouddriver's handler interfaces decide. */
@@ -37,11 +38,18 @@ export async function pauseRollout(ctx: OpContext, t: Target, paused: boolean): 
 
 export async function rollingRestart(ctx: OpContext, t: Target): Promise<null> {
   const r = await resolveFor(ctx, t, 'rollout', 'rolling restart');
+  // Each run writes a new time, so a repeat after an agent restart would restart again: it looks for its mark first.
+  if (ctx.operationId && tookEarlier(ctx, await readForMark(ctx, r, t.location, t.name))) return null;
   const now = new Date().toISOString();
   note(ctx, `Restarting ${r.kind} ${t.name} (${ANNOTATIONS.restartedAt}=${now})`);
-  await patchObject(ctx, r, t.location, t.name, 'strategic', {
-    spec: { template: { metadata: { annotations: { [ANNOTATIONS.restartedAt]: now } } } },
-  });
+  await patchObject(
+    ctx,
+    r,
+    t.location,
+    t.name,
+    'strategic',
+    markedMergePatch(ctx, { spec: { template: { metadata: { annotations: { [ANNOTATIONS.restartedAt]: now } } } } }),
+  );
   return null;
 }
 
@@ -59,6 +67,9 @@ export async function undoRollout(ctx: OpContext, p: UndoRolloutPayload): Promis
   const r = await resolveFor(ctx, p.target, 'rollout', 'undo rollout');
   const ns = p.target.location;
   const owner = await mustGet(ctx, r, ns, p.target.name);
+  // "Previous" and `numRevisionsBack` count from the revision current now: a repeat after an agent restart would go
+  // back (or forth) once more, so it looks for the mark the first run's patch wrote.
+  if (tookEarlier(ctx, owner)) return null;
   if (r.kind === 'Deployment' && (owner.spec as { paused?: boolean } | undefined)?.paused) {
     throw new ScaleAgentError(
       'CONFLICT',
@@ -125,9 +136,10 @@ async function deploymentRevisions(ctx: OpContext, r: OpResource, d: KubeObject)
             (rs.spec as { template: KubeObject['spec'] & { metadata?: { labels?: Record<string, string> } } }).template,
           );
           delete template.metadata?.labels?.['pod-template-hash'];
-          await patchObject(ctx, r, ns, d.metadata.name ?? '', 'json', [
-            { op: 'replace', path: '/spec/template', value: template },
-          ]);
+          const ops = [{ op: 'replace', path: '/spec/template', value: template }];
+          // A Deployment with revisions has the controller's revision annotation, so the mark is one more key.
+          const marked = ctx.operationId ? markedJsonPatch(ops, d, ctx.operationId) : undefined;
+          await patchObject(ctx, r, ns, d.metadata.name ?? '', 'json', marked ?? ops);
         },
       },
     ];
@@ -140,7 +152,7 @@ async function controllerRevisions(ctx: OpContext, r: OpResource, owner: KubeObj
   return revs.map((cr) => ({
     revision: Number(cr.revision ?? 0),
     apply: async () => {
-      await patchObject(ctx, r, ns, owner.metadata.name ?? '', 'strategic', cr.data);
+      await patchObject(ctx, r, ns, owner.metadata.name ?? '', 'strategic', markedMergePatch(ctx, cr.data as object));
     },
   }));
 }

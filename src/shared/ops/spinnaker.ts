@@ -28,12 +28,24 @@ export const ANNOTATIONS = {
   applyMode: 'scale-agent.io/apply-mode',
   /** Ours: hash of the deployed content, so identical redeploys reuse their version under server-side apply. */
   configHash: 'scale-agent.io/config-hash',
+  /**
+   * Ours: the id (`<taskId>.<index>`) of the operation that created this object, so the operation sent again after an
+   * agent restart finds it instead of creating another (docs/clouddriver-compatibility.md, "Operations sent again").
+   */
+  operationId: 'scale-agent.io/operation-id',
+  /** Ours: the id of the last operation whose JSON patch this object took, written by that same patch. */
+  lastOperationId: 'scale-agent.io/last-operation-id',
 } as const;
 
 export const LABELS = {
   name: 'app.kubernetes.io/name',
   managedBy: 'app.kubernetes.io/managed-by',
   sequence: 'moniker.spinnaker.io/sequence',
+  /**
+   * Ours: a digest of the creating operation's id and the manifest's place in it (label values are at most 63
+   * characters of a restricted alphabet), so a repeat can find a generateName object with a label selector.
+   */
+  operationKey: 'scale-agent.io/operation-key',
 } as const;
 
 export interface DeployStrategy {
