@@ -496,6 +496,7 @@ export class PluginServer {
     await this.http?.close();
     this.upstream?.accounts.stop();
     await this.upstream?.client.close();
+    this.runner.stop();
     await this.runner.flush();
     await this.accounts.flush();
     await this.views
