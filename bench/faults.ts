@@ -135,6 +135,7 @@ for (const store of stores) {
         progress(
           `  converge ${row.convergeMs} ms, ops ${row.ops.posted} (lost ${row.ops.lost.length}, dup ${row.ops.duplicates.length})${row.error ? ` ERROR ${row.error.slice(0, 300)}` : ''}`,
         );
+        if (row.bite) progress(`  ${row.bite.bit ? 'bit' : 'DID NOT BITE'}: ${row.bite.note}`);
         rows.push(row);
         const pids = rig.pids();
         for (const [name, sample] of Object.entries(row.processes)) {
@@ -162,6 +163,12 @@ for (const rs of byFault.values()) {
   );
 }
 process.stdout.write(`${table.join('\n')}\n\n`);
+// Faults that check themselves (Fault.observe): whether each repetition bit, and the evidence.
+for (const r of rows.filter((x) => x.bite)) {
+  const line = `${r.store} #${r.repetition} ${r.id}: ${r.bite!.bit ? '' : 'DID NOT BITE: '}${r.bite!.note}`;
+  notes.push(line);
+  process.stdout.write(`${line}\n`);
+}
 
 const lost = rows.reduce((a, r) => a + r.ops.lost.length, 0);
 const duplicates = rows.reduce((a, r) => a + r.ops.duplicates.length, 0);

@@ -16,6 +16,8 @@ export interface ReflectorLoopState {
   streamingLists: boolean;
   /** The last request got 403; the next success is reported as access regained. */
   forbidden: boolean;
+  /** 403s in a row (0 after any success). */
+  forbiddenStreak: number;
   /** Clock time of the last 410 Gone; undefined before the first. */
   lastGoneAt: number | undefined;
 }
@@ -31,6 +33,7 @@ export function initialLoopState(resumeFrom: string | undefined, streamingLists:
     synced: resourceVersion !== undefined,
     streamingLists,
     forbidden: false,
+    forbiddenStreak: 0,
     lastGoneAt: undefined,
   };
 }
@@ -42,6 +45,15 @@ export function nextRequest(s: ReflectorLoopState): ReflectorRequest {
   if (s.resourceVersion !== undefined) return 'watch';
   return s.streamingLists ? 'streaming-list' : 'list';
 }
+
+/**
+ * A scope that was readable and gets 403 backs off (keeping its place) this many times before it is taken for
+ * forbidden and left to the slow timer: an API server that just restarted authorizes from RBAC caches it is still
+ * filling, and answers 403 for a moment (seen in the fault suite after a SIGKILLed kube-apiserver, for a
+ * ServiceAccount; system:masters skips RBAC and never sees it). Without this, one such 403 stopped the kind's
+ * watch in that namespace for the slow timer's 10 minutes.
+ */
+export const TRANSIENT_FORBIDDEN_RETRIES = 5;
 
 /** A second 410 within this long of the previous one is a compaction storm: relist after a backoff, not at once. */
 export const GONE_STORM_MS = 2000;
@@ -103,7 +115,7 @@ export interface ReflectorStep {
 export function nextReflectorStep(s: ReflectorLoopState, event: ReflectorEvent): ReflectorStep {
   if (event.type !== 'failed') {
     const allowed = s.forbidden ? ({ report: 'allowed' } as const) : {};
-    const state = { ...s, forbidden: false };
+    const state = { ...s, forbidden: false, forbiddenStreak: 0 };
     if (event.type === 'listed') return { state, wait: 'none', resetBackoff: true, failed: false, ...allowed };
     // A watch the server ends normally (its timeout) is resumed at once; one that ends at once and empty would
     // be a hot loop, so it backs off.
@@ -127,14 +139,19 @@ export function nextReflectorStep(s: ReflectorLoopState, event: ReflectorEvent):
       const state = { ...s, resourceVersion: undefined, lastGoneAt: event.at };
       return { state, wait: storm ? 'backoff' : 'none', restart: 'gone', ...failed };
     }
-    case 'forbidden':
+    case 'forbidden': {
+      const forbiddenStreak = s.forbiddenStreak + 1;
+      if (s.synced && forbiddenStreak <= TRANSIENT_FORBIDDEN_RETRIES) {
+        return { state: { ...s, forbiddenStreak }, wait: 'backoff', restart: 'error', ...failed };
+      }
       // Start over with a fresh list when access comes back; nothing of this scope was sent meanwhile.
       return {
-        state: { ...s, resourceVersion: undefined, synced: false, forbidden: true },
+        state: { ...s, resourceVersion: undefined, synced: false, forbidden: true, forbiddenStreak },
         wait: 'forbidden-retry',
         ...(s.forbidden ? {} : { report: 'forbidden' as const }),
         ...failed,
       };
+    }
     case 'watch-list-refused':
       if (s.resourceVersion === undefined && s.streamingLists) {
         return { state: { ...s, streamingLists: false }, wait: 'none', ...failed };

@@ -153,6 +153,7 @@ export class Reflector {
   private readonly random: () => number;
   private streamingLists: boolean;
   private forbidden = false;
+  private forbiddenStreak = 0;
   private lastGoneAt: number | undefined;
   private running: Promise<void> | undefined;
 
@@ -183,8 +184,8 @@ export class Reflector {
   }
 
   private get loopState(): ReflectorLoopState {
-    const { resourceVersion, synced, streamingLists, forbidden, lastGoneAt } = this;
-    return { resourceVersion, synced, streamingLists, forbidden, lastGoneAt };
+    const { resourceVersion, synced, streamingLists, forbidden, forbiddenStreak, lastGoneAt } = this;
+    return { resourceVersion, synced, streamingLists, forbidden, forbiddenStreak, lastGoneAt };
   }
 
   private set loopState(s: ReflectorLoopState) {
@@ -193,6 +194,7 @@ export class Reflector {
       synced: this.synced,
       streamingLists: this.streamingLists,
       forbidden: this.forbidden,
+      forbiddenStreak: this.forbiddenStreak,
       lastGoneAt: this.lastGoneAt,
     } = s);
   }

@@ -42,6 +42,7 @@ import {
 import { forwardOperation, registerPeerOperationRoute } from './ops/peer-forward.js';
 import { ReplicaViews } from './replica-views.js';
 import { AgentSession } from './sessions.js';
+import { StorageFullSignal } from './storage-full.js';
 import { MemoryTaskRepository, MysqlTaskRepository, type TaskRepository } from './tasks/index.js';
 import { UpstreamAccounts } from './upstream/accounts.js';
 import { UpstreamClient } from './upstream/client.js';
@@ -76,10 +77,10 @@ function firstExternalAddress(): string | undefined {
   return (all.find((i) => !i.internal && i.family === 'IPv4') ?? all.find((i) => !i.internal))?.address;
 }
 
-export function createStore(config: PluginServerConfig): CacheStore {
+export function createStore(config: PluginServerConfig, storageFull?: StorageFullSignal): CacheStore {
   const storage = config.storage;
   if (storage.type === 'memory') return new MemoryCacheStore();
-  return new MysqlCacheStore(resolveMysqlUrl(storage), { connectionLimit: storage.connectionLimit });
+  return new MysqlCacheStore(resolveMysqlUrl(storage), { connectionLimit: storage.connectionLimit, storageFull });
 }
 
 /**
@@ -88,6 +89,8 @@ export function createStore(config: PluginServerConfig): CacheStore {
  */
 export class PluginServer {
   readonly log: Logger;
+  /** Shared by the MySQL cache store and task repository: writes refused for lack of space (for /readyz). */
+  private readonly storageFull = new StorageFullSignal();
   readonly store: CacheStore;
   readonly accounts: AccountRegistry;
   readonly metrics: PluginServerMetrics;
@@ -126,7 +129,7 @@ export class PluginServer {
   ) {
     this.log = options.log ?? createLogger({ name: 'plugin-server', level: config.logLevel });
     // Every write is observed: tasks wait on it for the cache to catch up with what their operation wrote.
-    const watched = new WatchedStore(options.store ?? createStore(config));
+    const watched = new WatchedStore(options.store ?? createStore(config, this.storageFull));
     this.store = watched;
     this.accounts = new AccountRegistry(this.store, this.log, {
       gracePeriodMs: config.accounts.gracePeriodSeconds * 1000,
@@ -161,7 +164,7 @@ export class PluginServer {
     const ops = config.operations;
     this.tasks =
       config.storage.type === 'mysql'
-        ? new MysqlTaskRepository(resolveMysqlUrl(config.storage))
+        ? new MysqlTaskRepository(resolveMysqlUrl(config.storage), { storageFull: this.storageFull })
         : new MemoryTaskRepository();
     this.dispatcher = new OperationDispatcher({
       accounts: this.accounts,
@@ -463,6 +466,9 @@ export class PluginServer {
     } finally {
       clearTimeout(timer);
     }
+    // The ping passes on a full disk; the writes refused meanwhile say it.
+    const full = this.storageFull.reason();
+    if (full) reasons.push(`store: ${full}`);
     // A replica that cannot renew its leases will lose its accounts to peers: it must not take traffic meanwhile.
     const renewedAgo = Date.now() - this.accounts.lastRenewedAt;
     if (this.grpc && renewedAgo > this.accounts.leaseMs) {
@@ -490,6 +496,7 @@ export class PluginServer {
     await this.http?.close();
     this.upstream?.accounts.stop();
     await this.upstream?.client.close();
+    this.runner.stop();
     await this.runner.flush();
     await this.accounts.flush();
     await this.views

@@ -36,6 +36,11 @@ export class MariaDb {
     return this.proc.pid;
   }
 
+  /** Its error log (startup, crash recovery, a full disk). */
+  get logFile(): string {
+    return join(this.dir, 'mariadbd.log');
+  }
+
   /** The data dir (for disk-full faults: fill the tmpfs it sits on). */
   get datadir(): string {
     return join(this.dir, 'data');
@@ -91,7 +96,7 @@ export class MariaDb {
         '--max-connections=1000',
         '--max-allowed-packet=64M',
       ],
-      join(this.dir, 'mariadbd.log'),
+      this.logFile,
     );
     this.proc = proc;
     const deadline = Date.now() + START_TIMEOUT_MS;

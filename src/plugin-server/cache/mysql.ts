@@ -3,6 +3,7 @@ import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql
 import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js';
+import { StorageFullSignal } from '../storage-full.js';
 import {
   normalizeAccountRecord,
   scopeId,
@@ -219,7 +220,11 @@ export class MysqlCacheStore implements CacheStore {
   private readonly scopes = new ScopeTable();
   private readonly loadedAccounts = new Set<string>();
 
-  constructor(url: string, options: { connectionLimit?: number } = {}) {
+  /** Writes refused for lack of space are noted here (readiness reports them; see storage-full.ts). */
+  private readonly storageFull: StorageFullSignal;
+
+  constructor(url: string, options: { connectionLimit?: number; storageFull?: StorageFullSignal } = {}) {
+    this.storageFull = options.storageFull ?? new StorageFullSignal();
     this.pool = mysql.createPool({
       uri: url,
       connectionLimit: options.connectionLimit ?? 8,
@@ -429,7 +434,9 @@ export class MysqlCacheStore implements CacheStore {
       await conn.rollback().catch(() => undefined);
       // The in-memory scope states may be ahead of what was rolled back; reload them on next use.
       for (const a of accounts) this.loadedAccounts.delete(a);
-      throw new ScaleAgentError('UNAVAILABLE', `MySQL store write failed: ${(e as Error).message}`, { cause: e });
+      throw new ScaleAgentError('UNAVAILABLE', `MySQL store write failed: ${(e as Error).message}`, {
+        cause: this.storageFull.noted(e),
+      });
     } finally {
       conn.release();
     }
@@ -716,7 +723,9 @@ export class MysqlCacheStore implements CacheStore {
       return true;
     } catch (e) {
       await conn.rollback().catch(() => undefined);
-      throw new ScaleAgentError('UNAVAILABLE', `MySQL store query failed: ${(e as Error).message}`, { cause: e });
+      throw new ScaleAgentError('UNAVAILABLE', `MySQL store query failed: ${(e as Error).message}`, {
+        cause: this.storageFull.noted(e),
+      });
     } finally {
       conn.release();
     }
@@ -740,7 +749,9 @@ export class MysqlCacheStore implements CacheStore {
       const [rows] = await this.pool.query<RowDataPacket[]>(sql, params);
       return [rows];
     } catch (e) {
-      throw new ScaleAgentError('UNAVAILABLE', `MySQL store query failed: ${(e as Error).message}`, { cause: e });
+      throw new ScaleAgentError('UNAVAILABLE', `MySQL store query failed: ${(e as Error).message}`, {
+        cause: this.storageFull.noted(e),
+      });
     }
   }
 }

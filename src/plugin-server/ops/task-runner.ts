@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { sleep } from '../../shared/clock.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logging.js';
 import {
@@ -41,6 +42,10 @@ interface AgentResultJson {
 /** Operations whose task Orca waits on for a result object (docs/clouddriver-compatibility.md, Tasks). */
 const RESULT_EXPECTED = new Set<OperationType>(['deployManifest', 'deleteManifest', 'patchManifest']);
 
+/** A refused task write is made again after 200 ms, doubling up to 5 s. */
+const SAVE_RETRY_BASE_MS = 200;
+const SAVE_RETRY_MAX_MS = 5_000;
+
 /**
  * Runs tasks: each operation in order goes to its account's agent, then waits for the cache to hold what it wrote,
  * then the next one; the first failure ends the task. Every step is written to the task repository, so a poller on
@@ -54,6 +59,7 @@ export class TaskRunner {
   private readonly requesters = new Map<string, string>();
   /** The caller's Authorization header per running task, for operations forwarded to a peer replica. */
   private readonly credentials = new Map<string, string>();
+  private stopped = false;
 
   constructor(
     private readonly deps: {
@@ -259,18 +265,41 @@ export class TaskRunner {
     await Promise.all(this.saving.values());
   }
 
+  /** Shutdown: writes the store refuses are no longer tried again (flush() then returns). */
+  stop(): void {
+    this.stopped = true;
+  }
+
   private save(task: Task): Promise<void> {
     const snapshot = structuredClone(task);
     const prev = this.saving.get(task.id) ?? Promise.resolve();
     // Writes of one task are chained, so a slow earlier write never lands after a later one.
-    const next = prev
-      .then(() => this.deps.repo.save(snapshot))
-      .catch((e: unknown) => this.deps.log.error({ taskId: task.id, err: e }, 'cannot save task'));
+    const next = prev.then(() => this.saveUntilStored(snapshot));
     this.saving.set(task.id, next);
     void next.finally(() => {
       if (this.saving.get(task.id) === next) this.saving.delete(task.id);
     });
     return next;
+  }
+
+  /**
+   * A write the store refuses (a full disk, MySQL unreachable) is made again until it lands: the last one carries
+   * the task's outcome, and once the task stops running, pollers read it from the store; a write dropped here left
+   * the task running there for ever (seen with MariaDB's disk full: operations polled as running until the client
+   * gave up). The task stays running in this process, answered from memory, until then. Ends when the runner stops.
+   */
+  private async saveUntilStored(snapshot: Task): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.deps.repo.save(snapshot);
+        if (attempt > 1) this.deps.log.info({ taskId: snapshot.id, attempt }, 'task saved');
+        return;
+      } catch (e) {
+        if (attempt === 1) this.deps.log.error({ taskId: snapshot.id, err: e }, 'cannot save task; trying again');
+        if (this.stopped) return;
+        await sleep(Math.min(SAVE_RETRY_BASE_MS * 2 ** (attempt - 1), SAVE_RETRY_MAX_MS));
+      }
+    }
   }
 
   private async run(task: Task, operations: NormalizedOperation[], from = 0): Promise<void> {

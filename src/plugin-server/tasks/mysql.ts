@@ -1,6 +1,7 @@
 import mysql, { type Pool, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import type { Task } from './model.js';
 import type { TaskRepository } from './repository.js';
+import { StorageFullSignal } from '../storage-full.js';
 
 /**
  * Tasks in MySQL next to the cache, so finished tasks (and their results) survive a plugin-server restart. The
@@ -10,8 +11,11 @@ import type { TaskRepository } from './repository.js';
 export class MysqlTaskRepository implements TaskRepository {
   readonly type = 'mysql' as const;
   private readonly pool: Pool;
+  /** Writes refused for lack of space are noted here (readiness reports them; see storage-full.ts). */
+  private readonly storageFull: StorageFullSignal;
 
-  constructor(url: string) {
+  constructor(url: string, options: { storageFull?: StorageFullSignal } = {}) {
+    this.storageFull = options.storageFull ?? new StorageFullSignal();
     this.pool = mysql.createPool({ uri: url, connectionLimit: 4, charset: 'utf8mb4' });
   }
 
@@ -59,7 +63,7 @@ export class MysqlTaskRepository implements TaskRepository {
       if (r.affectedRows === 1) return { task, created: true };
     } catch (e) {
       await conn.rollback().catch(() => undefined);
-      throw e;
+      throw this.storageFull.noted(e);
     } finally {
       conn.release();
     }
@@ -71,13 +75,17 @@ export class MysqlTaskRepository implements TaskRepository {
   async save(task: Task): Promise<void> {
     // owner_id follows the body: a resumed or restarted task moves to the replica running it, whose heartbeat
     // then keeps it from being reaped.
-    await this.pool.query('UPDATE sa_tasks SET completed = ?, updated_at = ?, owner_id = ?, body = ? WHERE id = ?', [
-      task.status.completed ? 1 : 0,
-      task.updatedAtMs,
-      task.ownerId,
-      JSON.stringify(task),
-      task.id,
-    ]);
+    await this.pool
+      .query('UPDATE sa_tasks SET completed = ?, updated_at = ?, owner_id = ?, body = ? WHERE id = ?', [
+        task.status.completed ? 1 : 0,
+        task.updatedAtMs,
+        task.ownerId,
+        JSON.stringify(task),
+        task.id,
+      ])
+      .catch((e: unknown) => {
+        throw this.storageFull.noted(e);
+      });
   }
 
   async get(id: string): Promise<Task | undefined> {

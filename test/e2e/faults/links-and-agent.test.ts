@@ -1,9 +1,11 @@
 /**
  * A representative slice of the fault matrix (`npm run faults` runs all of it): connections between agent and
  * plugin-server reset, then blackholed for longer than the session idle timeout; the agent frozen (SIGSTOP) past
- * its heartbeats; latency with jitter between agent and API server. Churn of four kinds (one a CRD) in three
- * namespaces and REST operations run through each. After each: the cache equals the API server, and every
- * operation posted ended succeeded or failed-retryable (resumed once, as Orca does), exactly once in the cluster.
+ * its heartbeats; latency with jitter between agent and API server; the API server answering the agent (a
+ * ServiceAccount, as in production) 429 from API Priority and Fairness, then 500 from a failing admission webhook.
+ * Churn of four kinds (one a CRD) in three namespaces and REST operations run through each. After each: the cache
+ * equals the API server, and every operation posted ended succeeded or failed-retryable (resumed once, as Orca
+ * does), exactly once in the cluster — or, for the webhook's 500s, failed and said so.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,5 +52,24 @@ describe('faults: agent ↔ plugin-server, agent ↔ API server, agent process (
 
   it('latency with jitter between agent and API server: converges, nothing lost or run twice', async () => {
     expectSurvived(await runFault(rig, load, faultById('latency:apiserver')));
+  });
+
+  it('429s from API Priority and Fairness: the agent rides them out, nothing lost or run twice', async () => {
+    const r = await runFault(rig, load, faultById('apf-429:kube-apiserver'));
+    // The API server did reject the agent (the fault bit; the count is from its flow-control metrics).
+    expect(r.bite, r.bite?.note).toMatchObject({ bit: true });
+    expectSurvived(r);
+  });
+
+  it('500s from a failing webhook on the agent’s writes: each operation ends once, failed ones told', async () => {
+    const r = await runFault(rig, load, faultById('webhook-500:kube-apiserver'));
+    expect(r.bite, r.bite?.note).toMatchObject({ bit: true });
+    expect(r.diff).toMatchObject({ equal: true, missing: [], extra: [], stale: [] });
+    expect(r.ops.lost, JSON.stringify(r.ops)).toEqual([]);
+    expect(r.ops.duplicates).toEqual([]);
+    // The refused writes failed the operations that made them, naming the webhook; nothing else failed.
+    expect(r.ops.failed.length).toBeGreaterThan(0);
+    for (const f of r.ops.failed) expect(f).toContain('failed calling webhook');
+    expect(r.ops.outcomes.succeeded + r.ops.outcomes['failed-retryable'] + r.ops.outcomes.failed).toBe(r.ops.posted);
   });
 });

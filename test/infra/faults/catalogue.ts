@@ -3,9 +3,9 @@
  * needs from the rig, and how it is lifted. The runner (bench/faults.ts) and the CI subset (test/e2e/faults/) pick
  * from this one list.
  */
-import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Component } from '../control-plane.js';
+import { apfFault, webhookFault } from './api-faults.js';
+import { diskFullFault } from './disk-full.js';
 import type { FaultRig, Link } from './rig.js';
 import type { Toxic, ToxicStream } from '../toxiproxy.js';
 
@@ -18,8 +18,14 @@ export interface Fault {
   target: string;
   /** What the rig must have: a control plane of its own, a MariaDB of its own (on a tmpfs), the MySQL store. */
   needs: { privateControlPlane?: boolean; privateMariadb?: boolean; mysql?: boolean; tmpfs?: boolean };
+  /** Held this long once `inject` returns (which, for some faults, waits until the fault is in force). */
   holdMs: number;
   inject(rig: FaultRig): Promise<void>;
+  /**
+   * At the end of the hold, before recovery: whether the fault bit (the API server refused requests, a write failed)
+   * and the evidence, for faults that can fail to bite silently.
+   */
+  observe?(rig: FaultRig): Promise<{ bit: boolean; note: string }>;
   recover(rig: FaultRig): Promise<void>;
 }
 
@@ -181,32 +187,15 @@ const linkFaults: ((link: Link) => Fault)[] = [
   }),
 ];
 
-const BALLAST = 'ballast';
-
-/** Fills the tmpfs under MariaDB's data dir to the last byte; recover frees it. */
-const diskFull: Fault = {
-  id: 'disk-full:mariadb',
-  fault: 'disk full 8 s',
-  target: 'mariadb',
-  needs: { mysql: true, privateMariadb: true, tmpfs: true },
-  holdMs: 8_000,
-  inject: async (rig) => {
-    const fd = openSync(join(rig.mariadb!.datadir, BALLAST), 'w');
-    const chunk = Buffer.alloc(1 << 20);
-    try {
-      for (;;) writeSync(fd, chunk);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOSPC') throw e;
-    } finally {
-      closeSync(fd);
-    }
-  },
-  recover: async (rig) => rmSync(join(rig.mariadb!.datadir, BALLAST), { force: true }),
-};
-
 export const LINKS: Link[] = ['grpc', 'apiserver', 'mysql'];
 
-export const FAULTS: Fault[] = [...processFaults, ...LINKS.flatMap((link) => linkFaults.map((f) => f(link))), diskFull];
+export const FAULTS: Fault[] = [
+  ...processFaults,
+  ...LINKS.flatMap((link) => linkFaults.map((f) => f(link))),
+  apfFault(),
+  webhookFault(),
+  diskFullFault(),
+];
 
 export function faultById(id: string): Fault {
   const f = FAULTS.find((x) => x.id === id);

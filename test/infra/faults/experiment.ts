@@ -31,6 +31,8 @@ export interface FaultResult {
   /** The checker's last diff: equal, over this many objects. */
   diff: CacheDiff;
   during: DuringFault;
+  /** From the fault's own check (Fault.observe), when it has one: did it bite, and the evidence. */
+  bite?: { bit: boolean; note: string };
   churn: ChurnStats;
   ops: OpsReport;
   processes: Record<string, ProcessSample | undefined>;
@@ -96,6 +98,7 @@ export async function runFault(
   // Probe in the middle of the hold, without letting a hanging probe stretch it.
   const probed = sleep(fault.holdMs / 2).then(() => probe(rig));
   await sleep(fault.holdMs);
+  const bite = await fault.observe?.(rig);
   const tRecover = Date.now();
   await fault.recover(rig);
   const recovered = Date.now();
@@ -112,6 +115,7 @@ export async function runFault(
     convergeMs,
     diff,
     during: await probed,
+    bite,
     churn: {
       writes: load.churn.stats.writes - churnBefore.writes,
       failed: load.churn.stats.failed - churnBefore.failed,

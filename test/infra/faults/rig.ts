@@ -4,7 +4,7 @@
  * a few namespaces to churn in. The control plane and MariaDB are private (so they can be killed) or the shared
  * ones of the test run (cheaper, for faults that leave them alone).
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import { waitForCacheToMatch, type CacheCheckOptions, type CacheDiff, type CheckedKind } from '../cache-checker.js';
@@ -13,6 +13,7 @@ import { resolveK8sBinDir } from '../k8s-tools.js';
 import { createDatabase, MariaDb } from '../mariadb.js';
 import { AgentProcess, PluginServerProcess } from '../processes.js';
 import { waitFor } from '../wait.js';
+import { createAgentIdentity, deleteAgentIdentity, type AgentIdentity } from './agent-identity.js';
 import { kubeRequest } from './kube-raw.js';
 import { Toxiproxy } from '../toxiproxy.js';
 
@@ -84,6 +85,8 @@ export class FaultRig {
   /** Admin kubeconfig straight to the API server (the churn and the checker use it: they are the world, not the agent). */
   kubeconfig!: string;
   namespaces: string[] = [];
+  /** Who the agent is to the API server (a ServiceAccount, subject to flow control). */
+  agentIdentity?: AgentIdentity;
   readonly links: Partial<Record<Link, string>> = {};
   private dropDb?: () => Promise<void>;
 
@@ -103,6 +106,15 @@ export class FaultRig {
   kubeConfig(): KubeConfig {
     const kc = new KubeConfig();
     kc.loadFromFile(this.kubeconfig);
+    return kc;
+  }
+
+  /** The agent's credentials straight to the API server (not through Toxiproxy): for probes as the agent. */
+  agentKubeConfig(): KubeConfig {
+    const kc = this.kubeConfig();
+    const user = kc.getCurrentUser();
+    if (!user || !this.agentIdentity) throw new Error('the rig has no agent identity yet');
+    kc.users = kc.users.map((u) => (u.name === user.name ? { ...u, token: this.agentIdentity!.token } : u));
     return kc;
   }
 
@@ -130,6 +142,7 @@ export class FaultRig {
       await api.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
       this.namespaces.push(name);
     }
+    this.agentIdentity = await createAgentIdentity(this.kubeConfig(), this.namespaces[0]!, suffix);
 
     let storage: { type: 'memory' } | { type: 'mysql'; url: string } = { type: 'memory' };
     if (this.opts.store === 'mysql') {
@@ -160,12 +173,15 @@ export class FaultRig {
 
     const adminYaml = readFileSync(this.kubeconfig, 'utf8');
     const upstream = /server: https:\/\/([^\s]+)/.exec(adminYaml)?.[1];
-    if (!upstream) throw new Error(`${this.kubeconfig}: no https server URL`);
+    const adminToken = /token: (\S+)/.exec(adminYaml)?.[1];
+    if (!upstream || !adminToken) throw new Error(`${this.kubeconfig}: no https server URL or token`);
     this.links.apiserver = await this.toxiproxy.createProxy('apiserver', upstream);
     const agentKubeconfig = join(dir, 'agent-kubeconfig');
     writeFileSync(
       agentKubeconfig,
-      adminYaml.replace(`server: https://${upstream}`, `server: https://${this.links.apiserver}`),
+      adminYaml
+        .replace(`server: https://${upstream}`, `server: https://${this.links.apiserver}`)
+        .replace(`token: ${adminToken}`, `token: ${this.agentIdentity.token}`),
       { mode: 0o600 },
     );
     this.agent = await AgentProcess.start({
@@ -211,6 +227,9 @@ export class FaultRig {
     await this.agent?.stop().catch(() => undefined);
     await this.server?.stop().catch(() => undefined);
     await this.toxiproxy?.stop().catch(() => undefined);
+    if (!this.cp && this.agentIdentity) {
+      await deleteAgentIdentity(this.kubeConfig(), this.agentIdentity).catch(() => undefined);
+    }
     if (!this.cp && this.namespaces.length) {
       const api = this.objectApi();
       for (const name of this.namespaces) {
@@ -218,6 +237,8 @@ export class FaultRig {
       }
     }
     await this.dropDb?.().catch(() => undefined);
+    // MariaDB's own log goes with its temp dir: keep a copy beside the others (a crash under a fault is in it).
+    if (this.mariadb) cpSync(this.mariadb.logFile, join(this.opts.dir, 'mariadbd.log'), { force: true });
     await this.mariadb?.stop().catch(() => undefined);
     await this.cp?.stop().catch(() => undefined);
   }

@@ -1,4 +1,6 @@
+import { createConnection } from 'mysql2/promise';
 import { afterAll, describe, expect, it } from 'vitest';
+import { StorageFullSignal } from '../../../src/plugin-server/storage-full.js';
 import { failTask, MysqlTaskRepository, newTask, type TaskRepository } from '../../../src/plugin-server/tasks/index.js';
 import { createTestDatabase } from '../../infra/index.js';
 import { taskRepositoryContract } from '../../unit/plugin-server/task-repository-contract.js';
@@ -48,5 +50,32 @@ describe('tasks of a replica that stopped (mysql)', () => {
     expect(await repo.saveIfAbandoned(dead, later)).toBe(true);
     expect(await repo.get('dead-1')).toMatchObject({ status: { completed: true, failed: true, retryable: true } });
     expect(await repo.saveIfAbandoned(dead, later)).toBe(false);
+  });
+});
+
+describe('a task write the database refuses for lack of space (mysql)', () => {
+  it('fails the write and is noted for readiness, with MariaDB’s reason', async () => {
+    const db = await createTestDatabase('sa_tasks_full');
+    const storageFull = new StorageFullSignal();
+    const repo = new MysqlTaskRepository(db.url, { storageFull });
+    try {
+      await repo.init();
+      // The smallest MyISAM table holds 64 KiB and then answers as a full disk makes InnoDB answer: "The table … is
+      // full" (1114). Filling a real disk needs mount rights; `npm run faults -- --only disk-full` does that.
+      const c = await createConnection(db.url);
+      await c.query('ALTER TABLE sa_tasks ENGINE=MyISAM MAX_ROWS=1 AVG_ROW_LENGTH=1');
+      await c.end();
+      let refused: unknown;
+      for (let i = 0; i < 2_000 && refused === undefined; i++) {
+        await repo.create(newTask(`full-${i}`, 'me@a', `req-${i}`)).catch((e: unknown) => (refused = e));
+      }
+      expect(refused).toMatchObject({ errno: 1114 });
+      expect(storageFull.reason()).toMatch(
+        /^out of space: a write was refused \d+ s ago \(The table .*sa_tasks.* is full\)$/,
+      );
+    } finally {
+      await repo.close();
+      await db.drop();
+    }
   });
 });

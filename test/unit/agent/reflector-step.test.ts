@@ -8,6 +8,7 @@ import {
   nextReflectorStep,
   nextRequest,
   StallGuard,
+  TRANSIENT_FORBIDDEN_RETRIES,
   watchTimeoutSeconds,
   type ReflectorEvent,
   type ReflectorLoopState,
@@ -241,20 +242,54 @@ describe('reflector: other failures', () => {
     expect([onWatch.wait, onWatch.restart, onWatch.state.streamingLists]).toEqual(['backoff', 'error', true]);
   });
 
-  it('403: reported once, retried on the slow timer from a fresh list; the next success reports access back', () => {
-    const { trace, state } = drive(streaming('8'), [
+  it('403 on a scope never readable: reported once, retried on the slow timer; the next success reports access back', () => {
+    const { trace, state } = drive(streaming(), [
       { t: 'forbidden', tookMs: 5 },
       { t: 'forbidden', tookMs: 5 },
     ]);
     expect(trace.map((t) => [t.request, t.waitMs])).toEqual([
-      ['watch', -1],
+      ['streaming-list', -1],
       ['streaming-list', -1],
     ]);
-    const first = nextReflectorStep(streaming('8'), { type: 'failed', failure: 'forbidden', at: 0 });
+    const first = nextReflectorStep(streaming(), { type: 'failed', failure: 'forbidden', at: 0 });
     expect([first.report, first.state.synced, first.state.resourceVersion]).toEqual(['forbidden', false, undefined]);
     expect(nextReflectorStep(state, { type: 'failed', failure: 'forbidden', at: 0 }).report).toBeUndefined();
     const back = nextReflectorStep(state, { type: 'watch-ended', received: 4, elapsedMs: 10 });
-    expect([back.report, back.state.forbidden]).toEqual(['allowed', false]);
+    expect([back.report, back.state.forbidden, back.state.forbiddenStreak]).toEqual(['allowed', false, 0]);
+  });
+
+  it('403 on a scope that was readable (an API server filling its RBAC caches): backs off in place a few times', () => {
+    const forbidden: Outcome[] = Array.from({ length: TRANSIENT_FORBIDDEN_RETRIES }, () => ({
+      t: 'forbidden',
+      tookMs: 5,
+    }));
+    // Access back within the retries: the watch resumes where it was, nothing reported, no relist.
+    const { trace, state } = drive(streaming('8'), [...forbidden, { t: 'watch-ended', received: 1, tookMs: 50 }]);
+    expect(trace.map((t) => [t.request, t.waitMs > 0, t.restart])).toEqual([
+      ...forbidden.map(() => ['watch', true, 'error']),
+      ['watch', false, 'timeout'],
+    ]);
+    expect([state.resourceVersion, state.synced, state.forbidden, state.forbiddenStreak]).toEqual([
+      '8',
+      true,
+      false,
+      0,
+    ]);
+    // Still 403 after them: taken for forbidden, reported once, left to the slow timer, relisted when allowed.
+    const after = drive(streaming('8'), [...forbidden, { t: 'forbidden', tookMs: 5 }, { t: 'forbidden', tookMs: 5 }]);
+    expect(after.trace.slice(-2).map((t) => [t.request, t.waitMs])).toEqual([
+      ['watch', -1],
+      ['streaming-list', -1],
+    ]);
+    let s = streaming('8');
+    const reports: (string | undefined)[] = [];
+    for (let i = 0; i <= TRANSIENT_FORBIDDEN_RETRIES + 1; i++) {
+      const step = nextReflectorStep(s, { type: 'failed', failure: 'forbidden', at: 0 });
+      reports.push(step.report);
+      s = step.state;
+    }
+    expect(reports.filter((r) => r === 'forbidden')).toHaveLength(1);
+    expect(reports[TRANSIENT_FORBIDDEN_RETRIES]).toBe('forbidden');
   });
 
   it('404 asks for rediscovery and backs off, keeping the resourceVersion', () => {
