@@ -635,8 +635,9 @@ const CHANGE_TYPES: Record<number, ChangeKind> = {
 };
 
 /**
- * Validates one change: key fields, and the object parsed as a JSON object (Secrets also stripped of data). `prev` is
- * the change before it in the batch: key fields equal to its were already validated.
+ * Validates one change: key fields, and the object parsed as a JSON object (Secrets also stripped of data) — here,
+ * or, with `deferred`, by a check thread before the batch is written. `prev` is the change before it in the batch:
+ * key fields equal to its were already validated.
  */
 function toStoreChange(
   c: Change,
