@@ -2,7 +2,8 @@
  * Stream throughput: changes/s from one agent stream into the plugin-server's cache (1 KB ConfigMaps, acked =
  * applied to the store), against the raw grpc-js transport limit measured in the same run (the same bytes and
  * the same flow-control window pushed to a bare server in its own process that decodes and stores nothing).
- * For MySQL the baseline is a bare batched upsert loop on one connection of the same server.
+ * For MySQL the baseline is a bare batched upsert loop on one connection of the same server. Runs alternate with
+ * baseline runs and the ratio is the median of the pairs' ratios, so drifting load on a shared machine moves both.
  *
  * The sender is bench/fake-agents (the real protocol, pre-encoded), not the real agent: no API server can
  * produce 50k changes/s on this machine, and this benchmark is about the stream and the store.
@@ -43,26 +44,39 @@ async function pushOnce(address: string, agentId: string): Promise<number> {
   return agent.stats.sentChanges / s;
 }
 
-async function series(address: string, label: string): Promise<number[]> {
-  // One unmeasured run first: JIT warm-up on both sides, and the store's tables/pages in memory.
-  await pushOnce(address, `${label}-warmup`);
-  const out: number[] = [];
+/**
+ * Runs of `label` interleaved with runs of the baseline: a change in the machine's load between two series (this VM
+ * is shared; the raw baseline alone has moved 2× between minutes) then moves both sides of a pair, and the ratio is
+ * taken per pair. One unmeasured run of each first: JIT warm-up on both sides, and the store's pages in memory.
+ */
+async function pairedSeries(
+  label: string,
+  measure: (id: string) => Promise<number>,
+  baselineLabel: string,
+  baselineMeasure: (id: string) => Promise<number>,
+): Promise<{ rates: number[]; baseline: number[]; pairRatios: number[] }> {
+  await baselineMeasure(`${baselineLabel}-warmup`);
+  await measure(`${label}-warmup`);
+  const out = { rates: [] as number[], baseline: [] as number[], pairRatios: [] as number[] };
   for (let i = 0; i < runs; i++) {
-    const rate = await pushOnce(address, `${label}-${i}`);
-    progress(`${label} run ${i + 1}/${runs}: ${Math.round(rate)} changes/s`);
-    out.push(rate);
+    const b = await baselineMeasure(`${baselineLabel}-${i}`);
+    const rate = await measure(`${label}-${i}`);
+    progress(`${label} run ${i + 1}/${runs}: ${Math.round(rate)} changes/s (${baselineLabel} ${Math.round(b)})`);
+    out.baseline.push(b);
+    out.rates.push(rate);
+    out.pairRatios.push(rate / b);
   }
   return out;
 }
 
 /** Bare batched upserts (JSON column, one connection), the MySQL store's physical limit on this server. */
-async function mysqlUpsertBaseline(url: string): Promise<number[]> {
+async function mysqlUpsertBaseline(url: string): Promise<{ run: () => Promise<number>; close: () => Promise<void> }> {
   const conn = await createConnection(url);
   await conn.query(
     'CREATE TABLE bare (k VARCHAR(255) PRIMARY KEY, rv BIGINT NOT NULL, body LONGBLOB NOT NULL) ENGINE=InnoDB',
   );
-  const out: number[] = [];
-  for (let r = 0; r < runs; r++) {
+  let r = 0;
+  const run = async () => {
     const t0 = performance.now();
     for (let i = 0; i < objects; i += batchSize) {
       const rows = [];
@@ -79,35 +93,44 @@ async function mysqlUpsertBaseline(url: string): Promise<number[]> {
         [rows],
       );
     }
-    const rate = objects / ((performance.now() - t0) / 1000);
-    progress(`mysql bare upsert run ${r + 1}/${runs}: ${Math.round(rate)} rows/s`);
-    out.push(rate);
-  }
-  await conn.end();
-  return out;
+    r += 1;
+    return objects / ((performance.now() - t0) / 1000);
+  };
+  return { run, close: () => conn.end() };
 }
 
-const raw = await startScript('bench/lib/raw-server-main.ts');
-const baselineRates = await series(raw.line, 'raw-grpc');
-raw.child.kill('SIGTERM');
-
 const figures: Record<string, unknown> = {};
-const baseline: Record<string, unknown> = { rawGrpcChangesPerSec: distribution(baselineRates) };
+const baseline: Record<string, unknown> = {};
 const ratios: Record<string, number> = {};
 const median = (xs: number[]) => distribution(xs).p50;
 
 if (stores.includes('memory')) {
+  const raw = await startScript('bench/lib/raw-server-main.ts');
   const ps = await startPluginServer({ type: 'memory' });
-  const before = await procStats(ps.child.pid!);
-  const rates = await series(ps.grpcAddress, 'memory');
+  const cpu = { before: 0, sum: 0 };
+  const s = await pairedSeries(
+    'memory',
+    async (id) => {
+      // Server CPU over the measured runs only (not the baseline's, not the warm-up).
+      const before = await procStats(ps.child.pid!);
+      const rate = await pushOnce(ps.grpcAddress, id);
+      if (!id.endsWith('warmup')) cpu.sum += (await procStats(ps.child.pid!)).cpuMs - before.cpuMs;
+      return rate;
+    },
+    'raw-grpc',
+    (id) => pushOnce(raw.line, id),
+  );
   const after = await procStats(ps.child.pid!);
   await ps.stop();
+  raw.child.kill('SIGTERM');
+  baseline.rawGrpcChangesPerSec = distribution(s.baseline);
   figures.memory = {
-    changesPerSec: distribution(rates),
-    serverCpuMsPerChange: (after.cpuMs - before.cpuMs) / (objects * runs),
+    changesPerSec: distribution(s.rates),
+    pairRatios: s.pairRatios,
+    serverCpuMsPerChange: cpu.sum / (objects * runs),
     serverRssBytes: after.rssBytes,
   };
-  ratios.memoryVsRawGrpc = median(rates) / median(baselineRates);
+  ratios.memoryVsRawGrpc = median(s.pairRatios);
 }
 
 let mariadb: MariaDb | undefined;
@@ -115,15 +138,16 @@ if (stores.includes('mysql')) {
   const serverUrl = process.env.SCALE_AGENT_TEST_MYSQL_URL ?? (mariadb = await MariaDb.start()).url;
   const bare = await createDatabase(serverUrl, 'bench_bare');
   const upsert = await mysqlUpsertBaseline(bare.url);
-  await bare.drop();
-  baseline.mysqlBareUpsertRowsPerSec = distribution(upsert);
   const db = await createDatabase(serverUrl, 'bench_stream');
   const ps = await startPluginServer({ type: 'mysql', url: db.url });
-  const rates = await series(ps.grpcAddress, 'mysql');
+  const s = await pairedSeries('mysql', (id) => pushOnce(ps.grpcAddress, id), 'bare-upsert', () => upsert.run());
   await ps.stop();
+  await upsert.close();
+  await bare.drop();
   await db.drop();
-  figures.mysql = { changesPerSec: distribution(rates) };
-  ratios.mysqlVsBareUpsert = median(rates) / median(upsert);
+  baseline.mysqlBareUpsertRowsPerSec = distribution(s.baseline);
+  figures.mysql = { changesPerSec: distribution(s.rates), pairRatios: s.pairRatios };
+  ratios.mysqlVsBareUpsert = median(s.pairRatios);
 }
 await mariadb?.stop();
 

@@ -73,6 +73,8 @@ export interface PluginServerConfig {
     maxChangesPerBatch: number;
     heartbeatIntervalSeconds: number;
     sessionIdleTimeoutSeconds: number;
+    /** Omitted: chosen from the CPUs at start (server.ts). */
+    checkThreads?: number;
   };
   logLevel: string;
 }

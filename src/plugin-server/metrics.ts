@@ -19,6 +19,8 @@ export class PluginServerMetrics {
   readonly changeLag: Histogram;
   readonly storeWrite: Histogram<'store'>;
   readonly droppedChanges: Counter<'reason'>;
+  /** Where incoming objects were parsed and checked (ingest/check-pool.ts). */
+  readonly objectsChecked: Counter<'on'>;
   readonly accountRejections: Counter<'reason'>;
   readonly upstreamErrors: Counter<'reason' | 'use'>;
   /** grpc.tls reloads (src/plugin-server/tls/): how each change of the files went, and the serving certificate. */
@@ -67,6 +69,12 @@ export class PluginServerMetrics {
       name: 'scale_agent_plugin_server_changes_dropped_total',
       help: 'Changes dropped because the stream does not hold their account.',
       labelNames: ['reason'],
+      registers,
+    });
+    this.objectsChecked = new Counter({
+      name: 'scale_agent_plugin_server_objects_checked_total',
+      help: 'Objects from agents parsed and checked, by where: on a check thread (large batches) or the event loop.',
+      labelNames: ['on'],
       registers,
     });
     this.accountRejections = new Counter({

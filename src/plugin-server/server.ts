@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { hostname, networkInterfaces } from 'node:os';
+import { availableParallelism, hostname, networkInterfaces } from 'node:os';
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../shared/errors.js';
@@ -41,6 +41,7 @@ import {
 } from './ops/index.js';
 import { forwardOperation, registerPeerOperationRoute } from './ops/peer-forward.js';
 import { ReplicaViews } from './replica-views.js';
+import { CheckPool } from './ingest/check-pool.js';
 import { AgentSession } from './sessions.js';
 import { StorageFullSignal } from './storage-full.js';
 import { MemoryTaskRepository, MysqlTaskRepository, type TaskRepository } from './tasks/index.js';
@@ -106,6 +107,8 @@ export class PluginServer {
   /** Front mode (spinnaker.upstream): the real Clouddriver behind this server, its accounts, the routing. */
   private readonly upstream: { client: UpstreamClient; accounts: UpstreamAccounts; front: FrontMode } | undefined;
   private readonly sessions = new Set<AgentSession>();
+  /** Started in start(), so a server that is only constructed (config checks, tests) holds no threads. */
+  private checkPool: CheckPool | undefined;
   private readonly views: ReplicaViews;
   private grpc: GrpcEndpoint | undefined;
   private http: FastifyInstance | undefined;
@@ -250,6 +253,8 @@ export class PluginServer {
           );
     }
     await this.tasks.init();
+    const threads = this.config.limits.checkThreads ?? Math.min(4, availableParallelism() - 1);
+    if (threads > 0) this.checkPool = new CheckPool(threads);
     await this.runner.heartbeat();
     await this.accounts.load();
     await this.views.heartbeat();
@@ -437,6 +442,7 @@ export class PluginServer {
         gate: this.dynamic,
         upstreamClash: this.upstreamClash(),
         onOperationResult: (sessionId, result) => this.dispatcher.onResult(sessionId, result),
+        checkPool: this.checkPool,
       },
       (s) => {
         this.sessions.delete(s);
@@ -502,6 +508,7 @@ export class PluginServer {
     await this.views
       .withdraw()
       .catch((e: unknown) => this.log.warn({ err: e }, 'replica view not withdrawn; it expires'));
+    await this.checkPool?.close();
     await this.store.close();
     await this.tasks.close();
     await this.dynamicStore.close();

@@ -22,7 +22,10 @@ import type { AccountRegistry } from './accounts.js';
 import { ANONYMOUS, type Identity } from './auth/identity.js';
 import type { CacheStore, ChangeKind, IndexKeys, ScopeKey, StoreChange, StoreOp } from './cache/store.js';
 import { groupOf } from '../shared/kinds.js';
-import { DEFAULT_INDEX_OPTIONS, indexKeys, indexOptionsOf, NO_KEYS, type IndexOptions } from './views/app-index.js';
+import { DEFAULT_INDEX_OPTIONS, indexOptionsOf, NO_KEYS, type IndexOptions } from './views/app-index.js';
+import { CheckBatchBuilder } from './ingest/check-batch.js';
+import type { CheckPool } from './ingest/check-pool.js';
+import { checkObject } from './ingest/object-check.js';
 import type { PluginServerConfig } from './config.js';
 import type { PluginServerMetrics } from './metrics.js';
 import type { GatedSession, GateVerdict, SessionGate } from './session-gate.js';
@@ -45,6 +48,8 @@ export interface SessionDeps {
   upstreamClash?: ((name: string) => string | undefined) | undefined;
   /** Results of operations sent with sendOperation() (ops/dispatcher.ts). */
   onOperationResult?: ((sessionId: string, result: OperationResult) => void) | undefined;
+  /** Threads that check large batches' objects; without one every object is checked on the event loop. */
+  checkPool?: CheckPool | undefined;
 }
 
 /** What /armory/agents shows about one stream. */
@@ -78,7 +83,17 @@ type DataMessage =
       version: string;
       resourceVersion: string;
     }
-  | { kind: 'changes'; seq: number; changes: StoreChange[]; bytes: number; observedAtMs: number };
+  | {
+      kind: 'changes';
+      seq: number;
+      changes: StoreChange[];
+      bytes: number;
+      observedAtMs: number;
+      /** Set while a check worker still checks the objects (check-pool.ts); the batch is not written before. */
+      checking?: Promise<void> | undefined;
+      /** Why the check refused the batch (the stream closes when the batch reaches the head of the queue). */
+      refused?: unknown;
+    };
 
 type WorkItem = { kind: 'hello'; hello: Hello } | { kind: 'accounts'; update: AccountsUpdate } | DataMessage;
 
@@ -98,6 +113,12 @@ const KEY_TEXT = /^[\x21-\x7e]+$/;
 const ROLE = /^\S{1,1024}$/u;
 const API_VERSION = /^([a-z0-9]([a-z0-9.-]*[a-z0-9])?\/)?[a-z0-9]+$/;
 const KIND = /^[A-Za-z][A-Za-z0-9]*$/;
+
+/**
+ * Batches at least this large are checked by a worker when the server has a check pool; smaller ones (a steady
+ * trickle of watch events) on the event loop, where the hop to a thread would cost more latency than it saves.
+ */
+const POOL_MIN_CHANGES = 64;
 
 /**
  * One agent stream: Hello → Welcome, then data messages applied to the store strictly in order and acknowledged
@@ -276,17 +297,43 @@ export class AgentSession implements GatedSession {
       }
       let bytes = 0;
       const changes: StoreChange[] = new Array<StoreChange>(b.changes.length);
+      const pool = b.changes.length >= POOL_MIN_CHANGES ? this.deps.checkPool : undefined;
+      const batch = pool ? new CheckBatchBuilder(b.changes) : undefined;
       let prev: StoreChange | undefined;
       let options = DEFAULT_INDEX_OPTIONS;
       for (let i = 0; i < b.changes.length; i++) {
         const c = b.changes[i]!;
         if (c.account !== prev?.account) options = indexOptionsOf(this.deps.accounts.get(c.account)?.record);
-        const sc = toStoreChange(c, i, prev, options);
+        const sc = toStoreChange(c, i, prev, options, batch);
         bytes += sc.json.length + 256;
         changes[i] = prev = sc;
       }
       this.deps.metrics.bytesReceived.inc(bytes);
-      return { kind: 'changes', seq, changes, bytes, observedAtMs: b.observedAtMs };
+      this.deps.metrics.objectsChecked.inc({ on: batch ? 'thread' : 'event_loop' }, changes.length);
+      const item: DataMessage = { kind: 'changes', seq, changes, bytes, observedAtMs: b.observedAtMs };
+      if (pool && batch) {
+        item.checking = pool.check(batch.build()).then(
+          (r) => {
+            item.checking = undefined;
+            if (r.failed) {
+              const c = b.changes[r.failed.index]!;
+              item.refused = new ProtocolError(`${where(c, r.failed.index)}: ${r.failed.error}`);
+              return;
+            }
+            for (let i = 0; i < changes.length; i++) {
+              const got = r.results[i];
+              if (!got || 'error' in got) continue;
+              if (got.json !== undefined) changes[i]!.json = got.json;
+              changes[i]!.index = got.index;
+            }
+          },
+          (e: unknown) => {
+            item.checking = undefined;
+            item.refused = e;
+          },
+        );
+      }
+      return item;
     }
     const scoped = m.syncStart ?? m.syncEnd ?? m.bookmark;
     if (!scoped) throw new ProtocolError(`unknown or empty message (${type})`);
@@ -333,6 +380,8 @@ export class AgentSession implements GatedSession {
           this.queue.shift();
           await this.accountsUpdate(head.update);
         } else {
+          if (head.kind === 'changes' && head.checking) await head.checking;
+          if (head.kind === 'changes' && head.refused !== undefined) throw head.refused;
           await this.applyData();
         }
       }
@@ -350,6 +399,8 @@ export class AgentSession implements GatedSession {
     while (this.queue.length > 0 && opCount < 20_000) {
       const w = this.queue[0]!;
       if (w.kind === 'hello' || w.kind === 'accounts') break;
+      // A batch still being checked (or refused) waits for its turn at the head of the queue.
+      if (items.length > 0 && w.kind === 'changes' && (w.checking || w.refused !== undefined)) break;
       this.queue.shift();
       items.push(w);
       opCount += w.kind === 'changes' ? w.changes.length : 1;
@@ -584,10 +635,17 @@ const CHANGE_TYPES: Record<number, ChangeKind> = {
 };
 
 /**
- * Validates one change: key fields, and the object parsed as a JSON object (Secrets also stripped of data). `prev` is
- * the change before it in the batch: key fields equal to its were already validated.
+ * Validates one change: key fields, and the object parsed as a JSON object (Secrets also stripped of data) — here,
+ * or, with `deferred`, by a check thread before the batch is written. `prev` is the change before it in the batch:
+ * key fields equal to its were already validated.
  */
-function toStoreChange(c: Change, index: number, prev: StoreChange | undefined, options: IndexOptions): StoreChange {
+function toStoreChange(
+  c: Change,
+  index: number,
+  prev: StoreChange | undefined,
+  options: IndexOptions,
+  deferred?: CheckBatchBuilder,
+): StoreChange {
   const type = CHANGE_TYPES[c.type];
   if (!type) throw new ProtocolError(`${where(c, index)}: invalid type ${c.type}`);
   if (prev === undefined || c.account !== prev.account || c.apiVersion !== prev.apiVersion || c.kind !== prev.kind) {
@@ -608,18 +666,28 @@ function toStoreChange(c: Change, index: number, prev: StoreChange | undefined, 
   let json = '';
   let keys: IndexKeys = NO_KEYS;
   if (c.objectJson.length > 0) {
-    const text = Buffer.from(c.objectJson.buffer, c.objectJson.byteOffset, c.objectJson.byteLength).toString('utf8');
-    // Parsed in full, once: a body that is not a JSON object would otherwise be stored and break every later read
-    // of its account (lists included). This is the single largest ingest cost (bench/profiles/stream-throughput.md),
-    // and the price of never storing what cannot be served.
-    const obj = parseObject(text, c, index);
-    if (type !== 'DELETED') keys = indexKeys(groupOf(c.apiVersion), c.kind, obj, options);
-    json =
-      c.kind === 'Secret' && (c.apiVersion === 'v1' || c.apiVersion.endsWith('/v1'))
-        ? withoutSecretData(obj, text)
-        : text;
+    const bytes = Buffer.from(c.objectJson.buffer, c.objectJson.byteOffset, c.objectJson.byteLength);
+    json = bytes.toString('utf8');
+    if (deferred) {
+      // Checked by a worker before the batch is written (its keys and a Secret's stripped text filled in then).
+      deferred.add(bytes, groupOf(c.apiVersion), c.apiVersion, c.kind, type === 'DELETED', options);
+    } else {
+      const checked = checkObject({
+        text: json,
+        group: groupOf(c.apiVersion),
+        apiVersion: c.apiVersion,
+        kind: c.kind,
+        deleted: type === 'DELETED',
+        options,
+      });
+      if ('error' in checked) throw new ProtocolError(`${where(c, index)}: ${checked.error}`);
+      keys = checked.index;
+      if (checked.json !== undefined) json = checked.json;
+    }
   } else if (type !== 'DELETED') {
     throw new ProtocolError(`${where(c, index)}: object_json is required for ${type}`);
+  } else {
+    deferred?.add(undefined, '', c.apiVersion, c.kind, true, options);
   }
   return {
     type,
@@ -637,27 +705,6 @@ function toStoreChange(c: Change, index: number, prev: StoreChange | undefined, 
 
 function where(c: Change, index: number): string {
   return `change ${index} (${c.kind} ${c.namespace}/${c.name})`;
-}
-
-function parseObject(text: string, c: Change, index: number): Record<string, unknown> {
-  let obj: unknown;
-  try {
-    obj = JSON.parse(text);
-  } catch {
-    throw new ProtocolError(`${where(c, index)}: object_json is not valid JSON`);
-  }
-  if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
-    throw new ProtocolError(`${where(c, index)}: object_json must be a JSON object`);
-  }
-  return obj as Record<string, unknown>;
-}
-
-/** Defence in depth: agents watch Secrets as metadata only, but a Secret's data must never be stored even if one sends it. */
-function withoutSecretData(o: Record<string, unknown>, text: string): string {
-  if (!('data' in o) && !('stringData' in o)) return text;
-  delete o.data;
-  delete o.stringData;
-  return JSON.stringify(o);
 }
 
 function peerSubject(call: Call): string | undefined {

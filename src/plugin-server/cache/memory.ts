@@ -41,6 +41,7 @@ interface Entry {
 /** Where changes of one (account, apiVersion, kind, namespace) go. */
 interface Target {
   group: string;
+  kid: KindId;
   names: Map<NameId, Entry>;
   scope: ScopeState | undefined;
 }
@@ -151,13 +152,13 @@ export class MemoryCacheStore implements CacheStore {
     const kid = kindId(group, c.kind);
     let names = kinds.get(kid);
     if (!names) kinds.set(kid, (names = new Map()));
-    const target = { group, names, scope: this.scopes.of(c.account, group, c.kind, c.namespace) };
+    const target = { group, kid, names, scope: this.scopes.of(c.account, group, c.kind, c.namespace) };
     this.last = { account: c.account, apiVersion: c.apiVersion, kind: c.kind, namespace: c.namespace, target };
     return target;
   }
 
   private applyChange(c: StoreChange): boolean {
-    const { group, names, scope: s } = this.target(c);
+    const { group, kid, names, scope: s } = this.target(c);
     const gen = s?.gen ?? 0;
     if (s && s.synced && !s.syncing) s.resourceVersion = maxResourceVersion(s.resourceVersion, c.resourceVersion);
     const nid = nameId(c.namespace, c.name);
@@ -167,7 +168,6 @@ export class MemoryCacheStore implements CacheStore {
       return false;
     }
     const deleted = c.type === 'DELETED';
-    const kid = kindId(group, c.kind);
     if (existing?.index) this.unindex(c.account, kid, nid, existing.index);
     const index = deleted ? undefined : c.index;
     if (index) this.reindex(c.account, kid, nid, index);

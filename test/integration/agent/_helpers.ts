@@ -40,7 +40,7 @@ export class RecordingSink implements ReflectorSink {
       namespace: c.namespace,
       name: c.name,
       rv: c.resourceVersion,
-      json: c.objectJson.toString('utf8'),
+      json: Buffer.from(c.objectJson).toString('utf8'),
     });
     if (this.holdAfterChanges !== undefined && this.changes().length >= this.holdAfterChanges) {
       this.holdAfterChanges = undefined;

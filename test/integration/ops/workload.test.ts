@@ -262,7 +262,7 @@ describe('the stream integration point', () => {
     expect(res.operationId).toBe('op-1');
     expect(res.ok).toBe(true);
     expect(res.error).toBe('');
-    const body = JSON.parse(res.resultJson.toString('utf8')) as Obj;
+    const body = JSON.parse(Buffer.from(res.resultJson).toString('utf8')) as Obj;
     expect(body.result.manifestNamesByNamespace).toEqual({ [ns]: ['deployment web'] });
     expect(Object.keys(res.resourceVersions)).toEqual([`apps/v1/Deployment/${ns}/web`]);
 

@@ -261,7 +261,7 @@ export interface Change {
    * The object as JSON, managedFields dropped; Secrets as metadata only (no data/stringData ever).
    * May be empty for DELETED.
    */
-  objectJson: Buffer;
+  objectJson: Uint8Array;
 }
 
 /** Progress of a watch without objects: the scope is consistent up to `resource_version`. */
@@ -301,7 +301,7 @@ export interface OperationResult {
    * pause, resume, restart, enable, disable), or the EXCEPTION object when not ok; `messages` are task history
    * lines; `errorCode` is an SA_ERR_* code; `retryable` says whether running it again may succeed.
    */
-  resultJson: Buffer;
+  resultJson: Uint8Array;
   /**
    * Every object the operation wrote: key `<apiVersion>/<kind>/<namespace>/<name>` (namespace empty for
    * cluster-scoped objects, e.g. `apps/v1/Deployment/shop/web`, `v1/Namespace//shop`), value the resourceVersion
@@ -413,7 +413,7 @@ export interface Operation {
    * JSON of the normalized payload for `type` (src/shared/ops/types.ts PayloadByType); a raw Clouddriver
    * description is accepted too and parsed the way the REST API parses it.
    */
-  payloadJson: Buffer;
+  payloadJson: Uint8Array;
   /**
    * When the agent must give up: milliseconds since the epoch when larger than 10^12, otherwise a duration in
    * milliseconds from receipt; 0 = no deadline. The server sends an absolute time.
@@ -444,7 +444,7 @@ export interface DynamicAccount {
     | Account
     | undefined;
   /** kubeconfig file contents (secret: sent only over this stream, never logged). */
-  kubeconfig: Buffer;
+  kubeconfig: Uint8Array;
   /** Path of a kubeconfig file on the agent's filesystem. */
   kubeconfigFile: string;
   /** kubeconfig context; "" for the current context. */
@@ -1902,7 +1902,7 @@ function createBaseChange(): Change {
     name: "",
     uid: "",
     resourceVersion: "",
-    objectJson: Buffer.alloc(0),
+    objectJson: new Uint8Array(0),
   };
 }
 
@@ -2020,7 +2020,7 @@ export const Change: MessageFns<Change> = {
               break;
             }
 
-            message.objectJson = Buffer.from(reader.bytes());
+            message.objectJson = reader.bytes();
             continue;
           }
         }
@@ -2054,10 +2054,10 @@ export const Change: MessageFns<Change> = {
         ? globalThis.String(object.resource_version)
         : "",
       objectJson: isSet(object.objectJson)
-        ? Buffer.from(bytesFromBase64(object.objectJson))
+        ? bytesFromBase64(object.objectJson)
         : isSet(object.object_json)
-        ? Buffer.from(bytesFromBase64(object.object_json))
-        : Buffer.alloc(0),
+        ? bytesFromBase64(object.object_json)
+        : new Uint8Array(0),
     };
   },
 
@@ -2106,7 +2106,7 @@ export const Change: MessageFns<Change> = {
     message.name = object.name ?? "";
     message.uid = object.uid ?? "";
     message.resourceVersion = object.resourceVersion ?? "";
-    message.objectJson = object.objectJson ?? Buffer.alloc(0);
+    message.objectJson = object.objectJson ?? new Uint8Array(0);
     return message;
   },
 };
@@ -2386,7 +2386,7 @@ export const AccountStatus: MessageFns<AccountStatus> = {
 };
 
 function createBaseOperationResult(): OperationResult {
-  return { operationId: "", ok: false, error: "", resultJson: Buffer.alloc(0), resourceVersions: {} };
+  return { operationId: "", ok: false, error: "", resultJson: new Uint8Array(0), resourceVersions: {} };
 }
 
 export const OperationResult: MessageFns<OperationResult> = {
@@ -2451,7 +2451,7 @@ export const OperationResult: MessageFns<OperationResult> = {
               break;
             }
 
-            message.resultJson = Buffer.from(reader.bytes());
+            message.resultJson = reader.bytes();
             continue;
           }
           case 5: {
@@ -2487,10 +2487,10 @@ export const OperationResult: MessageFns<OperationResult> = {
       ok: isSet(object.ok) ? globalThis.Boolean(object.ok) : false,
       error: isSet(object.error) ? globalThis.String(object.error) : "",
       resultJson: isSet(object.resultJson)
-        ? Buffer.from(bytesFromBase64(object.resultJson))
+        ? bytesFromBase64(object.resultJson)
         : isSet(object.result_json)
-        ? Buffer.from(bytesFromBase64(object.result_json))
-        : Buffer.alloc(0),
+        ? bytesFromBase64(object.result_json)
+        : new Uint8Array(0),
       resourceVersions: isObject(object.resourceVersions)
         ? (globalThis.Object.entries(object.resourceVersions) as [string, any][]).reduce(
           (acc: { [key: string]: string }, [key, value]: [string, any]) => {
@@ -2555,7 +2555,7 @@ export const OperationResult: MessageFns<OperationResult> = {
     message.operationId = object.operationId ?? "";
     message.ok = object.ok ?? false;
     message.error = object.error ?? "";
-    message.resultJson = object.resultJson ?? Buffer.alloc(0);
+    message.resultJson = object.resultJson ?? new Uint8Array(0);
     message.resourceVersions = (globalThis.Object.entries(object.resourceVersions ?? {}) as [string, string][]).reduce(
       (acc: { [key: string]: string }, [key, value]: [string, string]) => {
         if (value !== undefined) {
@@ -3657,7 +3657,7 @@ export const Ack: MessageFns<Ack> = {
 };
 
 function createBaseOperation(): Operation {
-  return { operationId: "", account: "", type: "", payloadJson: Buffer.alloc(0), deadlineMs: 0 };
+  return { operationId: "", account: "", type: "", payloadJson: new Uint8Array(0), deadlineMs: 0 };
 }
 
 export const Operation: MessageFns<Operation> = {
@@ -3722,7 +3722,7 @@ export const Operation: MessageFns<Operation> = {
               break;
             }
 
-            message.payloadJson = Buffer.from(reader.bytes());
+            message.payloadJson = reader.bytes();
             continue;
           }
           case 5: {
@@ -3755,10 +3755,10 @@ export const Operation: MessageFns<Operation> = {
       account: isSet(object.account) ? globalThis.String(object.account) : "",
       type: isSet(object.type) ? globalThis.String(object.type) : "",
       payloadJson: isSet(object.payloadJson)
-        ? Buffer.from(bytesFromBase64(object.payloadJson))
+        ? bytesFromBase64(object.payloadJson)
         : isSet(object.payload_json)
-        ? Buffer.from(bytesFromBase64(object.payload_json))
-        : Buffer.alloc(0),
+        ? bytesFromBase64(object.payload_json)
+        : new Uint8Array(0),
       deadlineMs: isSet(object.deadlineMs)
         ? globalThis.Number(object.deadlineMs)
         : isSet(object.deadline_ms)
@@ -3795,7 +3795,7 @@ export const Operation: MessageFns<Operation> = {
     message.operationId = object.operationId ?? "";
     message.account = object.account ?? "";
     message.type = object.type ?? "";
-    message.payloadJson = object.payloadJson ?? Buffer.alloc(0);
+    message.payloadJson = object.payloadJson ?? new Uint8Array(0);
     message.deadlineMs = object.deadlineMs ?? 0;
     return message;
   },
@@ -3907,7 +3907,7 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
 function createBaseDynamicAccount(): DynamicAccount {
   return {
     account: undefined,
-    kubeconfig: Buffer.alloc(0),
+    kubeconfig: new Uint8Array(0),
     kubeconfigFile: "",
     context: "",
     serviceAccount: false,
@@ -3964,7 +3964,7 @@ export const DynamicAccount: MessageFns<DynamicAccount> = {
               break;
             }
 
-            message.kubeconfig = Buffer.from(reader.bytes());
+            message.kubeconfig = reader.bytes();
             continue;
           }
           case 3: {
@@ -4014,7 +4014,7 @@ export const DynamicAccount: MessageFns<DynamicAccount> = {
   fromJSON(object: any): DynamicAccount {
     return {
       account: isSet(object.account) ? Account.fromJSON(object.account) : undefined,
-      kubeconfig: isSet(object.kubeconfig) ? Buffer.from(bytesFromBase64(object.kubeconfig)) : Buffer.alloc(0),
+      kubeconfig: isSet(object.kubeconfig) ? bytesFromBase64(object.kubeconfig) : new Uint8Array(0),
       kubeconfigFile: isSet(object.kubeconfigFile)
         ? globalThis.String(object.kubeconfigFile)
         : isSet(object.kubeconfig_file)
@@ -4065,7 +4065,7 @@ export const DynamicAccount: MessageFns<DynamicAccount> = {
     message.account = (object.account !== undefined && object.account !== null)
       ? Account.fromPartial(object.account)
       : undefined;
-    message.kubeconfig = object.kubeconfig ?? Buffer.alloc(0);
+    message.kubeconfig = object.kubeconfig ?? new Uint8Array(0);
     message.kubeconfigFile = object.kubeconfigFile ?? "";
     message.context = object.context ?? "";
     message.serviceAccount = object.serviceAccount ?? false;
@@ -4119,11 +4119,28 @@ export const AgentServiceClient = makeGenericClientConstructor(
 };
 
 function bytesFromBase64(b64: string): Uint8Array {
-  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+  if ((globalThis as any).Buffer) {
+    return Uint8Array.from((globalThis as any).Buffer.from(b64, "base64"));
+  } else {
+    const bin = globalThis.atob(b64);
+    const arr = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; ++i) {
+      arr[i] = bin.charCodeAt(i);
+    }
+    return arr;
+  }
 }
 
 function base64FromBytes(arr: Uint8Array): string {
-  return globalThis.Buffer.from(arr).toString("base64");
+  if ((globalThis as any).Buffer) {
+    return (globalThis as any).Buffer.from(arr).toString("base64");
+  } else {
+    const bin: string[] = [];
+    arr.forEach((byte) => {
+      bin.push(globalThis.String.fromCharCode(byte));
+    });
+    return globalThis.btoa(bin.join(""));
+  }
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
