@@ -140,7 +140,12 @@ if (stores.includes('mysql')) {
   const upsert = await mysqlUpsertBaseline(bare.url);
   const db = await createDatabase(serverUrl, 'bench_stream');
   const ps = await startPluginServer({ type: 'mysql', url: db.url });
-  const s = await pairedSeries('mysql', (id) => pushOnce(ps.grpcAddress, id), 'bare-upsert', () => upsert.run());
+  const s = await pairedSeries(
+    'mysql',
+    (id) => pushOnce(ps.grpcAddress, id),
+    'bare-upsert',
+    () => upsert.run(),
+  );
   await ps.stop();
   await upsert.close();
   await bare.drop();
