@@ -83,6 +83,7 @@ function growth(samples: { pid: number; sample: ProcessSample }[]) {
     rssGrowth: Math.round((last.sample.rssKb / first.sample.rssKb - 1) * 1000) / 1000,
     fdsFirst: first.sample.fds,
     fdsLast: last.sample.fds,
+    cpuSeconds: Math.round((last.sample.cpuSeconds - first.sample.cpuSeconds) * 10) / 10,
     heapUsedKbFirst: first.sample.heap?.usedKb,
     heapUsedKbLast: last.sample.heap?.usedKb,
     externalKbFirst: first.sample.heap?.externalKb,
@@ -156,7 +157,7 @@ for (const store of stores) {
         const a = row.processes.agent;
         if (a?.heap)
           progress(
-            `  agent RSS ${Math.round(a.rssKb / 1024)} MB, heap used ${Math.round(a.heap.usedKb / 1024)} of ${Math.round(a.heap.totalKb / 1024)} MB (new space ${Math.round(a.heap.newSpaceTotalKb / 1024)}), external ${Math.round(a.heap.externalKb / 1024)} MB`,
+            `  agent RSS ${Math.round(a.rssKb / 1024)} MB, heap used ${Math.round(a.heap.usedKb / 1024)} of ${Math.round(a.heap.totalKb / 1024)} MB (new space ${Math.round(a.heap.newSpaceTotalKb / 1024)}), external ${Math.round(a.heap.externalKb / 1024)} MB, CPU ${a.cpuSeconds} s`,
           );
         rows.push(row);
         const pids = rig.pids();

@@ -4,6 +4,8 @@ export interface ProcessSample {
   rssKb: number;
   /** Open file descriptors (sockets, files, pipes): a handle leak shows here first. */
   fds: number;
+  /** CPU time used so far (user + system): what a memory setting costs shows here. */
+  cpuSeconds: number;
   /** V8's view, for a Node process whose /metrics carries prom-client's default metrics (see sampleHeap). */
   heap?: HeapSample;
 }
@@ -23,13 +25,20 @@ export interface HeapSample {
   externalKb: number;
 }
 
-/** RSS and open descriptors of a live process, from /proc; undefined when it is gone. */
+/** USER_HZ: what /proc/<pid>/stat counts CPU time in; 100 on every Linux architecture Node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** RSS, open descriptors and CPU time of a live process, from /proc; undefined when it is gone. */
 export function sampleProcess(pid: number): ProcessSample | undefined {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    // After the command name in parentheses (which may hold spaces): state is field 3, utime and stime 14 and 15.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return {
       rssKb: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0),
       fds: readdirSync(`/proc/${pid}/fd`).length,
+      cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND,
     };
   } catch {
     return undefined;
