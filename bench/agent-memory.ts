@@ -75,7 +75,6 @@ const VARIANTS: Record<string, Variant> = {
   arena2: { env: { MALLOC_ARENA_MAX: '2' } },
   mmap128k: { env: { MALLOC_MMAP_THRESHOLD_: '131072' } },
   semi1: { env: { NODE_OPTIONS: '--max-semi-space-size=1' } },
-  semi2: { env: { NODE_OPTIONS: '--max-semi-space-size=2' } },
   queue4m: { queue: { maxBytes: 4 * 1024 * 1024 } },
   batch256k: { queue: { maxBatchBytes: 256 * 1024 } },
   syncs2: { kubernetes: { maxConcurrentSyncs: 2 } },
