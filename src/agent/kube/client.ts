@@ -41,6 +41,11 @@ export interface KubeRequestOptions {
    * honoured. Default 1: watches and lists have their own backoff. Operations pass more.
    */
   attempts?: number;
+  /**
+   * The request carries its operation's mark (ops/once-in-cluster.ts), and whoever sends it looks for that mark
+   * before sending it again: if its outcome is unknown, resuming the operation is safe.
+   */
+  marked?: boolean;
 }
 
 /** Injectable for tests of the retry sequence. */
@@ -90,11 +95,20 @@ export function surelyNotApplied(e: unknown): boolean {
  * connections after the request went out.
  */
 export class OutcomeUnknownError extends ScaleAgentError {
-  constructor(method: string, path: string, cause: unknown) {
+  constructor(
+    method: string,
+    path: string,
+    cause: unknown,
+    /** The request carried its operation's mark: a resumed operation finds whether it applied (not retried here). */
+    readonly resumable = false,
+  ) {
     super(
       'UNAVAILABLE',
       `${method} ${path}: ${(cause as Error).message ?? String(cause)}; the API server may have applied it, so it is ` +
-        'not repeated (a second one could apply it twice): check the object before running the operation again',
+        'not repeated here (a second one could apply it twice): ' +
+        (resumable
+          ? "it carries the operation's mark, so resuming the operation is safe (the mark tells whether it applied)"
+          : 'check the object before running the operation again'),
       { cause },
     );
   }
@@ -200,7 +214,7 @@ export class KubeClient {
         return await readAll(stream, MAX_RESPONSE_BYTES);
       } catch (e) {
         if (isTransient(e) && mayApplyTwice(method, options.contentType) && !surelyNotApplied(e)) {
-          throw new OutcomeUnknownError(method, path, e);
+          throw new OutcomeUnknownError(method, path, e, options.marked === true);
         }
         if (attempt >= attempts || !isTransient(e) || options.signal?.aborted) throw e;
         const retryAfter = e instanceof KubeApiError ? e.retryAfterSeconds : undefined;

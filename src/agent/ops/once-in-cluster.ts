@@ -144,3 +144,26 @@ export function markedJsonPatch(ops: unknown[], live: KubeObject, operationId: s
     { op: 'add', path: '/metadata/annotations', value: { [ANNOTATIONS.lastOperationId]: operationId } },
   ];
 }
+
+/**
+ * Whether a request body carries an operation's mark: a manifest marked for creation, or a JSON patch setting the
+ * last-operation annotation. Every sender of such a body looks for the mark before sending (earlierCreation,
+ * tookEarlier), so a resumed operation does not apply it twice, and an unknown outcome may be resumed.
+ */
+export function carriesMark(body: unknown): boolean {
+  if (Array.isArray(body)) {
+    const key = `/metadata/annotations/${escapePointer(ANNOTATIONS.lastOperationId)}`;
+    return body.some((o) => {
+      const { path, value } = (o ?? {}) as { path?: unknown; value?: unknown };
+      if (path === key) return true;
+      return (
+        path === '/metadata/annotations' &&
+        typeof value === 'object' &&
+        value !== null &&
+        ANNOTATIONS.lastOperationId in value
+      );
+    });
+  }
+  const m = (body as KubeObject | undefined)?.metadata;
+  return Boolean(m?.labels?.[LABELS.operationKey] && m.annotations?.[ANNOTATIONS.operationId]);
+}
