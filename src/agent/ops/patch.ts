@@ -7,7 +7,7 @@ import type { Artifact, KubeObject, PatchPayload, PatchStrategy } from '../../sh
 import { apiVersionOfResource as apiVersionOf, intentFor, objectPath } from '../kube/resources.js';
 import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { note, retryConflicts, track, type OpContext } from './context.js';
-import { carriesMark, markedJsonPatch, readForMark, tookEarlier } from './once-in-cluster.js';
+import { markedJsonPatch, readForMark, tookEarlier } from './once-in-cluster.js';
 
 const CONTENT_TYPES: Record<PatchStrategy, string> = {
   strategic: 'application/strategic-merge-patch+json',
@@ -43,7 +43,6 @@ async function sendPatch(
     contentType: CONTENT_TYPES[strategy],
     signal: ctx.signal,
     intent: intentFor('patch', r, ns, name, sub),
-    marked: strategy === 'json' && carriesMark(body),
   });
   if (!sub || sub === 'scale') {
     // A Scale's resourceVersion is its parent's, so it marks the parent object for the cache barrier.
