@@ -689,12 +689,15 @@ function toStoreChange(
   } else {
     deferred?.add(undefined, '', c.apiVersion, c.kind, true, options);
   }
+  // Fields equal to the previous change's take its string instances: the decoded copies die young, and the cache,
+  // which keeps apiVersion, kind and namespace with every object, holds one copy per run instead of one per object.
+  const same = prev !== undefined && c.account === prev.account && c.apiVersion === prev.apiVersion;
   return {
     type,
-    account: c.account,
-    apiVersion: c.apiVersion,
-    kind: c.kind,
-    namespace: c.namespace,
+    account: same ? prev.account : c.account,
+    apiVersion: same ? prev.apiVersion : c.apiVersion,
+    kind: prev !== undefined && c.kind === prev.kind ? prev.kind : c.kind,
+    namespace: prev !== undefined && c.namespace === prev.namespace ? prev.namespace : c.namespace,
     name: c.name,
     uid: c.uid,
     resourceVersion: c.resourceVersion,

@@ -41,6 +41,11 @@ export interface KubeRequestOptions {
    * honoured. Default 1: watches and lists have their own backoff. Operations pass more.
    */
   attempts?: number;
+  /**
+   * The request carries its operation's mark (ops/once-in-cluster.ts), and whoever sends it looks for that mark
+   * before sending it again: if its outcome is unknown, resuming the operation is safe.
+   */
+  marked?: boolean;
 }
 
 /** Injectable for tests of the retry sequence. */
@@ -90,11 +95,20 @@ export function surelyNotApplied(e: unknown): boolean {
  * connections after the request went out.
  */
 export class OutcomeUnknownError extends ScaleAgentError {
-  constructor(method: string, path: string, cause: unknown) {
+  constructor(
+    method: string,
+    path: string,
+    cause: unknown,
+    /** The request carried its operation's mark: a resumed operation finds whether it applied (not retried here). */
+    readonly resumable = false,
+  ) {
     super(
       'UNAVAILABLE',
       `${method} ${path}: ${(cause as Error).message ?? String(cause)}; the API server may have applied it, so it is ` +
-        'not repeated (a second one could apply it twice): check the object before running the operation again',
+        'not repeated here (a second one could apply it twice): ' +
+        (resumable
+          ? "it carries the operation's mark, so resuming the operation is safe (the mark tells whether it applied)"
+          : 'check the object before running the operation again'),
       { cause },
     );
   }
@@ -197,10 +211,16 @@ export class KubeClient {
     for (let attempt = 1; ; attempt++) {
       try {
         const { stream } = await this.open(method, path, options);
-        return await readAll(stream, MAX_RESPONSE_BYTES);
+        const body = await readAll(stream, MAX_RESPONSE_BYTES);
+        // A JSON read is always answered with a body (a log may be empty). None means the answer was cut off (seen in
+        // the fault suite with a link that closes mid-response): such a read is retried, never taken as `{}`.
+        if (body.length === 0 && method === 'GET' && options.accept === undefined) {
+          throw new ScaleAgentError('UNAVAILABLE', `GET ${path}: the API server's answer ended without a body`);
+        }
+        return body;
       } catch (e) {
         if (isTransient(e) && mayApplyTwice(method, options.contentType) && !surelyNotApplied(e)) {
-          throw new OutcomeUnknownError(method, path, e);
+          throw new OutcomeUnknownError(method, path, e, options.marked === true);
         }
         if (attempt >= attempts || !isTransient(e) || options.signal?.aborted) throw e;
         const retryAfter = e instanceof KubeApiError ? e.retryAfterSeconds : undefined;
@@ -319,6 +339,13 @@ async function readAll(stream: ClientHttp2Stream, limit: number): Promise<Buffer
       throw new ScaleAgentError('INPUT_TOO_LARGE', `API server response larger than ${limit} bytes`);
     }
     chunks.push(b);
+  }
+  // The stream ended, but a reset (not NO_ERROR) means the answer is incomplete, whatever arrived before it.
+  if (stream.rstCode !== undefined && stream.rstCode !== 0) {
+    throw new ScaleAgentError(
+      'UNAVAILABLE',
+      `API server answer cut short (HTTP/2 stream reset, code ${stream.rstCode})`,
+    );
   }
   return Buffer.concat(chunks);
 }

@@ -5,7 +5,7 @@ import { deleteAndWait } from './delete.js';
 import { collectionPath, intentFor, objectPath } from '../kube/resources.js';
 import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { getObject, note, retryConflicts, track, type OpContext } from './context.js';
-import { earlierCreation } from './once-in-cluster.js';
+import { carriesMark, earlierCreation } from './once-in-cluster.js';
 
 export type SubmitMode =
   | { kind: 'server-side'; force: boolean }
@@ -106,6 +106,7 @@ function create(ctx: OpContext, r: OpResource, ns: string | undefined, manifest:
     body: manifest,
     signal: ctx.signal,
     intent: intentFor('create', r, ns, manifest.metadata.name),
+    marked: carriesMark(manifest),
   });
 }
 

@@ -133,7 +133,12 @@ function run(ctx: OpContext, op: NormalizedOperation): Promise<unknown> {
 }
 
 function classify(e: unknown, signal: AbortSignal): { code: ErrorCode; message: string; retryable: boolean } {
-  if (e instanceof OutcomeUnknownError) return { code: e.kind, message: e.message, retryable: false };
+  if (e instanceof OutcomeUnknownError) return { code: e.kind, message: e.message, retryable: e.resumable };
+  // 429s and 5xx reach an operation only from requests that are safe to send again (the kube client turns them into
+  // OutcomeUnknownError otherwise) after its own retries: the operation may be resumed.
+  if (e instanceof KubeApiError && (e.status === 429 || e.status >= 500)) {
+    return { code: e.kind, message: e.message, retryable: true };
+  }
   if (signal.aborted && !(e instanceof KubeApiError)) {
     return {
       code: 'TIMEOUT',

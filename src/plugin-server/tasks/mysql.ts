@@ -3,6 +3,9 @@ import type { Task } from './model.js';
 import type { TaskRepository } from './repository.js';
 import { StorageFullSignal } from '../storage-full.js';
 
+/** Running tasks marked alive per statement (a replica runs at most a few hundred at once). */
+const HEARTBEAT_BATCH = 500;
+
 /**
  * Tasks in MySQL next to the cache, so finished tasks (and their results) survive a plugin-server restart. The
  * request id is a UNIQUE column: the database, not this process, decides which of two concurrent POSTs with one
@@ -109,8 +112,27 @@ export class MysqlTaskRepository implements TaskRepository {
     return rows.map(parse);
   }
 
+  /**
+   * Finds the owner's running tasks with a plain (non-locking) read, then marks them by primary key. One UPDATE with
+   * `WHERE owner_id = ? AND completed = 0` walked the (completed, started_at) index and locked its entries before the
+   * rows, while a task's own save locks the row and then moves its entry in that index (completed 0 → 1): opposite
+   * orders, so InnoDB chose one as a deadlock victim (seen in the fault suite: a task's last write refused). By primary
+   * key the heartbeat locks rows only, never that index, and the cycle cannot form; the index is forced because with
+   * `completed = 0` in the WHERE the optimizer still picked the secondary index for a short id list (and deadlocked).
+   * A task that completes in between is skipped by `completed = 0`; one created in between is fresh anyway.
+   */
   async heartbeat(ownerId: string, now: number): Promise<void> {
-    await this.pool.query('UPDATE sa_tasks SET updated_at = ? WHERE owner_id = ? AND completed = 0', [now, ownerId]);
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      'SELECT id FROM sa_tasks WHERE owner_id = ? AND completed = 0',
+      [ownerId],
+    );
+    const ids = rows.map((r) => r.id as string);
+    for (let i = 0; i < ids.length; i += HEARTBEAT_BATCH) {
+      await this.pool.query(
+        'UPDATE sa_tasks FORCE INDEX (PRIMARY) SET updated_at = ? WHERE id IN (?) AND completed = 0',
+        [now, ids.slice(i, i + HEARTBEAT_BATCH)],
+      );
+    }
   }
 
   async abandoned(staleBefore: number): Promise<Task[]> {

@@ -5,6 +5,7 @@
  */
 import type { Component } from '../control-plane.js';
 import { apfFault, webhookFault } from './api-faults.js';
+import { compactionFault } from './compaction.js';
 import { diskFullFault } from './disk-full.js';
 import type { FaultRig, Link } from './rig.js';
 import type { Toxic, ToxicStream } from '../toxiproxy.js';
@@ -195,6 +196,7 @@ export const FAULTS: Fault[] = [
   apfFault(),
   webhookFault(),
   diskFullFault(),
+  compactionFault(),
 ];
 
 export function faultById(id: string): Fault {

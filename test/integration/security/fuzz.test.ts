@@ -51,6 +51,11 @@ function openGoodSession() {
       protocolVersion: PROTOCOL_VERSION,
     },
   });
+  // Heartbeats as a real agent sends them (the server closes a stream silent for 60 s): on a loaded machine the
+  // fuzzing below can take longer than that, and the point is that garbage elsewhere leaves this stream alone.
+  const heartbeat = setInterval(() => call.write({ heartbeat: { sentAtMs: Date.now() } }), 10_000);
+  heartbeat.unref();
+  call.on('close', () => clearInterval(heartbeat));
   return { client, call, received, error: () => error };
 }
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { markedJsonPatch, operationKey } from '../../../src/agent/ops/once-in-cluster.js';
+import { carriesMark, markCreation, markedJsonPatch, operationKey } from '../../../src/agent/ops/once-in-cluster.js';
 import type { KubeObject } from '../../../src/shared/ops/types.js';
 
+const LABELS_KEY = 'scale-agent.io/operation-key';
 const append = { op: 'add', path: '/spec/applied/-', value: 'x' };
 const obj = (metadata: KubeObject['metadata']): KubeObject => ({ apiVersion: 'v1', kind: 'Widget', metadata });
 
@@ -42,5 +43,19 @@ describe('operationKey', () => {
     expect(operationKey(long, 0)).toMatch(/^[0-9a-f]{40}$/);
     expect(operationKey('t.0', 0)).not.toBe(operationKey('t.0', 1));
     expect(operationKey('t.0', 0)).toBe(operationKey('t.0', 0));
+  });
+});
+
+describe('carriesMark (an unknown outcome of a marked create may be resumed)', () => {
+  it('sees the mark on a manifest marked for creation', () => {
+    const m = obj({ generateName: 'job-' });
+    markCreation(m, 't.0', 0);
+    expect(carriesMark(m)).toBe(true);
+  });
+
+  it('not on a half-marked manifest, nor on a JSON patch (its mark names only the last patch of the object)', () => {
+    expect(carriesMark(obj({ generateName: 'job-', labels: { [LABELS_KEY]: 'k' } }))).toBe(false);
+    expect(carriesMark(markedJsonPatch([append], obj({ name: 'w', annotations: {} }), 't.0'))).toBe(false);
+    expect(carriesMark(undefined)).toBe(false);
   });
 });
