@@ -9,8 +9,9 @@
  * runs all of them.
  */
 import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { machine, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AGENT_ALLOCATOR_ENV } from '../src/compiler/runtimes.js';
 import { run } from '../test/infra/exec.js';
 import {
   FAULTS,
@@ -28,11 +29,22 @@ const f = flags({
   store: { type: 'string', default: 'both' },
   only: { type: 'string' },
   'tmpfs-mb': { type: 'string', default: '512' },
+  // The agent's allocator: 'glibc' (the process as started, earlier runs) or 'shipped' (jemalloc and MALLOC_CONF as
+  // the image and chart set them, AGENT_ALLOCATOR_ENV, with Debian's library path).
+  'agent-allocator': { type: 'string', default: 'glibc' },
+  jemalloc: { type: 'string', default: `/usr/lib/${machine()}-linux-gnu/libjemalloc.so.2` },
+  // NODE_OPTIONS for the agent, e.g. --max-semi-space-size=8.
+  'agent-node-options': { type: 'string' },
 });
 const repeat = Math.max(1, Number(f.repeat));
 const stores = f.store === 'both' ? (['memory', 'mysql'] as const) : ([f.store] as ('memory' | 'mysql')[]);
 if (!stores.every((s) => s === 'memory' || s === 'mysql')) throw new Error(`--store: memory, mysql or both`);
 const only = f.only ? String(f.only).split(',') : undefined;
+const agentEnv: Record<string, string> = {};
+if (f['agent-allocator'] === 'shipped') {
+  for (const e of AGENT_ALLOCATOR_ENV) agentEnv[e.name] = e.name === 'LD_PRELOAD' ? String(f.jemalloc) : e.value;
+} else if (f['agent-allocator'] !== 'glibc') throw new Error('--agent-allocator: glibc or shipped');
+if (f['agent-node-options']) agentEnv.NODE_OPTIONS = String(f['agent-node-options']);
 
 /** Whether a tmpfs can be mounted here (root, or a container with CAP_SYS_ADMIN). */
 async function canMountTmpfs(): Promise<boolean> {
@@ -71,6 +83,11 @@ function growth(samples: { pid: number; sample: ProcessSample }[]) {
     rssGrowth: Math.round((last.sample.rssKb / first.sample.rssKb - 1) * 1000) / 1000,
     fdsFirst: first.sample.fds,
     fdsLast: last.sample.fds,
+    cpuSeconds: Math.round((last.sample.cpuSeconds - first.sample.cpuSeconds) * 10) / 10,
+    heapUsedKbFirst: first.sample.heap?.usedKb,
+    heapUsedKbLast: last.sample.heap?.usedKb,
+    externalKbFirst: first.sample.heap?.externalKb,
+    externalKbLast: last.sample.heap?.externalKb,
   };
 }
 
@@ -91,6 +108,7 @@ for (const store of stores) {
     controlPlane: 'private',
     mariadb: 'private',
     mariadbTmpfsMb: store === 'mysql' && tmpfs ? Number(f['tmpfs-mb']) : undefined,
+    agentEnv,
   });
   const series: Record<string, { pid: number; sample: ProcessSample }[]> = (processSeries[store] = {});
   try {
@@ -136,6 +154,11 @@ for (const store of stores) {
           `  converge ${row.convergeMs} ms, ops ${row.ops.posted} (lost ${row.ops.lost.length}, dup ${row.ops.duplicates.length})${row.error ? ` ERROR ${row.error.slice(0, 300)}` : ''}`,
         );
         if (row.bite) progress(`  ${row.bite.bit ? 'bit' : 'DID NOT BITE'}: ${row.bite.note}`);
+        const a = row.processes.agent;
+        if (a?.heap)
+          progress(
+            `  agent RSS ${Math.round(a.rssKb / 1024)} MB, heap used ${Math.round(a.heap.usedKb / 1024)} of ${Math.round(a.heap.totalKb / 1024)} MB (new space ${Math.round(a.heap.newSpaceTotalKb / 1024)}), external ${Math.round(a.heap.externalKb / 1024)} MB, CPU ${a.cpuSeconds} s`,
+          );
         rows.push(row);
         const pids = rig.pids();
         for (const [name, sample] of Object.entries(row.processes)) {
@@ -181,7 +204,7 @@ const processes = Object.fromEntries(
 );
 emit({
   name: 'faults',
-  params: { repeat, stores, only: only ?? 'all', tmpfs },
+  params: { repeat, stores, only: only ?? 'all', tmpfs, agentEnv },
   machine: machineInfo(),
   versions: versions(),
   figures: {

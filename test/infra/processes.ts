@@ -172,6 +172,8 @@ export interface AgentOptions {
   extra?: Record<string, unknown>;
   /** Wait for /readyz (connected and every accepted account synced). Default true. */
   waitReady?: boolean;
+  /** Added to the agent's environment (an allocator, NODE_OPTIONS), on every (re)start. */
+  env?: Record<string, string>;
 }
 
 /** An agent process; writeAccounts() rewrites its config file atomically (the agent reloads it). */
@@ -185,6 +187,7 @@ export class AgentProcess {
     readonly adminPort: number,
     private readonly name: string,
     config: Record<string, unknown>,
+    private readonly env: Record<string, string> = {},
   ) {
     this.config = config;
   }
@@ -211,7 +214,7 @@ export class AgentProcess {
     };
     const configFile = join(opts.dir, `${agentId}.yaml`);
     writeFileSync(configFile, stringify(config));
-    const a = new AgentProcess(configFile, join(opts.dir, `${agentId}.log`), adminPort, agentId, config);
+    const a = new AgentProcess(configFile, join(opts.dir, `${agentId}.log`), adminPort, agentId, config, opts.env);
     await a.launch(opts.waitReady ?? true);
     return a;
   }
@@ -221,6 +224,7 @@ export class AgentProcess {
     this.proc = ServerProcess.start(this.name, cmd, args, this.logFile, {
       ...process.env,
       SCALE_AGENT_LOG_LEVEL: 'debug',
+      ...this.env,
     });
     if (wait) await this.waitReady();
   }

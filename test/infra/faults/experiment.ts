@@ -9,7 +9,7 @@ import type { CacheDiff } from '../cache-checker.js';
 import type { Fault } from './catalogue.js';
 import { Churn, type ChurnStats } from './churn.js';
 import { OperationsLoad, type OpsReport } from './operations.js';
-import { sampleProcess, type ProcessSample } from './process-sample.js';
+import { sampleHeap, sampleProcess, type ProcessSample } from './process-sample.js';
 import { ACCOUNT, type FaultRig } from './rig.js';
 
 export interface DuringFault {
@@ -107,6 +107,10 @@ export async function runFault(
   const convergeMs = Date.now() - recovered;
   const ops = await load.ops.settle(rig.kubeConfig(), opts.settleTimeoutMs ?? 150_000);
   const processes = Object.fromEntries(Object.entries(rig.pids()).map(([name, pid]) => [name, sampleProcess(pid)]));
+  for (const [name, url, prefix] of rig.metricsEndpoints()) {
+    const heap = await sampleHeap(url, prefix);
+    if (processes[name] && heap) processes[name] = { ...processes[name], heap };
+  }
   return {
     id: fault.id,
     fault: fault.fault,

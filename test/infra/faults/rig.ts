@@ -35,6 +35,8 @@ export interface RigOptions {
   /** Private MariaDB data dir on a tmpfs of this many MiB (disk-full faults); needs mount rights. */
   mariadbTmpfsMb?: number;
   namespaces?: number;
+  /** Added to the agent's environment: its allocator as shipped (AGENT_ALLOCATOR_ENV), NODE_OPTIONS. */
+  agentEnv?: Record<string, string>;
 }
 
 const CRD = {
@@ -197,6 +199,7 @@ export class FaultRig {
         },
       ],
       extra: { server: { address: this.links.grpc, insecure: true, heartbeatSeconds: 1, backoff: backoff() } },
+      env: this.opts.agentEnv,
     });
   }
 
@@ -221,6 +224,14 @@ export class FaultRig {
     if (this.mariadb) out.mariadb = this.mariadb.pid;
     for (const [c, p] of this.cp?.procs ?? []) out[c] = p.pid;
     return out;
+  }
+
+  /** Where the Node processes' heap figures are read (their /metrics, prom-client's default metrics). */
+  metricsEndpoints(): [name: string, url: string, prefix: string][] {
+    return [
+      ['agent', `${this.agent.adminBase}/metrics`, 'scale_agent_agent_'],
+      ['plugin-server', `${this.server.httpBase}/metrics`, 'scale_agent_plugin_server_'],
+    ];
   }
 
   async stop(): Promise<void> {
