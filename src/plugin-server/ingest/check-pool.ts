@@ -3,7 +3,7 @@
  * largest ingest cost — runs beside the event loop that decodes the stream, writes the store and answers REST
  * reads, instead of on it. Batches keep their order in the session (it waits for a batch's answer before writing
  * it); the pool only adds threads. A worker that dies fails the batches it held (their streams close, and their
- * agents resend) and is replaced.
+ * agents resend) and is replaced by the next batch that needs one.
  */
 import { Worker } from 'node:worker_threads';
 import type { CheckBatch, CheckBatchResult } from './check-batch.js';
@@ -50,8 +50,10 @@ export class CheckPool {
     const fail = (why: string) => {
       for (const p of slot.pending.values()) p.reject(new Error(`object check worker ${why}`));
       slot.pending.clear();
+      // Replaced by the next batch that needs a thread, not here: a worker that cannot start at all (a broken
+      // install) then fails the batches that need it, instead of respawning in a loop.
       const at = this.slots.indexOf(slot);
-      if (at >= 0 && !this.closed) this.slots[at] = this.spawn();
+      if (at >= 0) this.slots.splice(at, 1);
     };
     slot.worker.on('error', (e) => fail(`failed: ${e.message}`));
     slot.worker.on('exit', (code) => fail(`exited (${code})`));
