@@ -5,7 +5,7 @@ import { describeKubeIntent, KubeApiError, ScaleAgentError, type KubeRequestInte
 import { versionInfo } from '../../shared/version.js';
 import { NotSentError, sharedHttp2Pool, type Http2Pool } from './http2-pool.js';
 import { Discovery } from './discovery.js';
-import { loadClusterAccess, type ClusterAccess } from './kubeconfig.js';
+import { loadClusterAccess, tlsOptionsOf, type ClusterAccess } from './kubeconfig.js';
 
 export { KubeApiError };
 
@@ -161,13 +161,7 @@ export class KubeClient {
     ({ pool: this.pool, release: this.releasePool } = sharedHttp2Pool({
       origin: this.server.origin,
       proxyUrl: access.proxyUrl,
-      tls: {
-        ca: access.ca,
-        cert: access.cert,
-        key: access.key,
-        servername: access.servername,
-        rejectUnauthorized: access.rejectUnauthorized,
-      },
+      tls: tlsOptionsOf(access),
     }));
   }
 

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type https from 'node:https';
+import type { SecureClientSessionOptions } from 'node:http2';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse } from 'yaml';
 import { ScaleAgentError } from '../../shared/errors.js';
@@ -18,6 +19,17 @@ export interface ClusterAccess {
   namespace?: string;
   /** The header value (or none), computed per request: token files and exec credentials rotate. */
   authorization(): Promise<string | undefined>;
+}
+
+/** The TLS settings of a connection to the API server, as the HTTP/2 pool takes them. */
+export function tlsOptionsOf(access: ClusterAccess): SecureClientSessionOptions {
+  return {
+    ca: access.ca,
+    cert: access.cert,
+    key: access.key,
+    servername: access.servername,
+    rejectUnauthorized: access.rejectUnauthorized,
+  };
 }
 
 export interface KubeconfigSource {

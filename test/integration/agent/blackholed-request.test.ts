@@ -10,7 +10,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadClusterAccess } from '../../../src/agent/kube/kubeconfig.js';
+import { loadClusterAccess, tlsOptionsOf } from '../../../src/agent/kube/kubeconfig.js';
 import { Http2Pool } from '../../../src/agent/kube/http2-pool.js';
 import { apiServerHostPort, kubeconfigThrough, Toxiproxy } from '../../infra/toxiproxy.js';
 
@@ -28,13 +28,7 @@ describe('a request swallowed by a blackholed API-server link', () => {
     const access = await loadClusterAccess({ kubeconfigFile: kubeconfigThrough(through, join(dir, 'kubeconfig')) });
     const pool = new Http2Pool({
       origin: access.server.origin,
-      tls: {
-        ca: access.ca,
-        cert: access.cert,
-        key: access.key,
-        servername: access.servername,
-        rejectUnauthorized: access.rejectUnauthorized,
-      },
+      tls: tlsOptionsOf(access),
       readIdleMs: 500,
       pingTimeoutMs: 2_000,
       responseTimeoutMs: 3_600_000,
