@@ -24,6 +24,8 @@ import type { CacheStore, ChangeKind, IndexKeys, ScopeKey, StoreChange, StoreOp 
 import { groupOf } from '../shared/kinds.js';
 import { DEFAULT_INDEX_OPTIONS, indexOptionsOf, NO_KEYS, type IndexOptions } from './views/app-index.js';
 import { CheckBatchBuilder } from './ingest/check-batch.js';
+import { batchText, type BatchText } from './ingest/batch-text.js';
+import type { SharedText } from './cache/shared-text.js';
 import type { CheckPool } from './ingest/check-pool.js';
 import { checkObject } from './ingest/object-check.js';
 import type { PluginServerConfig } from './config.js';
@@ -301,10 +303,11 @@ export class AgentSession implements GatedSession {
       const batch = pool ? new CheckBatchBuilder(b.changes) : undefined;
       let prev: StoreChange | undefined;
       let options = DEFAULT_INDEX_OPTIONS;
+      const text = batchText(b.changes.map((c) => c.objectJson));
       for (let i = 0; i < b.changes.length; i++) {
         const c = b.changes[i]!;
         if (c.account !== prev?.account) options = indexOptionsOf(this.deps.accounts.get(c.account)?.record);
-        const sc = toStoreChange(c, i, prev, options, batch);
+        const sc = toStoreChange(c, i, prev, options, batch, text);
         bytes += sc.json.length + 256;
         changes[i] = prev = sc;
       }
@@ -323,7 +326,11 @@ export class AgentSession implements GatedSession {
             for (let i = 0; i < changes.length; i++) {
               const got = r.results[i];
               if (!got || 'error' in got) continue;
-              if (got.json !== undefined) changes[i]!.json = got.json;
+              if (got.json !== undefined) {
+                // A Secret without its data: no longer a slice of the batch's text.
+                changes[i]!.json = got.json;
+                changes[i]!.text = undefined;
+              }
               changes[i]!.index = got.index;
             }
           },
@@ -645,6 +652,7 @@ function toStoreChange(
   prev: StoreChange | undefined,
   options: IndexOptions,
   deferred?: CheckBatchBuilder,
+  text?: BatchText,
 ): StoreChange {
   const type = CHANGE_TYPES[c.type];
   if (!type) throw new ProtocolError(`${where(c, index)}: invalid type ${c.type}`);
@@ -664,10 +672,17 @@ function toStoreChange(
   }
   if (c.uid.length > 64 || (c.uid && !KEY_TEXT.test(c.uid))) throw new ProtocolError(`${where(c, index)}: invalid uid`);
   let json = '';
+  let shared: SharedText | undefined;
   let keys: IndexKeys = NO_KEYS;
   if (c.objectJson.length > 0) {
     const bytes = Buffer.from(c.objectJson.buffer, c.objectJson.byteOffset, c.objectJson.byteLength);
-    json = bytes.toString('utf8');
+    const slice = text?.textOf(bytes);
+    if (slice !== undefined) {
+      json = slice;
+      shared = text!.shared;
+    } else {
+      json = bytes.toString('utf8');
+    }
     if (deferred) {
       // Checked by a worker before the batch is written (its keys and a Secret's stripped text filled in then).
       deferred.add(bytes, groupOf(c.apiVersion), c.apiVersion, c.kind, type === 'DELETED', options);
@@ -682,7 +697,10 @@ function toStoreChange(
       });
       if ('error' in checked) throw new ProtocolError(`${where(c, index)}: ${checked.error}`);
       keys = checked.index;
-      if (checked.json !== undefined) json = checked.json;
+      if (checked.json !== undefined) {
+        json = checked.json;
+        shared = undefined;
+      }
     }
   } else if (type !== 'DELETED') {
     throw new ProtocolError(`${where(c, index)}: object_json is required for ${type}`);
@@ -702,6 +720,8 @@ function toStoreChange(
     uid: c.uid,
     resourceVersion: c.resourceVersion,
     json,
+    // Always present (undefined when not sliced), so every StoreChange has one shape.
+    text: shared,
     ...(keys !== NO_KEYS ? { index: keys } : {}),
   };
 }

@@ -20,6 +20,7 @@ import {
 } from './store.js';
 import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
 import { ClusterCounts, RefIndex, type KindId, type NameId } from './memory-index.js';
+import type { SharedText } from './shared-text.js';
 
 interface Entry {
   group: string;
@@ -36,6 +37,8 @@ interface Entry {
   gen: number;
   /** undefined for tombstones and objects with no index keys. */
   index: IndexKeys | undefined;
+  /** Set while `json` is a slice of a batch's text (shared-text.ts). */
+  text: SharedText | undefined;
 }
 
 /** Where changes of one (account, apiVersion, kind, namespace) go. */
@@ -92,7 +95,13 @@ export class MemoryCacheStore implements CacheStore {
 
   async apply(ops: readonly StoreOp[]): Promise<ApplyStats> {
     const stats: ApplyStats = { applied: 0, skipped: 0, swept: 0, pruned: 0 };
+    // The batch texts this write sliced from; the changes of one batch are consecutive.
+    let text: SharedText | undefined;
     for (const op of ops) {
+      if (op.op === 'change' && op.change.text !== text) {
+        text?.settle();
+        text = op.change.text;
+      }
       switch (op.op) {
         case 'syncStart': {
           this.last = undefined;
@@ -132,6 +141,7 @@ export class MemoryCacheStore implements CacheStore {
           break;
       }
     }
+    text?.settle();
     return stats;
   }
 
@@ -173,7 +183,8 @@ export class MemoryCacheStore implements CacheStore {
     if (index) this.reindex(c.account, kid, nid, index);
     if (deleted) this.tombstonesOf(names).add(nid);
     else if (existing?.deleted) this.tombstones.get(names)?.delete(nid);
-    names.set(nid, {
+    existing?.text?.release(existing);
+    const entry: Entry = {
       group,
       apiVersion: c.apiVersion,
       kind: c.kind,
@@ -185,7 +196,10 @@ export class MemoryCacheStore implements CacheStore {
       deleted,
       gen,
       index,
-    });
+      text: undefined,
+    };
+    if (!deleted) c.text?.hold(entry);
+    names.set(nid, entry);
     return true;
   }
 
@@ -209,6 +223,7 @@ export class MemoryCacheStore implements CacheStore {
       if (e.gen < s.gen && (s.key.namespace === '' || e.namespace === s.key.namespace)) {
         if (e.index) this.unindex(s.key.account, kindId(s.key.group, s.key.kind), id, e.index);
         if (e.deleted) this.tombstones.get(names)?.delete(id);
+        e.text?.release(e);
         names.delete(id);
         swept += 1;
       }
@@ -368,6 +383,8 @@ export class MemoryCacheStore implements CacheStore {
 
   async dropAccount(name: string): Promise<void> {
     this.last = undefined;
+    // A batch may carry several accounts' objects: the others' must not keep its text alive on their own.
+    for (const names of this.objects.get(name)?.values() ?? []) for (const e of names.values()) e.text?.release(e);
     this.accounts.delete(name);
     this.objects.delete(name);
     this.byApp.dropInner(name);

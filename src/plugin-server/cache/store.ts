@@ -18,6 +18,8 @@
  *   not newer), SyncEnd removes objects and tombstones of the scope still carrying an older generation.
  * - Ops of one apply() call are applied in order, atomically where the backend can.
  */
+import type { SharedText } from './shared-text.js';
+
 export interface ScopeKey {
   account: string;
   group: string;
@@ -94,6 +96,11 @@ export interface StoreChange {
   json: string;
   /** Index keys of the object (absent: none; a DELETED change removes the object from every index anyway). */
   index?: IndexKeys;
+  /**
+   * Set when `json` is a slice of a batch's text: a store that keeps the string in memory holds and releases it
+   * there (shared-text.ts), so the batch's text does not outlive most of its objects.
+   */
+  text?: SharedText;
 }
 
 export type StoreOp =

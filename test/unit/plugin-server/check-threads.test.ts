@@ -7,6 +7,7 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PluginServer } from '../../../src/plugin-server/server.js';
 import type { Change } from '../../../src/shared/proto.js';
+import { SHARED_TEXT_MIN_BYTES } from '../../../src/plugin-server/ingest/batch-text.js';
 import { account, change, configMap, getJson, startServer, TestAgent } from './helpers.js';
 
 const servers: PluginServer[] = [];
@@ -138,5 +139,47 @@ describe('objects checked on a check thread', () => {
     });
     const acks = agent.received.flatMap((m) => (m.ack ? [m.ack.seq] : []));
     expect(acks).toEqual([...acks].sort((x, y) => x - y));
+  });
+
+  it('store a batch large enough to share one text exactly as small batches: non-ASCII objects, a Secret', async () => {
+    // 1 KB ConfigMaps, every fifth with non-ASCII text (UTF-8 of two, three and four bytes), and a Secret.
+    const words = ['grüße', '日本語', '🚀 launch', 'plain'];
+    const changes: Change[] = [];
+    for (let i = 0; i < 180; i++) {
+      const text = i % 5 === 0 ? words[i % 4]!.repeat(60) : `value-${i}-`.repeat(80);
+      changes.push(change('dev', 'ADDED', configMap(`cm-${i}`, String(100 + i), { text })));
+    }
+    changes.splice(
+      75,
+      0,
+      change('dev', 'ADDED', {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'tls', namespace: 'default', resourceVersion: '99' },
+        data: { key: Buffer.from('CANARY-88').toString('base64') },
+      } as never),
+    );
+    expect(changes.reduce((n, c) => n + c.objectJson.length, 0)).toBeGreaterThan(SHARED_TEXT_MIN_BYTES);
+
+    const small = await serverWith(0);
+    for (let i = 0; i < changes.length; i += 20) await small.agent.batch(changes.slice(i, i + 20));
+    const inline = await serverWith(0);
+    await inline.agent.batch(changes);
+    const threaded = await serverWith(1);
+    await threaded.agent.batch(changes);
+
+    const read = async (base: string) =>
+      Promise.all([
+        ...changes
+          .filter((c) => c.kind === 'ConfigMap')
+          .map(async (c) => (await getJson(`${base}/manifests/dev/default/configMap%20${c.name}`)).body),
+        (await getJson(`${base}/manifests/dev/default/secret%20tls`)).body,
+      ]);
+    const expected = await read(small.base);
+    expect(expected[0]).toMatchObject({ manifest: { data: { text: 'grüße'.repeat(60) } } });
+    expect(expected[10]).toMatchObject({ manifest: { data: { text: '🚀 launch'.repeat(60) } } });
+    expect(JSON.stringify(expected.at(-1))).not.toContain(Buffer.from('CANARY-88').toString('base64'));
+    expect(await read(inline.base)).toEqual(expected);
+    expect(await read(threaded.base)).toEqual(expected);
   });
 });
