@@ -234,9 +234,21 @@ export class MysqlCacheStore implements CacheStore {
     });
   }
 
+  /**
+   * Whether writes run at READ COMMITTED. At the default REPEATABLE READ, a resync's sweep (a range DELETE) and every
+   * upsert lock the gap up to the next row, which belongs to the next kind or the next account: syncs of different
+   * accounts then deadlock on each other's gaps, the more the more agents sync at once (a fleet reconnecting after a
+   * restart). Each account has one writer, and a write's reads are by primary key or of rows it owns, so it needs
+   * no gap locks. Only a binary log in STATEMENT format refuses READ COMMITTED writes; there the default stays, with
+   * more deadlocks (each retried, see apply()).
+   */
+  private readCommitted = false;
+
   async init(): Promise<void> {
     const conn = await this.connection();
     try {
+      const [binlog] = await conn.query<RowDataPacket[]>('SELECT @@log_bin AS on_, @@binlog_format AS format');
+      this.readCommitted = !(Number(binlog[0]?.on_) === 1 && String(binlog[0]?.format).toUpperCase() === 'STATEMENT');
       await conn.query("SELECT GET_LOCK('scale_agent_migrations', 60)");
       await conn.query(
         'CREATE TABLE IF NOT EXISTS sa_schema_migrations (version INT NOT NULL PRIMARY KEY, applied_at BIGINT NOT NULL)',
@@ -337,6 +349,7 @@ export class MysqlCacheStore implements CacheStore {
     const dirty = new Map<string, ScopeState>();
     try {
       for (const a of accounts) await this.loadScopes(conn, a);
+      if (this.readCommitted) await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
       await conn.beginTransaction();
       let values: unknown[] = [];
       let rowCount = 0;

@@ -143,6 +143,56 @@ describe('mysql store: a write InnoDB picks as a deadlock victim', () => {
   });
 });
 
+describe('mysql store: many accounts syncing at once', () => {
+  it("do not deadlock on each other's gaps (a fleet resyncing after a restart)", async () => {
+    const db = await createTestDatabase('sa_fleet');
+    const store = new MysqlCacheStore(db.url, { connectionLimit: 8 });
+    try {
+      await store.init();
+      const accounts = Array.from({ length: 8 }, (_, i) => `fleet-${i}`);
+      const change = (account: string, kind: string, name: string, rv: number) => ({
+        op: 'change' as const,
+        change: {
+          type: 'ADDED' as const,
+          account,
+          apiVersion: 'v1',
+          kind,
+          namespace: 'ns',
+          name,
+          uid: `${account}-${name}`,
+          resourceVersion: String(rv),
+          json: JSON.stringify({ kind, metadata: { name } }),
+        },
+      });
+      // As an agent resyncs: per kind, SyncStart, the objects, SyncEnd (whose sweep deletes a range of the kind).
+      const sync = (account: string, round: number) =>
+        ['ConfigMap', 'Pod', 'Service'].flatMap((kind) => {
+          const scope = { account, group: '', kind, namespace: '' };
+          return [
+            { op: 'syncStart' as const, scope, version: 'v1' },
+            ...Array.from({ length: 40 }, (_, i) =>
+              change(account, kind, `${kind.toLowerCase()}-${i}`, round * 100 + i),
+            ),
+            { op: 'syncEnd' as const, scope, version: 'v1', resourceVersion: String(round * 100 + 99) },
+          ];
+        });
+      for (let round = 1; round <= 6; round++) {
+        await Promise.all(accounts.map((a) => store.apply(sync(a, round))));
+      }
+      // Every write landed the first time: none was chosen as a deadlock victim.
+      expect(store.deadlockRetries).toBe(0);
+      for (const account of accounts) {
+        const pods = await store.list({ account, group: '', kind: 'Pod' });
+        expect(pods.map((p) => p.resourceVersion)).toEqual(expect.arrayContaining(['600', '639']));
+        expect(pods).toHaveLength(40);
+      }
+    } finally {
+      await store.close();
+      await db.drop();
+    }
+  });
+});
+
 describe('mysql store: a database migrated by a newer version (rolling upgrade)', () => {
   const newer = MIGRATIONS.length + 1;
   const cm = {
