@@ -43,6 +43,10 @@ export async function startPluginServer(
   const child = spawn(process.execPath, [...nodeFlags, join(root, 'bin/run.js'), 'plugin-server', '--config', config], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  // A benchmark that dies of an error must not leave its server running (and loading the next benchmark).
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  child.once('exit', () => process.off('exit', killOnExit));
   const httpUrl = `http://127.0.0.1:${httpPort}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
