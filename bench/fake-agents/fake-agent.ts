@@ -5,7 +5,6 @@
  * plausible successful result. It counts what it sends so the generator's own rate is reported.
  */
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
 import type { ChannelCredentials } from '@grpc/grpc-js';
 import { ChangeType, PROTOCOL_VERSION, type ServerMessage, type Welcome } from '../../src/shared/proto.js';
 import { configMapJson } from '../lib/objects.js';
@@ -277,8 +276,10 @@ export class FakeAgent {
     if (this.closedError) throw this.closedError;
     this.stats.sentMessages++;
     this.stats.sentBytes += bytes.length;
-    const ok = this.stream!.write(bytes);
-    if (!ok) void once(this.stream!, 'drain');
+    // Paced by the unacknowledged-bytes window (as the agent is), not by the stream's buffer. An `events.once` for
+    // 'drain' here waited for nothing and, left pending when the stream failed, crashed the benchmark with an
+    // unhandled rejection instead of reporting the stream's error.
+    this.stream!.write(bytes);
   }
 
   private onAck(seq: number): void {
