@@ -76,6 +76,28 @@ function mixedBatch(): Change[] {
   return out;
 }
 
+/** 181 changes over 128 KiB (cut from one shared text): 1 KB ConfigMaps, every fifth with non-ASCII text, a Secret. */
+function largeBatch(): Change[] {
+  // UTF-8 of two, three and four bytes.
+  const words = ['grüße', '日本語', '🚀 launch', 'plain'];
+  const changes: Change[] = [];
+  for (let i = 0; i < 180; i++) {
+    const text = i % 5 === 0 ? words[i % 4]!.repeat(60) : `value-${i}-`.repeat(80);
+    changes.push(change('dev', 'ADDED', configMap(`cm-${i}`, String(100 + i), { text })));
+  }
+  changes.splice(
+    75,
+    0,
+    change('dev', 'ADDED', {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'tls', namespace: 'default', resourceVersion: '99' },
+      data: { key: Buffer.from('CANARY-88').toString('base64') },
+    } as never),
+  );
+  return changes;
+}
+
 describe('objects checked on a check thread', () => {
   it('store and index a large batch exactly as the event loop does', async () => {
     const inline = await serverWith(0);
@@ -142,23 +164,7 @@ describe('objects checked on a check thread', () => {
   });
 
   it('store a batch large enough to share one text exactly as small batches: non-ASCII objects, a Secret', async () => {
-    // 1 KB ConfigMaps, every fifth with non-ASCII text (UTF-8 of two, three and four bytes), and a Secret.
-    const words = ['grüße', '日本語', '🚀 launch', 'plain'];
-    const changes: Change[] = [];
-    for (let i = 0; i < 180; i++) {
-      const text = i % 5 === 0 ? words[i % 4]!.repeat(60) : `value-${i}-`.repeat(80);
-      changes.push(change('dev', 'ADDED', configMap(`cm-${i}`, String(100 + i), { text })));
-    }
-    changes.splice(
-      75,
-      0,
-      change('dev', 'ADDED', {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: { name: 'tls', namespace: 'default', resourceVersion: '99' },
-        data: { key: Buffer.from('CANARY-88').toString('base64') },
-      } as never),
-    );
+    const changes = largeBatch();
     expect(changes.reduce((n, c) => n + c.objectJson.length, 0)).toBeGreaterThan(SHARED_TEXT_MIN_BYTES);
 
     const small = await serverWith(0);
@@ -181,5 +187,19 @@ describe('objects checked on a check thread', () => {
     expect(JSON.stringify(expected.at(-1))).not.toContain(Buffer.from('CANARY-88').toString('base64'));
     expect(await read(inline.base)).toEqual(expected);
     expect(await read(threaded.base)).toEqual(expected);
+  });
+
+  it('refuse a batch cut from one shared text when one object is not JSON, naming it, and store nothing', async () => {
+    for (const threads of [0, 1]) {
+      const { agent, base } = await serverWith(threads);
+      const changes = largeBatch();
+      changes[120] = { ...changes[120]!, objectJson: Buffer.from('{"data": {"text": "x"} ') };
+      agent.send({ changeBatch: { seq: 1, observedAtMs: 0, changes } });
+      expect(await agent.ended).toMatchObject({
+        code: GrpcStatus.INVALID_ARGUMENT,
+        details: expect.stringMatching(/change 120 \(ConfigMap default\/cm-\d+\): object_json is not valid JSON/),
+      });
+      expect((await getJson(`${base}/manifests/dev/default/configMap%20cm-0`)).status).toBe(404);
+    }
   });
 });
