@@ -98,6 +98,18 @@ function largeBatch(): Change[] {
   return changes;
 }
 
+/** Sends `changes` as one batch and expects it refused naming change `index`, with nothing of it stored. */
+async function expectRefusedAt(agent: TestAgent, base: string, changes: Change[], index: number): Promise<void> {
+  agent.send({ changeBatch: { seq: 1, observedAtMs: 0, changes } });
+  expect(await agent.ended).toMatchObject({
+    code: GrpcStatus.INVALID_ARGUMENT,
+    details: expect.stringMatching(
+      new RegExp(`change ${index} \\(ConfigMap default/cm-\\d+\\): object_json is not valid JSON`),
+    ),
+  });
+  expect((await getJson(`${base}/manifests/dev/default/configMap%20cm-0`)).status).toBe(404);
+}
+
 describe('objects checked on a check thread', () => {
   it('store and index a large batch exactly as the event loop does', async () => {
     const inline = await serverWith(0);
@@ -134,12 +146,7 @@ describe('objects checked on a check thread', () => {
     const { agent, base } = await serverWith(1);
     const changes = mixedBatch();
     changes[70] = { ...changes[70]!, objectJson: Buffer.from('{"a": }') };
-    agent.send({ changeBatch: { seq: 1, observedAtMs: 0, changes } });
-    expect(await agent.ended).toMatchObject({
-      code: GrpcStatus.INVALID_ARGUMENT,
-      details: expect.stringMatching(/change 70 \(ConfigMap default\/cm-\d+\): object_json is not valid JSON/),
-    });
-    expect((await getJson(`${base}/manifests/dev/default/configMap%20cm-0`)).status).toBe(404);
+    await expectRefusedAt(agent, base, changes, 70);
   });
 
   it('write and acknowledge in stream order: a small batch behind a large one waits for it', async () => {
@@ -194,12 +201,7 @@ describe('objects checked on a check thread', () => {
       const { agent, base } = await serverWith(threads);
       const changes = largeBatch();
       changes[120] = { ...changes[120]!, objectJson: Buffer.from('{"data": {"text": "x"} ') };
-      agent.send({ changeBatch: { seq: 1, observedAtMs: 0, changes } });
-      expect(await agent.ended).toMatchObject({
-        code: GrpcStatus.INVALID_ARGUMENT,
-        details: expect.stringMatching(/change 120 \(ConfigMap default\/cm-\d+\): object_json is not valid JSON/),
-      });
-      expect((await getJson(`${base}/manifests/dev/default/configMap%20cm-0`)).status).toBe(404);
+      await expectRefusedAt(agent, base, changes, 120);
     }
   });
 });
