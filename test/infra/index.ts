@@ -81,7 +81,10 @@ export function adminKubeConfig(): KubeConfig {
   return kc;
 }
 
-/** Creates a namespace with a unique name starting with `prefix` and returns the name. */
+/**
+ * Creates a namespace with a unique name starting with `prefix` and returns the name, once the controller manager's
+ * kube-root-ca.crt is in it.
+ */
 export async function createNamespace(prefix: string): Promise<string> {
   const base = prefix
     .toLowerCase()
@@ -89,6 +92,10 @@ export async function createNamespace(prefix: string): Promise<string> {
     .slice(0, 40);
   const name = `${base}-${Math.random().toString(36).slice(2, 8)}`;
   await kubectl(['create', 'namespace', name]);
+  // The controller manager adds kube-root-ca.crt to every new namespace a moment later; on a loaded machine that
+  // can land after a test's first list and show up as an unexpected watch event. Returning only once it exists
+  // makes a new namespace's contents the same in every run.
+  await kubectl(['wait', '--for=create', 'configmap/kube-root-ca.crt', '-n', name, '--timeout=60s']);
   return name;
 }
 
