@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 // Two projects: `unit` (pure, seconds) and `integration` (real control plane, MariaDB and processes, started
-// once per run by test/infra/global-setup.ts and shared; tests isolate themselves by namespace/database).
+// once per run by test/infra/global-setup.ts and shared; tests isolate themselves by namespace/database). Each
+// project's temp files go into a directory of its own that is removed after the run (test/infra/temp-root.ts).
 export default defineConfig({
   test: {
     pool: 'forks',
@@ -12,7 +13,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['test/unit/**/*.test.ts'] },
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], globalSetup: ['test/infra/temp-root.ts'] },
       },
       {
         extends: true,
@@ -22,7 +23,7 @@ export default defineConfig({
           // when other test files run next to it.
           testTimeout: 120_000,
           include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
-          globalSetup: ['test/infra/global-setup.ts'],
+          globalSetup: ['test/infra/temp-root.ts', 'test/infra/global-setup.ts'],
         },
       },
     ],
