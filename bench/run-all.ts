@@ -2,24 +2,31 @@
  * `npm run bench [-- --quick]`: runs every benchmark (the long ones only when `--only` names them) in its own
  * process, one after another (they would skew each other in parallel on 2 cores), checks each printed a
  * well-formed result, and writes them all to bench/results/latest.json. Exit code 1 when a benchmark failed or
- * printed something malformed; a missed goal is data (met: false), not a failure.
+ * printed something malformed; a missed goal is data (met: false), not a failure. Each benchmark writes its temp
+ * files (servers' data, certificates, control planes) into a directory of its own (TMPDIR), removed when it exits.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
 import { repoRoot } from './lib/child.js';
 import { BENCHMARKS, checkResult, LONG_BENCHMARKS } from './lib/registry.js';
 import { flags, machineInfo, versions, type BenchResult } from './lib/report.js';
 
 function runOne(script: string, quick: boolean): Promise<{ code: number; last: string }> {
+  const temp = mkdtempSync(join(tmpdir(), `scale-agent-bench-${basename(script, '.ts')}-`));
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', script, ...(quick ? ['--quick'] : [])], {
       cwd: repoRoot,
+      env: { ...process.env, TMPDIR: temp },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.on('close', (code) => resolve({ code: code ?? 1, last: out.trim().split('\n').pop() ?? '' }));
+    child.on('close', (code) => {
+      rmSync(temp, { recursive: true, force: true });
+      resolve({ code: code ?? 1, last: out.trim().split('\n').pop() ?? '' });
+    });
   });
 }
 
