@@ -227,6 +227,9 @@ export class Http2Pool {
     const now = Date.now();
     for (const s of this.sessions) {
       if (s.pinging || s.active === 0 || now - s.lastRead < this.readIdleMs) continue;
+      // A session destroyed a moment ago stays listed until its 'close' event, and ping() on it throws: from this
+      // timer, that would be an uncaught exception (seen on a loaded machine, right after a PING timed out).
+      if (s.session.destroyed || s.session.closed) continue;
       s.pinging = true;
       const timer = setTimeout(
         () => s.session.destroy(new Error('API server did not answer an HTTP/2 PING')),

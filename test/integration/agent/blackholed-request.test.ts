@@ -9,6 +9,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { finished } from 'node:stream/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadClusterAccess, tlsOptionsOf } from '../../../src/agent/kube/kubeconfig.js';
 import { Http2Pool } from '../../../src/agent/kube/http2-pool.js';
@@ -44,7 +45,9 @@ describe('a request swallowed by a blackholed API-server link', () => {
 
     const warm = await get();
     expect(warm.headers[':status']).toBe(200);
-    warm.stream.resume();
+    // Read to its end before the link goes dark: a stream still open then is destroyed with the PING's error, and
+    // nobody here would be listening for it (on a loaded machine the body can take that long).
+    await finished(warm.stream.resume());
 
     for (const stream of ['upstream', 'downstream'] as const) {
       await toxi.addToxic('apiserver', `blackhole-${stream}`, stream, { type: 'timeout', attributes: { timeout: 0 } });
@@ -59,6 +62,6 @@ describe('a request swallowed by a blackholed API-server link', () => {
     // The pool recovers: a new connection answers.
     const after = await get();
     expect(after.headers[':status']).toBe(200);
-    after.stream.resume();
+    await finished(after.stream.resume());
   }, 120_000);
 });

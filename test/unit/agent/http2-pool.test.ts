@@ -88,4 +88,23 @@ describe('Http2Pool', () => {
     }
     expect(b.pool.isClosed).toBe(true);
   });
+
+  it('does not PING a connection destroyed a moment ago, whose streams have not closed yet (ping() would throw)', async () => {
+    const pool = await serve((stream) => stream.respond({ ':status': 200 })); // headers now, body never (a watch)
+    const { stream } = await pool.request({ ':path': '/watch' });
+    stream.on('error', () => undefined);
+    // The probe runs from a timer once a connection with open streams has read nothing for readIdleMs. Driving it
+    // directly is the only way to land in the window between destroy() and the 'close' events that follow it.
+    const internals = pool as unknown as { sessions: { lastRead: number }[]; checkHealth(): void };
+    for (const s of internals.sessions) s.lastRead = 0;
+    stream.session?.destroy();
+    expect(pool.sessionCount).toBe(1);
+    expect(() => internals.checkHealth()).not.toThrow();
+    // The pool drops the dead connection and opens a new one for the next request.
+    await new Promise((r) => stream.once('close', r));
+    const next = await pool.request({ ':path': '/watch' });
+    expect(next.headers[':status']).toBe(200);
+    expect(pool.sessionCount).toBe(1);
+    next.stream.close();
+  });
 });
