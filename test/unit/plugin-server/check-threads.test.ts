@@ -62,18 +62,21 @@ function mixedBatch(): Change[] {
       } as never),
     );
   }
-  out.push(
-    change('dev', 'ADDED', {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 'tls', namespace: 'shop', resourceVersion: '20' },
-      data: { key: Buffer.from('CANARY-77').toString('base64') },
-    } as never),
-  );
+  out.push(secretChange('shop', '20', 'CANARY-77'));
   for (let i = 0; out.length < 99; i++)
     out.push(change('dev', 'ADDED', configMap(`cm-${i}`, String(100 + i), { i: `${i}` })));
   out.push({ ...change('dev', 'DELETED', configMap('gone', '300')), objectJson: Buffer.alloc(0) });
   return out;
+}
+
+/** A Secret named tls whose data holds `canary`: what the store must never keep. */
+function secretChange(namespace: string, resourceVersion: string, canary: string): Change {
+  return change('dev', 'ADDED', {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'tls', namespace, resourceVersion },
+    data: { key: Buffer.from(canary).toString('base64') },
+  } as never);
 }
 
 /** 181 changes over 128 KiB (cut from one shared text): 1 KB ConfigMaps, every fifth with non-ASCII text, a Secret. */
@@ -85,16 +88,7 @@ function largeBatch(): Change[] {
     const text = i % 5 === 0 ? words[i % 4]!.repeat(60) : `value-${i}-`.repeat(80);
     changes.push(change('dev', 'ADDED', configMap(`cm-${i}`, String(100 + i), { text })));
   }
-  changes.splice(
-    75,
-    0,
-    change('dev', 'ADDED', {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 'tls', namespace: 'default', resourceVersion: '99' },
-      data: { key: Buffer.from('CANARY-88').toString('base64') },
-    } as never),
-  );
+  changes.splice(75, 0, secretChange('default', '99', 'CANARY-88'));
   return changes;
 }
 
