@@ -1,6 +1,5 @@
 import type { Logger } from '../shared/logging.js';
-import { exceptionResult } from '../shared/ops/results.js';
-import type { OperationType } from '../shared/ops/types.js';
+import { failureMessage } from '../shared/ops/wire.js';
 import type { Operation, OperationResult } from '../shared/proto.js';
 import type { AccountConfig } from './config.js';
 import { KubeClient } from './kube/client.js';
@@ -64,13 +63,21 @@ export class OperationRunner {
     let result: OperationResult;
     const config = this.deps.account(op.account);
     if (!config) {
-      result = failure(op, `account ${op.account} is not configured on this agent`);
+      result = failureMessage(op, {
+        code: 'SA_ERR_INVALID_INPUT',
+        error: `account ${op.account} is not configured on this agent`,
+        retryable: false,
+      });
     } else {
       try {
         const client = await this.client(config);
         result = await executeWireOperation(client, op, { log, signal: this.abort.signal });
       } catch (e) {
-        result = failure(op, `cannot load credentials of account ${op.account}: ${(e as Error).message}`);
+        result = failureMessage(op, {
+          code: 'SA_ERR_INVALID_INPUT',
+          error: `cannot load credentials of account ${op.account}: ${(e as Error).message}`,
+          retryable: false,
+        });
       }
     }
     log.info({ ok: result.ok, ms: Date.now() - started, error: result.error || undefined }, 'operation finished');
@@ -100,17 +107,4 @@ export function ownResultBytes(r: OperationResult): OperationResult {
   const json = r.resultJson;
   // new Uint8Array(view) copies into a fresh ArrayBuffer of exactly the view's length; Buffer.from(arrayBuffer) wraps it.
   return { ...r, resultJson: Buffer.from(new Uint8Array(json).buffer) };
-}
-
-function failure(op: Operation, error: string): OperationResult {
-  const result = exceptionResult(op.type as OperationType, error);
-  return {
-    operationId: op.operationId,
-    ok: false,
-    error,
-    resultJson: Buffer.from(
-      JSON.stringify({ result, messages: [], errorCode: 'SA_ERR_INVALID_INPUT', retryable: false }),
-    ),
-    resourceVersions: {},
-  };
 }

@@ -30,6 +30,7 @@ import { PluginServerMetrics } from './metrics.js';
 import { registerJobRoutes } from './api/job-routes.js';
 import { registerOpsRoutes } from './api/ops-routes.js';
 import { registerOrcaRoutes } from './api/orca-routes.js';
+import { registerPeerRoutes } from './api/peer-routes.js';
 import { registerViewRoutes } from './api/views-routes.js';
 import {
   CacheBarrier,
@@ -39,7 +40,7 @@ import {
   TaskRunner,
   WatchedStore,
 } from './ops/index.js';
-import { forwardOperation, registerPeerOperationRoute } from './ops/peer-forward.js';
+import { forwardOperation } from './ops/peer-forward.js';
 import { ReplicaViews } from './replica-views.js';
 import { CheckPool } from './ingest/check-pool.js';
 import { AgentSession } from './sessions.js';
@@ -320,7 +321,7 @@ export class PluginServer {
       accounts: this.accounts,
       logs: (account, location, pod, container) => this.liveReader.logs(account, location, pod, container),
     });
-    registerPeerOperationRoute(this.http, { dispatcher: this.dispatcher, barrier: this.barrier });
+    registerPeerRoutes(this.http, { dispatcher: this.dispatcher, barrier: this.barrier });
     await this.http.listen({ host: this.config.http.host, port: this.config.http.port });
     const address = this.http.server.address();
     this.httpPort = typeof address === 'object' && address ? address.port : this.config.http.port;

@@ -1,4 +1,4 @@
-import { labelSelectorString } from '../../shared/ops/parse.js';
+import { labelSelectorString } from '../../shared/ops/label-selector.js';
 import { deleteResult, type OperationResultObject } from '../../shared/ops/results.js';
 import type { DeletePayload, KubeObject, PropagationPolicy } from '../../shared/ops/types.js';
 import { collectionPath, intentFor, objectPath } from '../kube/resources.js';

@@ -1,15 +1,9 @@
-import { isScaleAgentError, KubeApiError, ScaleAgentError, type ErrorCode } from '../../shared/errors.js';
+import { isScaleAgentError, KubeApiError, type ErrorCode } from '../../shared/errors.js';
 import { OutcomeUnknownError, type KubeClient } from '../kube/client.js';
 import type { Logger } from '../../shared/logging.js';
 import { exceptionResult } from '../../shared/ops/results.js';
-import { parseOperations } from '../../shared/ops/parse.js';
-import { formatIssues } from '../../shared/ops/issues.js';
-import {
-  CLOUDDRIVER_OPERATIONS,
-  type ApplyMode,
-  type NormalizedOperation,
-  type OperationType,
-} from '../../shared/ops/types.js';
+import type { ApplyMode, NormalizedOperation } from '../../shared/ops/types.js';
+import { decodeOperation, failureMessage, resultMessage } from '../../shared/ops/wire.js';
 import type { OperationResult as WireResult, Operation as WireOperation } from '../../proto/scaleagent/v1/agent.js';
 import { cleanupArtifacts } from './cleanup.js';
 import { deleteManifest } from './delete.js';
@@ -153,91 +147,27 @@ function classify(e: unknown, signal: AbortSignal): { code: ErrorCode; message: 
 
 // ---- the stream's integration point ----------------------------------------------------------------------------
 
-const KNOWN_TYPES = new Set<OperationType>([...CLOUDDRIVER_OPERATIONS, 'liveGet', 'liveList', 'liveLogs']);
-
 /**
- * ServerMessage.operation → OperationResult, for the agent's stream. `payloadJson` is either a normalized payload
- * (what the plugin-server sends: `NormalizedOperation.payload`) or, for hand-made messages, a raw Clouddriver
- * description, which is parsed the same way the REST API parses it. `deadlineMs` is an absolute epoch time when
- * larger than 10^12, else a duration; 0 means no deadline.
+ * ServerMessage.operation → OperationResult, for the agent's stream: the message is checked against the wire's one
+ * shape (shared/ops/wire.ts: a normalized payload, an absolute deadline), then run with that deadline.
  */
 export async function executeWireOperation(
   client: KubeClient,
   msg: WireOperation,
-  options: Omit<ExecuteOptions, 'signal'> & { signal?: AbortSignal } = {},
+  options: Omit<ExecuteOptions, 'signal'> & { signal?: AbortSignal; now?: () => number } = {},
 ): Promise<WireResult> {
-  const fail = (error: string): WireResult => ({
-    operationId: msg.operationId,
-    ok: false,
-    error,
-    resultJson: Buffer.from(
-      JSON.stringify(
-        exceptionResult(KNOWN_TYPES.has(msg.type as OperationType) ? (msg.type as OperationType) : 'liveGet', error),
-      ),
-    ),
-    resourceVersions: {},
-  });
-  let op: NormalizedOperation;
-  try {
-    op = decodeOperation(msg);
-  } catch (e) {
-    return fail((e as Error).message);
-  }
-  const deadline = Number(msg.deadlineMs);
-  const timeoutMs = deadline > 1e12 ? deadline - Date.now() : deadline;
+  const { now = Date.now, ...execute } = options;
+  const decoded = decodeOperation(msg, now());
+  if (!decoded.ok) return failureMessage(msg, decoded);
+  const timeoutMs = decoded.deadlineMs > 0 ? decoded.deadlineMs - now() : 0;
   const signals = [options.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined].filter(
     (s): s is AbortSignal => !!s,
   );
   const signal = signals.length > 0 ? AbortSignal.any(signals) : undefined;
-  const r = await executeOperation(client, op, {
-    ...options,
+  const r = await executeOperation(client, decoded.op, {
+    ...execute,
     operationId: msg.operationId,
     ...(signal ? { signal } : {}),
   });
-  return {
-    operationId: msg.operationId,
-    ok: r.ok,
-    error: r.error ?? '',
-    resultJson: Buffer.from(
-      JSON.stringify({ result: r.result, messages: r.messages, errorCode: r.errorCode, retryable: r.retryable }),
-    ),
-    resourceVersions: r.resourceVersions,
-  };
-}
-
-function decodeOperation(msg: WireOperation): NormalizedOperation {
-  if (!KNOWN_TYPES.has(msg.type as OperationType)) {
-    throw new ScaleAgentError('INVALID_INPUT', `unknown operation type "${msg.type}"`);
-  }
-  let payload: unknown;
-  try {
-    payload = JSON.parse(Buffer.from(msg.payloadJson).toString('utf8'));
-  } catch (e) {
-    throw new ScaleAgentError('INVALID_INPUT', `operation ${msg.operationId}: payload is not JSON`, { cause: e });
-  }
-  if (isNormalized(msg.type as OperationType, payload)) {
-    return { type: msg.type, account: msg.account, payload } as NormalizedOperation;
-  }
-  const description = { ...(payload as object), account: msg.account };
-  const parsed = parseOperations(description, { endpoint: 'kubernetes', operationName: msg.type });
-  if (!parsed.ok) throw new ScaleAgentError('INVALID_INPUT', formatIssues(parsed.errors).join('; '));
-  const first = parsed.operations[0];
-  if (!first) throw new ScaleAgentError('INVALID_INPUT', 'empty operation');
-  return first;
-}
-
-/** Normalized payloads carry fields raw descriptions never have in that form. */
-function isNormalized(type: OperationType, p: unknown): boolean {
-  if (typeof p !== 'object' || p === null) return false;
-  const o = p as Record<string, unknown>;
-  if (type === 'deployManifest')
-    return Array.isArray(o.manifests) && typeof o.moniker === 'object' && typeof o.enableTraffic === 'boolean';
-  if (type === 'deleteManifest') return typeof o.waitTimeoutMs === 'number';
-  if (type === 'cleanupArtifacts') return Array.isArray(o.manifests);
-  if (type === 'runJob')
-    return typeof o.manifest === 'object' && Array.isArray(o.requiredArtifacts) && typeof o.application === 'string';
-  if (type === 'liveLogs') return typeof o.pod === 'string' && typeof o.limitBytes === 'number';
-  if (type === 'liveList')
-    return typeof o.kind === 'string' && typeof o.location === 'string' && !('manifestName' in o);
-  return typeof o.target === 'object' && o.target !== null;
+  return resultMessage(msg.operationId, r);
 }

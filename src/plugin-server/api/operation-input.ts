@@ -1,11 +1,6 @@
 import { ScaleAgentError } from '../../shared/errors.js';
-import {
-  formatIssues,
-  parseOperations,
-  validateAccounts,
-  type Endpoint,
-  type NormalizedOperation,
-} from '../../shared/ops/index.js';
+import type { NormalizedOperation } from '../../shared/ops/index.js';
+import { formatIssues, parseOperations, validateAccounts, type Endpoint } from './descriptions/index.js';
 import type { AccountRegistry } from '../accounts.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 

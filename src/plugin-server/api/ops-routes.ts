@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
-import type { Endpoint } from '../../shared/ops/index.js';
+import type { Endpoint } from './descriptions/index.js';
 import type { AccountRegistry } from '../accounts.js';
 import type { CacheStore } from '../cache/store.js';
 import type { LiveReader } from '../ops/live-read.js';

@@ -1,9 +1,9 @@
 import type { Logger } from '../../shared/logging.js';
-import { IDEMPOTENT_OPERATIONS, type OperationType } from '../../shared/ops/types.js';
+import { IDEMPOTENT_OPERATIONS, type NormalizedOperation, type OperationType } from '../../shared/ops/types.js';
+import { operationMessage } from '../../shared/ops/wire.js';
 import type { Operation, OperationResult } from '../../shared/proto.js';
 import type { AccountRegistry } from '../accounts.js';
 import type { BarrierOutcome } from './barrier.js';
-import type { ForwardOutcome } from './peer-forward.js';
 
 /** What the dispatcher needs of an agent stream (sessions.ts AgentSession). */
 export interface OperationSession {
@@ -18,9 +18,14 @@ export interface DispatchRequest {
   account: string;
   type: OperationType;
   payload: unknown;
-  /** Overrides of the dispatcher's bounds for this request (live reads use short ones). */
+  /** Override of the dispatcher's wait for an agent to hold the account (live reads do not wait). */
   agentWaitMs?: number;
-  timeoutMs?: number;
+  /**
+   * When the agent must give up, in milliseconds since the epoch: the meaning of `Operation.deadline_ms` and of the
+   * peer forward's `deadlineMs` (shared/ops/wire.ts), used unchanged on both. Undefined: the dispatcher's
+   * operation timeout from each send (an idempotent operation sent again gets a fresh one).
+   */
+  deadlineMs?: number;
   /** Only this replica's streams (a request a peer forwarded here is never forwarded again). */
   localOnly?: boolean;
   /** How long the replica holding the stream waits for its cache (forwarded operations). */
@@ -35,10 +40,13 @@ export type DispatchOutcome =
   /** notHeld: no stream of this replica holds the account (localOnly). */
   | { kind: 'failed'; message: string; retryable: boolean; notHeld?: boolean };
 
-/** Sends an operation to the peer replica at `url`, whose agent holds the account. */
+/** not-held: the peer's agent left it; unreachable: the peer died or cannot be reached (did it run? unknown). */
+export type ForwardOutcome = DispatchOutcome | { kind: 'not-held' } | { kind: 'unreachable'; message: string };
+
+/** Sends an operation to the peer replica at `url`, whose agent holds the account (ops/peer-forward.ts). */
 export type PeerForward = (
   url: string,
-  req: DispatchRequest & { cacheWaitMs: number },
+  req: DispatchRequest & { cacheWaitMs: number; deadlineMs: number },
   answerWithinMs: number,
 ) => Promise<ForwardOutcome>;
 
@@ -62,6 +70,9 @@ const PEER_RETRY_MS = 500;
 
 /** Slack after the agent's own deadline before the server stops waiting for its answer. */
 const ANSWER_SLACK_MS = 10_000;
+
+/** How long to wait for an answer when the agent has `leftMs` until its deadline. */
+const answerWithin = (leftMs: number): number => Math.max(0, leftMs) + Math.min(ANSWER_SLACK_MS, Math.max(0, leftMs));
 
 interface InFlight {
   sessionId: string;
@@ -97,12 +108,12 @@ export class OperationDispatcher {
 
   async execute(req: DispatchRequest, events: DispatchEvents = {}): Promise<DispatchOutcome> {
     const agentWaitMs = req.agentWaitMs ?? this.deps.options.agentWaitMs;
-    const operationTimeoutMs = req.timeoutMs ?? this.deps.options.operationTimeoutMs;
-    const answerWithinMs = operationTimeoutMs + Math.min(ANSWER_SLACK_MS, operationTimeoutMs);
     for (let attempt = 1; ; attempt++) {
       const route = await this.holder(req.account, agentWaitMs, events, req.localOnly ?? false);
+      const deadlineMs = req.deadlineMs ?? Date.now() + this.deps.options.operationTimeoutMs;
+      const answerWithinMs = answerWithin(deadlineMs - Date.now());
       if (route && 'peer' in route) {
-        const o = await this.forwardToPeer(route.peer, req, answerWithinMs, events, attempt);
+        const o = await this.forwardToPeer(route.peer, { ...req, deadlineMs }, answerWithinMs, events, attempt);
         if (o === 'retry') continue;
         return o;
       }
@@ -134,13 +145,13 @@ export class OperationDispatcher {
             resolve(o);
           },
         });
-        session.sendOperation({
-          operationId: req.operationId,
-          account: req.account,
-          type: req.type,
-          payloadJson: Buffer.from(JSON.stringify(req.payload)),
-          deadlineMs: Date.now() + operationTimeoutMs,
-        });
+        session.sendOperation(
+          operationMessage(
+            req.operationId,
+            { type: req.type, account: req.account, payload: req.payload } as NormalizedOperation,
+            deadlineMs,
+          ),
+        );
         events.sent?.(session, attempt);
       });
       if (outcome.kind === 'result') return { kind: 'result', result: outcome.result, agentId: session.agentId };
@@ -174,7 +185,7 @@ export class OperationDispatcher {
    */
   private async forwardToPeer(
     peer: { url: string; replica: string; agentId: string },
-    req: DispatchRequest,
+    req: DispatchRequest & { deadlineMs: number },
     answerWithinMs: number,
     events: DispatchEvents,
     attempt: number,

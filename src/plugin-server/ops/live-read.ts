@@ -1,5 +1,5 @@
 import { ScaleAgentError } from '../../shared/errors.js';
-import { DEFAULT_LOG_LIMIT_BYTES } from '../../shared/ops/parse.js';
+import { DEFAULT_LOG_LIMIT_BYTES } from '../../shared/ops/types.js';
 import { parseApiVersion } from '../../shared/proto.js';
 import type { AccountRegistry } from '../accounts.js';
 import type { CachedObject } from '../cache/store.js';
@@ -40,7 +40,7 @@ export class LiveReader {
       type: 'liveGet',
       payload: { target: { location, kind: kindSpec, name } },
       agentWaitMs: 0,
-      timeoutMs: this.deps.timeoutMs,
+      deadlineMs: Date.now() + this.deps.timeoutMs,
     });
     if (outcome.kind !== 'result' || !outcome.result.ok) return undefined;
     const body = JSON.parse(Buffer.from(outcome.result.resultJson).toString('utf8')) as {
@@ -69,7 +69,7 @@ export class LiveReader {
       type: 'liveList',
       payload: { location, kind: kindSpec },
       agentWaitMs: 0,
-      timeoutMs: this.deps.timeoutMs,
+      deadlineMs: Date.now() + this.deps.timeoutMs,
     });
     if (outcome.kind !== 'result' || !outcome.result.ok) return undefined;
     const body = JSON.parse(Buffer.from(outcome.result.resultJson).toString('utf8')) as {
@@ -94,7 +94,7 @@ export class LiveReader {
       type: 'liveLogs',
       payload: { location, pod, ...(container ? { container } : {}), limitBytes: DEFAULT_LOG_LIMIT_BYTES },
       agentWaitMs: 0,
-      timeoutMs: this.deps.timeoutMs,
+      deadlineMs: Date.now() + this.deps.timeoutMs,
     });
     if (outcome.kind !== 'result') throw new ScaleAgentError('UNAVAILABLE', outcome.message);
     const body = JSON.parse(Buffer.from(outcome.result.resultJson).toString('utf8')) as {

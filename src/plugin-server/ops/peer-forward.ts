@@ -1,9 +1,6 @@
-import type { FastifyInstance } from 'fastify';
-import { ScaleAgentError } from '../../shared/errors.js';
-import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
-import { OPERATION_PHASES, type OperationType } from '../../shared/ops/types.js';
-import type { BarrierOutcome, CacheBarrier } from './barrier.js';
-import type { DispatchOutcome, DispatchRequest, OperationDispatcher } from './dispatcher.js';
+import type { OperationType } from '../../shared/ops/types.js';
+import type { BarrierOutcome } from './barrier.js';
+import type { DispatchRequest, ForwardOutcome } from './dispatcher.js';
 
 /**
  * Operations for an account whose agent is connected to another replica are forwarded to that replica's REST
@@ -16,16 +13,20 @@ import type { DispatchOutcome, DispatchRequest, OperationDispatcher } from './di
  */
 export const PEER_OPERATIONS_PATH = '/internal/operations';
 
-interface PeerRequest {
+/** The body a replica posts to its peer (checked by the route's schema, api/peer-routes.ts). */
+export interface PeerRequest {
   operationId: string;
   account: string;
   type: OperationType;
+  /** The normalized payload (shared/ops/types.ts PayloadByType), as the asking replica parsed it. */
   payload: unknown;
-  timeoutMs?: number;
+  /** Epoch milliseconds: `Operation.deadline_ms`, sent down the peer's stream unchanged (shared/ops/wire.ts). */
+  deadlineMs: number;
+  /** How long the peer waits for its cache to hold what the operation wrote. */
   cacheWaitMs: number;
 }
 
-type PeerAnswer =
+export type PeerAnswer =
   | {
       kind: 'result';
       agentId: string;
@@ -37,13 +38,10 @@ type PeerAnswer =
     }
   | { kind: 'failed'; message: string; retryable: boolean; notHeld?: boolean };
 
-/** not-held: the peer's agent left it; unreachable: the peer died or cannot be reached (did it run? unknown). */
-export type ForwardOutcome = DispatchOutcome | { kind: 'not-held' } | { kind: 'unreachable'; message: string };
-
 /** Sends one operation to the replica holding its account's agent; carries the caller's credentials along. */
 export async function forwardOperation(
   baseUrl: string,
-  req: DispatchRequest & { cacheWaitMs: number },
+  req: DispatchRequest & { cacheWaitMs: number; deadlineMs: number },
   options: { authorization?: string | undefined; answerWithinMs: number },
 ): Promise<ForwardOutcome> {
   const body: PeerRequest = {
@@ -51,8 +49,8 @@ export async function forwardOperation(
     account: req.account,
     type: req.type,
     payload: req.payload,
+    deadlineMs: req.deadlineMs,
     cacheWaitMs: req.cacheWaitMs,
-    ...(req.timeoutMs !== undefined ? { timeoutMs: req.timeoutMs } : {}),
   };
   let res: Response;
   try {
@@ -95,52 +93,4 @@ export async function forwardOperation(
     },
     barrier: answer.barrier,
   };
-}
-
-const TYPES = new Set<string>(Object.keys(OPERATION_PHASES));
-
-/** The receiving side: run an operation forwarded by a peer through this replica's stream, then its barrier. */
-export function registerPeerOperationRoute(
-  app: FastifyInstance,
-  deps: { dispatcher: OperationDispatcher; barrier: CacheBarrier },
-): void {
-  app.post<{ Body: PeerRequest }>(PEER_OPERATIONS_PATH, async (request): Promise<PeerAnswer> => {
-    const b = request.body as Partial<PeerRequest> | undefined;
-    if (
-      !b ||
-      typeof b.operationId !== 'string' ||
-      typeof b.account !== 'string' ||
-      typeof b.type !== 'string' ||
-      !TYPES.has(b.type) ||
-      typeof b.cacheWaitMs !== 'number'
-    ) {
-      throw new ScaleAgentError('INVALID_INPUT', `${PEER_OPERATIONS_PATH}: operationId, account, type, cacheWaitMs`);
-    }
-    // Peers forward no X-SPINNAKER-ACCOUNTS (the posting replica checked it); a caller sending one is held to it.
-    requireWritable(accountFilter(request.headers), [b.account]);
-    const outcome = await deps.dispatcher.execute({
-      operationId: b.operationId,
-      account: b.account,
-      type: b.type,
-      payload: b.payload,
-      // Only this replica's own streams: a peer that lost the account meanwhile says so and the sender looks again.
-      localOnly: true,
-      agentWaitMs: 0,
-      ...(b.timeoutMs !== undefined ? { timeoutMs: b.timeoutMs } : {}),
-    });
-    if (outcome.kind === 'failed') return { ...outcome, notHeld: outcome.notHeld };
-    const r = outcome.result;
-    const barrier = r.ok
-      ? await deps.barrier.waitFor(b.account, r.resourceVersions, b.cacheWaitMs)
-      : { ok: true as const, waitedFor: [], notCached: [] };
-    return {
-      kind: 'result',
-      agentId: outcome.agentId,
-      ok: r.ok,
-      error: r.error,
-      resultJson: Buffer.from(r.resultJson).toString('base64'),
-      resourceVersions: r.resourceVersions,
-      barrier,
-    };
-  });
 }

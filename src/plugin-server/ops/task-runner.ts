@@ -9,6 +9,7 @@ import {
   OPERATION_PHASES,
   type NormalizedOperation,
   type OperationType,
+  type ResultBody,
 } from '../../shared/ops/index.js';
 import {
   addHistory,
@@ -29,14 +30,6 @@ import type { OperationMetrics } from './metrics.js';
 export interface TaskRunnerOptions {
   /** How long a finished operation waits for the cache to catch up with what it wrote. */
   cacheWaitMs: number;
-}
-
-/** What the agent puts in OperationResult.result_json (agent/ops/execute.ts executeWireOperation). */
-interface AgentResultJson {
-  result?: unknown;
-  messages?: string[];
-  errorCode?: string;
-  retryable?: boolean;
 }
 
 /** Operations whose task Orca waits on for a result object (docs/clouddriver-compatibility.md, Tasks). */
@@ -454,11 +447,11 @@ function isException(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'EXCEPTION';
 }
 
-function parseResultJson(bytes: Uint8Array): AgentResultJson {
+function parseResultJson(bytes: Uint8Array): ResultBody {
   if (bytes.length === 0) return {};
   try {
     const v = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) as unknown;
-    return typeof v === 'object' && v !== null ? (v as AgentResultJson) : {};
+    return typeof v === 'object' && v !== null ? (v as ResultBody) : {};
   } catch {
     return {};
   }

@@ -148,6 +148,9 @@ export interface LiveListPayload {
   limit?: number;
 }
 
+/** Default bound on a live log read: well inside the stream's message limit. */
+export const DEFAULT_LOG_LIMIT_BYTES = 4 * 1024 * 1024;
+
 /** Live read of one container's log (Run Job property files); the pod's only container when `container` is unset. */
 export interface LiveLogsPayload {
   location: string;
@@ -194,6 +197,18 @@ export const CLOUDDRIVER_OPERATIONS = [
 ] as const satisfies readonly OperationType[];
 
 export type ClouddriverOperation = (typeof CLOUDDRIVER_OPERATIONS)[number];
+
+/** Every operation the agent runs: the Clouddriver ones and the plugin-server's live reads. */
+export const OPERATION_TYPES = [
+  ...CLOUDDRIVER_OPERATIONS,
+  'liveGet',
+  'liveList',
+  'liveLogs',
+] as const satisfies readonly OperationType[];
+
+export function isOperationType(name: string): name is OperationType {
+  return (OPERATION_TYPES as readonly string[]).includes(name);
+}
 
 export type NormalizedOperation<T extends OperationType = OperationType> = {
   [K in T]: { type: K; account: string; payload: PayloadByType[K] };

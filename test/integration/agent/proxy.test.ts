@@ -9,7 +9,7 @@ import { parse, stringify } from 'yaml';
 import { KubeClient } from '../../../src/agent/kube/client.js';
 import { JsonLineSplitter } from '../../../src/agent/kube/json-lines.js';
 import { executeOperation } from '../../../src/agent/ops/index.js';
-import { parseOperations } from '../../../src/shared/ops/index.js';
+import { parseOperations } from '../../../src/plugin-server/api/descriptions/index.js';
 import { createNamespace, kubectl, testEnv } from '../../infra/index.js';
 
 /**

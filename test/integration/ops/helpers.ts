@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'vitest';
 import { KubeClient, type KubeClientSource } from '../../../src/agent/kube/client.js';
 import { executeOperation, type ExecutionResult } from '../../../src/agent/ops/index.js';
-import { formatIssues, parseOperations } from '../../../src/shared/ops/index.js';
+import { formatIssues, parseOperations } from '../../../src/plugin-server/api/descriptions/index.js';
 import { kubectl, testEnv } from '../../infra/index.js';
 
 /** The account the operations run as: a kubeconfig, loaded by the agent's own access layer. */

@@ -10,7 +10,7 @@ import { KubeClient } from '../../../src/agent/kube/client.js';
 import { OperationRunner } from '../../../src/agent/operations.js';
 import { markedJsonPatch } from '../../../src/agent/ops/once-in-cluster.js';
 import { createLogger } from '../../../src/shared/logging.js';
-import { formatIssues, parseOperations } from '../../../src/shared/ops/index.js';
+import { formatIssues, parseOperations } from '../../../src/plugin-server/api/descriptions/index.js';
 import type { KubeObject } from '../../../src/shared/ops/types.js';
 import type { Operation } from '../../../src/shared/proto.js';
 import { adminKubeConfig, createNamespace, testEnv } from '../../infra/index.js';

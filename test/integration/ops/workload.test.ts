@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { executeOperation, executeWireOperation } from '../../../src/agent/ops/index.js';
-import { parseOperations } from '../../../src/shared/ops/index.js';
+import type { Operation as WireOperation } from '../../../src/shared/proto.js';
+import { parseOperations } from '../../../src/plugin-server/api/descriptions/index.js';
 import { createNamespace, createServiceAccount } from '../../infra/index.js';
 import {
   adminKube,
@@ -257,7 +258,7 @@ describe('the stream integration point', () => {
       account: op.account,
       type: op.type,
       payloadJson: Buffer.from(JSON.stringify(op.payload)),
-      deadlineMs: 30_000,
+      deadlineMs: Date.now() + 30_000,
     });
     expect(res.operationId).toBe('op-1');
     expect(res.ok).toBe(true);
@@ -266,24 +267,31 @@ describe('the stream integration point', () => {
     expect(body.result.manifestNamesByNamespace).toEqual({ [ns]: ['deployment web'] });
     expect(Object.keys(res.resourceVersions)).toEqual([`apps/v1/Deployment/${ns}/web`]);
 
-    // A raw Clouddriver description works too, and an unknown type fails explicitly.
-    const raw = await executeWireOperation(await kubeClient(adminKube()), {
-      operationId: 'op-2',
-      account: ACCOUNT,
-      type: 'scaleManifest',
+    // Only normalized payloads with an absolute deadline: a raw Clouddriver description, a deadline already passed
+    // and an unknown type are refused, each changing nothing.
+    const scale = { target: { location: ns, kind: 'deployment', name: 'web' }, replicas: 2 };
+    const refused = async (msg: Partial<WireOperation>): Promise<Obj> => {
+      const r = await executeWireOperation(await kubeClient(adminKube()), {
+        operationId: 'op-2',
+        account: ACCOUNT,
+        type: 'scaleManifest',
+        payloadJson: Buffer.from(JSON.stringify(scale)),
+        deadlineMs: Date.now() + 30_000,
+        ...msg,
+      });
+      expect(r.ok).toBe(false);
+      return { error: r.error, ...(JSON.parse(Buffer.from(r.resultJson).toString('utf8')) as Obj) };
+    };
+    const raw = await refused({
       payloadJson: Buffer.from(JSON.stringify({ location: ns, manifestName: 'deployment web', replicas: 2 })),
-      deadlineMs: 0,
     });
-    expect(raw.ok).toBe(true);
-    expect((await getJson(['deployment', 'web', '-n', ns])).spec.replicas).toBe(2);
-    const unknown = await executeWireOperation(await kubeClient(adminKube()), {
-      operationId: 'op-3',
-      account: ACCOUNT,
-      type: 'explode',
-      payloadJson: Buffer.from('{}'),
-      deadlineMs: 0,
-    });
-    expect(unknown.ok).toBe(false);
+    expect(raw.error).toContain('is not a normalized scaleManifest payload: it lacks target');
+    expect(raw.errorCode).toBe('SA_ERR_INVALID_INPUT');
+    const late = await refused({ deadlineMs: Date.now() - 1000 });
+    expect(late.error).toMatch(/its deadline passed \d+ ms before it could start/);
+    expect(late).toMatchObject({ errorCode: 'SA_ERR_TIMEOUT', retryable: true });
+    const unknown = await refused({ type: 'explode', payloadJson: Buffer.from('{}') });
     expect(unknown.error).toContain('unknown operation type');
+    expect((await getJson(['deployment', 'web', '-n', ns])).spec.replicas).toBe(1);
   });
 });

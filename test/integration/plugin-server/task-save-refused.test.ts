@@ -11,7 +11,7 @@ import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
 import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import { CacheBarrier, OperationDispatcher, TaskRunner, WatchedStore } from '../../../src/plugin-server/ops/index.js';
 import { MysqlTaskRepository } from '../../../src/plugin-server/tasks/index.js';
-import { parseOperations } from '../../../src/shared/ops/parse.js';
+import { parseOperations } from '../../../src/plugin-server/api/descriptions/index.js';
 import { createTestDatabase } from '../../infra/index.js';
 import { waitFor } from '../../infra/wait.js';
 

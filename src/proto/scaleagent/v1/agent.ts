@@ -410,13 +410,13 @@ export interface Operation {
    */
   type: string;
   /**
-   * JSON of the normalized payload for `type` (src/shared/ops/types.ts PayloadByType); a raw Clouddriver
-   * description is accepted too and parsed the way the REST API parses it.
+   * JSON of the normalized payload for `type` (src/shared/ops/types.ts PayloadByType), which the plugin-server
+   * parsed from the Clouddriver description once; the agent refuses anything else (a raw description included).
    */
   payloadJson: Uint8Array;
   /**
-   * When the agent must give up: milliseconds since the epoch when larger than 10^12, otherwise a duration in
-   * milliseconds from receipt; 0 = no deadline. The server sends an absolute time.
+   * When the agent must give up, in milliseconds since the epoch; 0 = no deadline. Any other value below 10^12
+   * is refused, never read as a duration; a deadline already passed fails the operation with SA_ERR_TIMEOUT.
    */
   deadlineMs: number;
 }

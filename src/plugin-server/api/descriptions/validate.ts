@@ -1,6 +1,6 @@
 import type { ValidationIssue } from './issues.js';
 import { effectiveNamespace } from './parse.js';
-import type { NormalizedOperation } from './types.js';
+import type { NormalizedOperation } from '../../../shared/ops/types.js';
 
 /** What the server knows about an account's namespace limits (from its agent's Hello / the account config). */
 export interface AccountScope {

@@ -1,12 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import {
-  formatIssues,
-  labelSelectorString,
-  parseOperations,
-  validateAccounts,
-  type NormalizedOperation,
-} from '../../../src/shared/ops/index.js';
+import { formatIssues, parseOperations, validateAccounts } from '../../../src/plugin-server/api/descriptions/index.js';
+import { labelSelectorString, type NormalizedOperation } from '../../../src/shared/ops/index.js';
 
 const fixture = (name: string): unknown =>
   JSON.parse(readFileSync(new URL(`../../fixtures/ops/${name}`, import.meta.url), 'utf8')) as unknown;

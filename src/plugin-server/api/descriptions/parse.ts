@@ -1,20 +1,17 @@
+import { knownNamespaced, parseFullResourceName } from '../../../shared/ops/kinds.js';
 import type { IssueReason, ValidationIssue } from './issues.js';
-import { knownNamespaced, parseFullResourceName } from './kinds.js';
 import type {
   ApplyMode,
   Artifact,
+  ClouddriverOperation,
   CleanupArtifactsPayload,
   DeletePayload,
   DeployPayload,
   EnableDisablePayload,
   KubeObject,
   LabelSelector,
-  LiveGetPayload,
-  LiveListPayload,
-  LiveLogsPayload,
   Moniker,
   NormalizedOperation,
-  OperationType,
   PatchPayload,
   PatchStrategy,
   PropagationPolicy,
@@ -24,7 +21,7 @@ import type {
   Target,
   TargetPayload,
   UndoRolloutPayload,
-} from './types.js';
+} from '../../../shared/ops/types.js';
 
 /**
  * Clouddriver operation bodies → normalized operations. Descriptions are read the way Clouddriver's Jackson
@@ -47,11 +44,8 @@ export interface ParseOptions {
 
 export const DEFAULT_DELETE_WAIT_MS = 60_000;
 
-/** Default bound on a live log read: well inside the stream's message limit. */
-export const DEFAULT_LOG_LIMIT_BYTES = 4 * 1024 * 1024;
-
 /** Operation names accepted on the REST API, with the internal type they run as. */
-const OPERATION_ALIASES: Record<string, OperationType> = {
+const OPERATION_ALIASES: Record<string, ClouddriverOperation> = {
   deployManifest: 'deployManifest',
   deleteManifest: 'deleteManifest',
   patchManifest: 'patchManifest',
@@ -158,7 +152,7 @@ function parseOne(
   return { type, account, payload } as NormalizedOperation;
 }
 
-function parsePayload(ctx: Ctx, type: OperationType, name: string, d: Json, options: ParseOptions): unknown {
+function parsePayload(ctx: Ctx, type: ClouddriverOperation, name: string, d: Json, options: ParseOptions): unknown {
   switch (type) {
     case 'deployManifest':
       return parseDeploy(ctx, d);
@@ -181,12 +175,6 @@ function parsePayload(ctx: Ctx, type: OperationType, name: string, d: Json, opti
       return parseRunJob(ctx, d);
     case 'cleanupArtifacts':
       return parseCleanup(ctx, d);
-    case 'liveGet':
-      return parseLiveGet(ctx, d);
-    case 'liveList':
-      return parseLiveList(ctx, d);
-    case 'liveLogs':
-      return parseLiveLogs(ctx, d);
   }
 }
 
@@ -442,29 +430,6 @@ function parseLabelSelectors(ctx: Ctx, d: Json): LabelSelector[] {
   return out;
 }
 
-/** Kubernetes label-selector syntax for Clouddriver's selector list. */
-export function labelSelectorString(selectors: readonly LabelSelector[]): string {
-  return selectors
-    .map((s) => {
-      switch (s.kind) {
-        case 'ANY':
-        case 'EXISTS':
-          return s.key;
-        case 'NOT_EXISTS':
-          return `!${s.key}`;
-        case 'EQUALS':
-          return `${s.key}=${s.values[0] ?? ''}`;
-        case 'NOT_EQUALS':
-          return `${s.key}!=${s.values[0] ?? ''}`;
-        case 'CONTAINS':
-          return `${s.key} in (${s.values.join(',')})`;
-        case 'NOT_CONTAINS':
-          return `${s.key} notin (${s.values.join(',')})`;
-      }
-    })
-    .join(',');
-}
-
 // ---- patch, scale, rollout, traffic ----------------------------------------------------------------------------
 
 function parsePatch(ctx: Ctx, d: Json): PatchPayload | undefined {
@@ -581,7 +546,7 @@ function parseCleanup(ctx: Ctx, d: Json): CleanupArtifactsPayload {
   return { manifests: out };
 }
 
-// ---- runJob and live reads -------------------------------------------------------------------------------------
+// ---- runJob ----------------------------------------------------------------------------------------------------
 
 function parseRunJob(ctx: Ctx, d: Json): RunJobPayload | undefined {
   let raw: unknown = d.manifest;
@@ -617,42 +582,6 @@ function parseRunJob(ctx: Ctx, d: Json): RunJobPayload | undefined {
   if (namespace) out.namespace = namespace;
   const applyMode = parseApplyMode(ctx, d);
   if (applyMode) out.applyMode = applyMode;
-  return out;
-}
-
-function parseLiveGet(ctx: Ctx, d: Json): LiveGetPayload | undefined {
-  const target = requiredTarget(ctx, d);
-  return target ? { target } : undefined;
-}
-
-function parseLiveList(ctx: Ctx, d: Json): LiveListPayload | undefined {
-  const kind = str(d.kind);
-  if (!kind) {
-    ctx.add('kind', 'empty', 'kind is required');
-    return undefined;
-  }
-  const out: LiveListPayload = { location: optionalName(ctx, d, 'location') ?? '', kind };
-  const selector = str(d.labelSelector);
-  if (selector) out.labelSelector = selector;
-  const limit = int(d.limit);
-  if (limit !== undefined && limit > 0) out.limit = limit;
-  return out;
-}
-
-/** Internal (never on the REST API); parsed for hand-made wire messages like the other live reads. */
-function parseLiveLogs(ctx: Ctx, d: Json): LiveLogsPayload | undefined {
-  const pod = str(d.pod);
-  if (!pod) {
-    ctx.add('pod', 'empty', 'pod is required');
-    return undefined;
-  }
-  const out: LiveLogsPayload = {
-    location: optionalName(ctx, d, 'location') ?? '',
-    pod,
-    limitBytes: int(d.limitBytes) ?? DEFAULT_LOG_LIMIT_BYTES,
-  };
-  const container = str(d.container);
-  if (container) out.container = container;
   return out;
 }
 

@@ -1,0 +1,3 @@
+export * from './issues.js';
+export * from './parse.js';
+export * from './validate.js';
