@@ -1,4 +1,5 @@
 import { realClock, sleep, type Clock, type ClockTimer } from '../shared/clock.js';
+import { ScaleAgentError } from '../shared/errors.js';
 import type { Logger } from '../shared/logging.js';
 import {
   AccountState as ProtoAccountState,
@@ -84,6 +85,7 @@ export class AccountRunner {
   readonly forbidden = new Set<string>();
 
   private client: KubeClient | undefined;
+  private clientLoad: Promise<KubeClient> | undefined;
   private discovered: ApiResource[] | undefined;
   private kindPolicy: KindPolicy | undefined;
   private session: AccountSession | undefined;
@@ -129,7 +131,7 @@ export class AccountRunner {
     const backoff = new Backoff(ACCOUNT_START_BACKOFF, this.deps.settings.random);
     while (!this.abort.signal.aborted) {
       try {
-        this.client ??= await KubeClient.create(this.config);
+        this.client ??= await this.kubeClient();
         this.identity ??= { ...this.client.localIdentity(), kubernetesVersion: '' };
         this.identity = await this.client.identity(this.abort.signal);
         await this.discover();
@@ -159,6 +161,24 @@ export class AccountRunner {
       }
     }
     this.firstAttemptDone();
+  }
+
+  /**
+   * The account's one Kubernetes client, shared by its watches and the operations the plugin-server sends (one
+   * discovery cache, one set of connections). Loaded on first use; a failed load is tried again on the next use (a
+   * Secret mounted late). Closed when the account stops.
+   */
+  kubeClient(): Promise<KubeClient> {
+    if (this.abort.signal.aborted) {
+      return Promise.reject(new ScaleAgentError('UNAVAILABLE', `account ${this.name} is stopping`));
+    }
+    if (this.clientLoad) return this.clientLoad;
+    const load = KubeClient.create(this.config);
+    this.clientLoad = load;
+    load.catch(() => {
+      if (this.clientLoad === load) this.clientLoad = undefined;
+    });
+    return load;
   }
 
   /** The account as announced in Hello; undefined while its credentials cannot even be loaded. */
@@ -221,7 +241,8 @@ export class AccountRunner {
     await this.stopSession();
     await this.crdWatch?.stop();
     await this.discovering?.catch(() => undefined);
-    this.client?.close();
+    // Also a client still loading: it is closed once loaded.
+    void this.clientLoad?.then((c) => c.close()).catch(() => undefined);
     this.deps.metrics.forbiddenKinds.remove(this.name);
   }
 

@@ -105,7 +105,7 @@ export class Agent {
     });
     this.operations = new OperationRunner({
       logger: this.log.child({ component: 'operations' }),
-      account: (name) => this.accounts.get(name)?.config,
+      client: (name) => this.accounts.get(name)?.kubeClient(),
       send: (result) => this.stream.sendControl({ operationResult: result }),
     });
     const source = {

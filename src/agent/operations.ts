@@ -1,27 +1,26 @@
 import type { Logger } from '../shared/logging.js';
 import { failureMessage } from '../shared/ops/wire.js';
 import type { Operation, OperationResult } from '../shared/proto.js';
-import type { AccountConfig } from './config.js';
-import { KubeClient } from './kube/client.js';
+import type { KubeClient } from './kube/client.js';
 import { executeWireOperation } from './ops/index.js';
 import { OnceByOperationId } from './ops/once.js';
 
 export interface OperationRunnerDeps {
   logger: Logger;
-  /** The account's current configuration (undefined when this agent does not have it). */
-  account(name: string): AccountConfig | undefined;
+  /**
+   * The account's Kubernetes client: the one its watches use (AccountRunner.kubeClient), so operations share its
+   * discovery cache and connections. Undefined when this agent does not have the account.
+   */
+  client(account: string): Promise<KubeClient> | undefined;
   /** Sends the result back on the stream (dropped when the stream is down: the server then retries or fails). */
   send(result: OperationResult): void;
 }
 
 /**
- * Runs the operations the plugin-server sends (ServerMessage.operation) with the account's credentials and sends
- * each OperationResult back. Operations use the same access layer as the watches (kube/client.ts: credentials,
- * proxy, TLS server name, HTTP/2 connections shared with the account's watches), one client per account
- * configuration, replaced when the configuration changes.
+ * Runs the operations the plugin-server sends (ServerMessage.operation) with the account's client, the one its
+ * watches use (docs/architecture.md), and sends each OperationResult back.
  */
 export class OperationRunner {
-  private readonly clients = new Map<string, { key: string; client: Promise<KubeClient> }>();
   private readonly abort = new AbortController();
   private readonly running = new Set<Promise<void>>();
   /** Operations sent again under the same id (a resumed task) get the first run's result: see ops/once.ts. */
@@ -53,16 +52,14 @@ export class OperationRunner {
   async stop(): Promise<void> {
     this.abort.abort();
     await Promise.allSettled([...this.running]);
-    for (const { client } of this.clients.values()) void client.then((c) => c.close()).catch(() => undefined);
-    this.clients.clear();
   }
 
   private async execute(op: Operation): Promise<OperationResult> {
     const log = this.deps.logger.child({ operationId: op.operationId, account: op.account, type: op.type });
     const started = Date.now();
     let result: OperationResult;
-    const config = this.deps.account(op.account);
-    if (!config) {
+    const client = this.deps.client(op.account);
+    if (!client) {
       result = failureMessage(op, {
         code: 'SA_ERR_INVALID_INPUT',
         error: `account ${op.account} is not configured on this agent`,
@@ -70,8 +67,7 @@ export class OperationRunner {
       });
     } else {
       try {
-        const client = await this.client(config);
-        result = await executeWireOperation(client, op, { log, signal: this.abort.signal });
+        result = await executeWireOperation(await client, op, { log, signal: this.abort.signal });
       } catch (e) {
         result = failureMessage(op, {
           code: 'SA_ERR_INVALID_INPUT',
@@ -82,20 +78,6 @@ export class OperationRunner {
     }
     log.info({ ok: result.ok, ms: Date.now() - started, error: result.error || undefined }, 'operation finished');
     return result;
-  }
-
-  private client(config: AccountConfig): Promise<KubeClient> {
-    const key = JSON.stringify([config.kubeconfigFile, config.serviceAccount, config.context]);
-    const cached = this.clients.get(config.name);
-    if (cached?.key === key) return cached.client;
-    if (cached) void cached.client.then((c) => c.close()).catch(() => undefined);
-    const client = KubeClient.create(config);
-    this.clients.set(config.name, { key, client });
-    // A failed load is not cached: the file may appear (a Secret mounted late).
-    client.catch(() => {
-      if (this.clients.get(config.name)?.client === client) this.clients.delete(config.name);
-    });
-    return client;
   }
 }
 

@@ -12,6 +12,7 @@ import { markedJsonPatch } from '../../../src/agent/ops/once-in-cluster.js';
 import { createLogger } from '../../../src/shared/logging.js';
 import { formatIssues, parseOperations } from '../../../src/plugin-server/api/descriptions/index.js';
 import type { KubeObject } from '../../../src/shared/ops/types.js';
+import { operationMessage } from '../../../src/shared/ops/wire.js';
 import type { Operation } from '../../../src/shared/proto.js';
 import { adminKubeConfig, createNamespace, testEnv } from '../../infra/index.js';
 import { installWidgetCrd, WIDGET_GROUP } from '../../infra/faults/index.js';
@@ -25,14 +26,9 @@ const logger = createLogger({ name: 'once-in-cluster-test', level: 'silent' });
 function wireOperation(operationId: string, type: string, description: Record<string, unknown>): Operation {
   const parsed = parseOperations([{ [type]: description }], { endpoint: 'kubernetes' });
   if (!parsed.ok) throw new Error(formatIssues(parsed.errors).join('; '));
-  const op = parsed.operations[0] as { type: string; account: string; payload: unknown };
-  return {
-    operationId,
-    account: op.account,
-    type: op.type,
-    payloadJson: Buffer.from(JSON.stringify(op.payload)),
-    deadlineMs: 60_000,
-  };
+  const op = parsed.operations[0];
+  if (!op) throw new Error('no operation parsed');
+  return operationMessage(operationId, op, Date.now() + 300_000);
 }
 
 interface Answer {
@@ -50,7 +46,7 @@ async function runInFreshAgent(op: Operation): Promise<Answer> {
   const answer = new Promise<Answer>((resolve) => (answered = resolve));
   const runner = new OperationRunner({
     logger,
-    account: (name) => (name === ACCOUNT ? account : undefined),
+    client: (name) => (name === ACCOUNT ? KubeClient.create(account) : undefined),
     send: (r) => {
       const body = JSON.parse(Buffer.from(r.resultJson).toString('utf8')) as { result: Obj; messages: string[] };
       answered({ ok: r.ok, error: r.error, result: body.result, messages: body.messages });
