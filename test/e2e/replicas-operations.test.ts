@@ -105,5 +105,24 @@ describe('operations posted to any replica', () => {
     });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { code: string }).code).toBe('SA_ERR_INVALID_INPUT');
+
+    // What a replica of the previous version forwards: a duration, no epoch deadline (docs/upgrading.md).
+    const older = await fetch(`${a.httpBase}/internal/operations`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        operationId: 'older-peer.0',
+        account,
+        type: 'liveGet',
+        payload: { target: { location: ns, kind: 'configMap', name: 'idem' } },
+        timeoutMs: 30_000,
+        cacheWaitMs: 1000,
+      }),
+    });
+    expect(older.status).toBe(400);
+    expect(await older.json()).toMatchObject({
+      code: 'SA_ERR_INVALID_INPUT',
+      message: "body must have required property 'deadlineMs'",
+    });
   });
 });
