@@ -19,7 +19,17 @@ export interface OpsRouteDeps {
 
 type OpsRequest = { Params: { opName?: string }; Querystring: { clientRequestId?: string } };
 
-const MAX_REQUEST_ID = 255;
+/**
+ * The envelope the route can check before parsing. The descriptions themselves are read by the parser
+ * (descriptions/parse.ts), not by a body schema: Clouddriver reads them leniently (Orca's whole stage context
+ * around them, `credentials` for `account`, numbers and booleans as strings), which a schema could only copy.
+ */
+const submitSchema = {
+  querystring: {
+    type: 'object',
+    properties: { clientRequestId: { type: 'string', maxLength: 255 } },
+  },
+} as const;
 
 /**
  * Clouddriver's operations surface: `POST /kubernetes/ops` and `/ops` (and their single-operation forms) validate
@@ -31,19 +41,16 @@ const MAX_REQUEST_ID = 255;
 export function registerOpsRoutes(app: FastifyInstance, deps: OpsRouteDeps): void {
   const submit = (endpoint: Endpoint) => async (request: FastifyRequest<OpsRequest>) => {
     const requestId = request.query.clientRequestId || undefined;
-    if (requestId && requestId.length > MAX_REQUEST_ID) {
-      throw new ScaleAgentError('INVALID_INPUT', `clientRequestId is longer than ${MAX_REQUEST_ID} characters`);
-    }
     const operations = operationsFromBody(request.body, endpoint, deps, request.headers, request.params.opName);
     const who = request.principal?.who ?? `network:${request.ip}`;
     const { task } = await deps.runner.submit(operations, requestId, who, request.headers.authorization);
     return { id: task.id, resourceUri: `/task/${task.id}` };
   };
 
-  app.post<OpsRequest>('/kubernetes/ops', submit('kubernetes'));
-  app.post<OpsRequest>('/kubernetes/ops/:opName', submit('kubernetes'));
-  app.post<OpsRequest>('/ops', submit('ops'));
-  app.post<OpsRequest>('/ops/:opName', submit('ops'));
+  app.post<OpsRequest>('/kubernetes/ops', { schema: submitSchema }, submit('kubernetes'));
+  app.post<OpsRequest>('/kubernetes/ops/:opName', { schema: submitSchema }, submit('kubernetes'));
+  app.post<OpsRequest>('/ops', { schema: submitSchema }, submit('ops'));
+  app.post<OpsRequest>('/ops/:opName', { schema: submitSchema }, submit('ops'));
 
   app.get<{ Params: { id: string } }>('/task/:id', async (request) => {
     const task = await deps.runner.get(request.params.id);
