@@ -154,18 +154,17 @@ function classify(e: unknown, signal: AbortSignal): { code: ErrorCode; message: 
 export async function executeWireOperation(
   client: KubeClient,
   msg: WireOperation,
-  options: Omit<ExecuteOptions, 'signal'> & { signal?: AbortSignal; now?: () => number } = {},
+  options: ExecuteOptions = {},
 ): Promise<WireResult> {
-  const { now = Date.now, ...execute } = options;
-  const decoded = decodeOperation(msg, now());
+  const decoded = decodeOperation(msg, Date.now());
   if (!decoded.ok) return failureMessage(msg, decoded);
-  const timeoutMs = decoded.deadlineMs > 0 ? decoded.deadlineMs - now() : 0;
+  const timeoutMs = decoded.deadlineMs > 0 ? decoded.deadlineMs - Date.now() : 0;
   const signals = [options.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined].filter(
     (s): s is AbortSignal => !!s,
   );
   const signal = signals.length > 0 ? AbortSignal.any(signals) : undefined;
   const r = await executeOperation(client, decoded.op, {
-    ...execute,
+    ...options,
     operationId: msg.operationId,
     ...(signal ? { signal } : {}),
   });
