@@ -28,6 +28,21 @@ export interface UpstreamConfig {
   accountsRefreshSeconds: number;
 }
 
+/** One http/file artifact account (spinnaker.artifacts.http[]). */
+export interface HttpArtifactAccountConfig {
+  name: string;
+  allowedHosts: string[];
+  usernamePasswordFile?: string;
+  tokenFile?: string;
+}
+
+/** spinnaker.artifacts: what standalone mode fetches itself (api/artifact-routes.ts). */
+export interface ArtifactsConfig {
+  http: HttpArtifactAccountConfig[];
+  timeoutMs: number;
+  maxBytes: number;
+}
+
 export interface AuthorizationConfig {
   agentTokensFile?: string;
   identities: IdentityRule[];
@@ -65,7 +80,7 @@ export interface PluginServerConfig {
   authorization?: AuthorizationConfig;
   dynamicAccounts: { encryptionKeyFile?: string; encryptionKeyEnv?: string };
   /** Optional in the type so configs built in code need not name it; the schema defaults it to {}. */
-  spinnaker?: { upstream?: UpstreamConfig };
+  spinnaker?: { upstream?: UpstreamConfig; artifacts?: ArtifactsConfig };
   limits: {
     maxMessageBytes: number;
     maxUnackedBytes: number;
@@ -147,10 +162,41 @@ function validatePluginServerConfig(doc: LocatedDocument): PluginServerConfig {
       });
     }
   }
+  checkArtifacts(doc, config, rel);
   if (config.storage.type === 'mysql' && config.storage.urlFile && !isAbsolute(config.storage.urlFile)) {
     config.storage.urlFile = resolve(dirname(doc.file), config.storage.urlFile);
   }
   return config;
+}
+
+/** spinnaker.artifacts: names unique, one credential per account, files resolved, and none in front mode. */
+function checkArtifacts(doc: LocatedDocument, config: PluginServerConfig, rel: (p: string) => string): void {
+  const artifacts = config.spinnaker?.artifacts;
+  if (!artifacts) return;
+  const invalid = (path: string, message: string) =>
+    new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
+      details: [detailAt(doc, path, message)],
+    });
+  if (config.spinnaker?.upstream && artifacts.http.length > 0) {
+    // One place fetches artifacts: in front mode the upstream Clouddriver's artifact accounts, which Deck lists.
+    throw invalid(
+      '/spinnaker/artifacts/http',
+      'http artifact accounts are for standalone mode; with spinnaker.upstream set, configure them in Clouddriver',
+    );
+  }
+  const seen = new Set<string>();
+  artifacts.http.forEach((account, i) => {
+    // embedded-artifact is the account Clouddriver (and this server) serve embedded/base64 under.
+    if (seen.has(account.name) || account.name === 'embedded-artifact') {
+      throw invalid(`/spinnaker/artifacts/http/${i}/name`, `artifact account name "${account.name}" is taken`);
+    }
+    seen.add(account.name);
+    if (account.usernamePasswordFile && account.tokenFile) {
+      throw invalid(`/spinnaker/artifacts/http/${i}`, 'give one of usernamePasswordFile and tokenFile, not both');
+    }
+    if (account.usernamePasswordFile) account.usernamePasswordFile = rel(account.usernamePasswordFile);
+    if (account.tokenFile) account.tokenFile = rel(account.tokenFile);
+  });
 }
 
 /** The MySQL URL from wherever the config says it lives; read at startup so a rotated Secret applies on restart. */

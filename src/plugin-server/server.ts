@@ -27,6 +27,7 @@ import type { CacheStore } from './cache/store.js';
 import { resolveMysqlUrl, type PluginServerConfig } from './config.js';
 import { startGrpcServer, type GrpcEndpoint } from './grpc-server.js';
 import { PluginServerMetrics } from './metrics.js';
+import { registerArtifactRoutes } from './api/artifact-routes.js';
 import { registerJobRoutes } from './api/job-routes.js';
 import { registerOpsRoutes } from './api/ops-routes.js';
 import { registerOrcaRoutes } from './api/orca-routes.js';
@@ -49,6 +50,7 @@ import { MemoryTaskRepository, MysqlTaskRepository, type TaskRepository } from '
 import { UpstreamAccounts } from './upstream/accounts.js';
 import { UpstreamClient } from './upstream/client.js';
 import { FrontMode } from './upstream/front.js';
+import { ArtifactCatalogue } from './artifacts/catalogue.js';
 
 /** Running tasks are marked alive this often; unmarked for TASK_STALE_MS, any replica fails them (retryable). */
 const TASK_HEARTBEAT_MS = 2000;
@@ -303,10 +305,11 @@ export class PluginServer {
         this.options.forwardAccountManagement ??
         (front ? (request, reply) => front.forward(request, reply) : undefined),
     });
+    registerArtifactRoutes(this.http, {
+      catalogue: new ArtifactCatalogue(this.config.spinnaker?.artifacts),
+      forward: front ? (request: FastifyRequest, reply: FastifyReply) => front.forward(request, reply) : undefined,
+    });
     const routeDeps = {
-      forwardArtifact: front
-        ? (request: FastifyRequest, reply: FastifyReply) => front.forward(request, reply)
-        : undefined,
       accounts: this.accounts,
       runner: this.runner,
       store: this.store,

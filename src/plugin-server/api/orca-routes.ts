@@ -1,10 +1,9 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 import type { CacheStore } from '../cache/store.js';
 import type { LiveReader } from '../ops/live-read.js';
 import type { TaskRunner } from '../ops/task-runner.js';
-import { EMBEDDED_BASE64, fetchArtifactBytes } from './artifact-fetch.js';
 import {
   clusterMembers,
   coordinatesOf,
@@ -20,8 +19,6 @@ export interface OrcaRouteDeps extends OperationInputDeps {
   store: CacheStore;
   /** Live reads through the account's agent, for what the cache does not hold (ops/live-read.ts). */
   live?: LiveReader;
-  /** Front mode: artifacts of other types than embedded/base64 go to the upstream Clouddriver, as sent. */
-  forwardArtifact?: ((request: FastifyRequest, reply: FastifyReply) => unknown) | undefined;
 }
 
 type ClusterParams = { account: string; location: string; kind: string; app: string; cluster: string };
@@ -33,7 +30,7 @@ const who = (request: FastifyRequest) => request.principal?.who ?? `network:${re
 /**
  * The Clouddriver routes Orca's Kubernetes stages call besides operations and task polling
  * (docs/clouddriver-compatibility.md): the manifests of a moniker cluster and the dynamic target among them,
- * fetching an embedded artifact, and the task calls of Orca's retry paths (resume, restart, retryability).
+ * and the task calls of Orca's retry paths (resume, restart, retryability).
  */
 export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): void {
   // An account outside the caller's X-SPINNAKER-ACCOUNTS reads as missing, like /manifests.
@@ -90,15 +87,6 @@ export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): v
     );
     return task;
   };
-
-  app.put('/artifacts/fetch', async (request, reply) => {
-    const type = (request.body as { type?: unknown } | null)?.type;
-    // Other types need the artifact account's credentials, which the upstream Clouddriver holds.
-    if (deps.forwardArtifact && typeof type === 'string' && type !== EMBEDDED_BASE64) {
-      return deps.forwardArtifact(request, reply);
-    }
-    return reply.type('application/octet-stream').send(fetchArtifactBytes(request.body));
-  });
 
   // Orca's resumeTask is `POST /task/{id}:resume`: one path segment, so the action is split off the id here.
   app.post<{ Params: { ref: string } }>('/task/:ref', async (request) => {

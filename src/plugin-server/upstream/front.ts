@@ -175,7 +175,7 @@ export class FrontMode {
   /**
    * A request a local route chose not to handle, passed on as it came: Clouddriver's account management for
    * accounts that do not match `accounts.management.pattern` (api/account-management.ts), artifacts that are not
-   * embedded (api/orca-routes.ts).
+   * fetched here (api/artifact-routes.ts).
    */
   forward(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     return this.proxy(request, reply, rawBodies.get(request));
