@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../shared/logging.js';
 import type { Account, KindKey } from '../shared/proto.js';
-import { leaseLive, type AccountLease, type AccountRecord, type CacheStore } from './cache/store.js';
+import {
+  leaseLive,
+  type AccountLease,
+  type AccountRecord,
+  type AccountStateStore,
+  type ObjectCache,
+} from './cache/store.js';
 
 /**
  * ACTIVE: held by a connected agent (on this replica or a peer). ORPHANED: no replica's agent holds it; the cache
@@ -30,9 +36,12 @@ export interface RegisteredAccount {
   reported?: AgentReportedStatus | undefined;
 }
 
+/**
+ * The registry's answer: refused for an invalid name, a name another cluster holds, or (standby) because another
+ * agent of the same group holds the account through a live stream.
+ */
 export type RegistrationResult =
-  | { accepted: true }
-  | { accepted: false; reason: string; /** Another replica of the same agent group holds it. */ standby?: boolean };
+  { accepted: true } | { accepted: false; code: 'invalid_name' | 'cluster_conflict' | 'standby'; reason: string };
 
 export interface RegistryOptions {
   gracePeriodMs: number;
@@ -67,7 +76,8 @@ export class AccountRegistry {
   lastRenewedAt = 0;
 
   constructor(
-    private readonly store: CacheStore,
+    /** Account state, and the object cache's sync state to reload when an account comes (back) here. */
+    private readonly store: AccountStateStore & Pick<ObjectCache, 'reloadAccountState'>,
     private readonly log: Logger,
     options: RegistryOptions,
   ) {
@@ -105,7 +115,7 @@ export class AccountRegistry {
 
   async register(session: SessionRef, account: Account): Promise<RegistrationResult> {
     if (!ACCOUNT_NAME.test(account.name)) {
-      return { accepted: false, reason: `invalid account name ${JSON.stringify(account.name)}` };
+      return { accepted: false, code: 'invalid_name', reason: `invalid account name ${JSON.stringify(account.name)}` };
     }
     const host = account.cluster?.apiServerHost ?? '';
     const fingerprint = (account.cluster?.caFingerprint ?? '').toLowerCase();
@@ -113,6 +123,7 @@ export class AccountRegistry {
     if (existing && !sameCluster(existing.record, host, fingerprint)) {
       return {
         accepted: false,
+        code: 'cluster_conflict',
         reason:
           `account name ${account.name} is already registered by agent ${existing.record.agentId} for cluster ` +
           `${existing.record.apiServerHost} (CA ${shortFingerprint(existing.record.caFingerprint)}); this agent ` +
@@ -126,7 +137,7 @@ export class AccountRegistry {
     if (holderAgent !== undefined && holderAgent !== session.agentId && existing?.state !== 'ORPHANED') {
       return {
         accepted: false,
-        standby: true,
+        code: 'standby',
         reason:
           `standby: account ${account.name} is held by agent ${holderAgent}` +
           `${existing?.peer ? ` on replica ${existing.peer.replica}` : ''}; this agent takes over when it leaves`,

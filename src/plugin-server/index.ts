@@ -1,7 +1,17 @@
 export { PluginServer, createStore } from './server.js';
 export { loadPluginServerConfig, parsePluginServerConfig, type PluginServerConfig } from './config.js';
 export { AccountRegistry, type AccountState, type RegisteredAccount } from './accounts.js';
-export type { CacheStore, CachedObject, StoreOp, StoreChange, ScopeKey, ObjectKey } from './cache/store.js';
+export type {
+  StoreBackend,
+  ObjectCache,
+  ObjectIndex,
+  AccountStateStore,
+  CachedObject,
+  StoreOp,
+  StoreChange,
+  ScopeKey,
+  ObjectKey,
+} from './cache/store.js';
 export { MemoryCacheStore } from './cache/memory.js';
 export { MysqlCacheStore } from './cache/mysql.js';
 export { manifestStatus, type ManifestStatus, type Condition } from './api/status.js';

@@ -2,7 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { AccountActivity } from './account-activity.js';
 import type { AccountRegistry } from './accounts.js';
 import { CountSnapshot } from './cache/count-snapshot.js';
-import type { CacheStore } from './cache/store.js';
+import type { ObjectCache } from './cache/store.js';
 
 /** How old the cached-object counts on /metrics may be (each refresh counts the whole cache). */
 export const CACHED_OBJECTS_MAX_AGE_MS = 15_000;
@@ -28,7 +28,7 @@ export class PluginServerMetrics {
   /** Per-account lag and sync progress, for /armory/accounts (not labelled series: see account-activity.ts). */
   readonly activity = new AccountActivity();
 
-  constructor(deps: { store: CacheStore; accounts: AccountRegistry; now?: () => number }) {
+  constructor(deps: { store: Pick<ObjectCache, 'counts'>; accounts: AccountRegistry; now?: () => number }) {
     const registers = [this.registry];
     const counts = new CountSnapshot(deps.store, CACHED_OBJECTS_MAX_AGE_MS, deps.now);
     collectDefaultMetrics({ register: this.registry, prefix: 'scale_agent_plugin_server_' });

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Logger } from '../shared/logging.js';
 import type { AccountActivity, AccountActivityView } from './account-activity.js';
 import type { AccountRegistry, AgentReportedStatus } from './accounts.js';
-import type { CacheStore } from './cache/store.js';
+import type { AccountStateStore } from './cache/store.js';
 import type { SessionInfo } from './sessions.js';
 
 /**
@@ -57,7 +57,7 @@ interface Peer {
 }
 
 export interface ReplicaViewsDeps {
-  store: CacheStore;
+  store: AccountStateStore;
   accounts: AccountRegistry;
   activity: AccountActivity;
   /** This replica's agent streams (those past Hello). */

@@ -23,7 +23,7 @@ import { TokenFile } from './auth/tokens.js';
 import { API_BODY_LIMIT, buildApi } from './api/http.js';
 import { MemoryCacheStore } from './cache/memory.js';
 import { MysqlCacheStore } from './cache/mysql.js';
-import type { CacheStore } from './cache/store.js';
+import type { StoreBackend } from './cache/store.js';
 import { resolveMysqlUrl, type PluginServerConfig } from './config.js';
 import { startGrpcServer, type GrpcEndpoint } from './grpc-server.js';
 import { PluginServerMetrics } from './metrics.js';
@@ -33,14 +33,7 @@ import { registerOpsRoutes } from './api/ops-routes.js';
 import { registerOrcaRoutes } from './api/orca-routes.js';
 import { registerPeerRoutes } from './api/peer-routes.js';
 import { registerViewRoutes } from './api/views-routes.js';
-import {
-  CacheBarrier,
-  LiveReader,
-  OperationDispatcher,
-  OperationMetrics,
-  TaskRunner,
-  WatchedStore,
-} from './ops/index.js';
+import { CacheBarrier, LiveReader, OperationDispatcher, OperationMetrics, TaskRunner } from './ops/index.js';
 import { forwardOperation } from './ops/peer-forward.js';
 import { ReplicaViews } from './replica-views.js';
 import { CheckPool } from './ingest/check-pool.js';
@@ -81,7 +74,7 @@ function firstExternalAddress(): string | undefined {
   return (all.find((i) => !i.internal && i.family === 'IPv4') ?? all.find((i) => !i.internal))?.address;
 }
 
-export function createStore(config: PluginServerConfig, storageFull?: StorageFullSignal): CacheStore {
+export function createStore(config: PluginServerConfig, storageFull?: StorageFullSignal): StoreBackend {
   const storage = config.storage;
   if (storage.type === 'memory') return new MemoryCacheStore();
   return new MysqlCacheStore(resolveMysqlUrl(storage), { connectionLimit: storage.connectionLimit, storageFull });
@@ -95,7 +88,7 @@ export class PluginServer {
   readonly log: Logger;
   /** Shared by the MySQL cache store and task repository: writes refused for lack of space (for /readyz). */
   private readonly storageFull = new StorageFullSignal();
-  readonly store: CacheStore;
+  readonly store: StoreBackend;
   readonly accounts: AccountRegistry;
   readonly metrics: PluginServerMetrics;
   readonly audit: AuditLog;
@@ -128,15 +121,13 @@ export class PluginServer {
     readonly config: PluginServerConfig,
     private readonly options: {
       log?: Logger;
-      store?: CacheStore;
+      store?: StoreBackend;
       /** Account management requests this server does not handle (front mode: to the upstream Clouddriver). */
       forwardAccountManagement?: ForwardRequest;
     } = {},
   ) {
     this.log = options.log ?? createLogger({ name: 'plugin-server', level: config.logLevel });
-    // Every write is observed: tasks wait on it for the cache to catch up with what their operation wrote.
-    const watched = new WatchedStore(options.store ?? createStore(config, this.storageFull));
-    this.store = watched;
+    this.store = options.store ?? createStore(config, this.storageFull);
     this.accounts = new AccountRegistry(this.store, this.log, {
       gracePeriodMs: config.accounts.gracePeriodSeconds * 1000,
       leaseMs: config.accounts.leaseSeconds * 1000,
@@ -181,7 +172,8 @@ export class PluginServer {
       forward: (url, req, answerWithinMs) =>
         forwardOperation(url, req, { authorization: req.authorization, answerWithinMs }),
     });
-    this.barrier = new CacheBarrier(watched, this.accounts);
+    // Every write is observed (onApplied): tasks wait on it for the cache to catch up with what their operation wrote.
+    this.barrier = new CacheBarrier(this.store, this.accounts);
     this.runner = new TaskRunner({
       repo: this.tasks,
       dispatcher: this.dispatcher,

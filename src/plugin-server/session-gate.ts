@@ -13,7 +13,8 @@ export interface GatedSession {
   sendAccountsChanged(message: AccountsChanged): void;
 }
 
-export type GateVerdict = { ok: true } | { ok: false; reason: string; metricReason: string };
+/** Why the gate refuses: the identity may not register the name, or the dynamic account's definition says no. */
+export type GateVerdict = { ok: true } | { ok: false; code: 'unauthorized' | 'dynamic'; reason: string };
 
 /**
  * The session's window onto authorization and dynamic accounts (auth/, accounts/dynamic.ts): who the peer is,

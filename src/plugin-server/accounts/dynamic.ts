@@ -259,9 +259,13 @@ export class DynamicAccounts implements SessionGate {
     const entry = this.entries.get(name);
     if (!entry) {
       const v = this.deps.policy.authorize(session.identity, name);
-      return v.ok ? v : { ok: false, reason: v.reason, metricReason: 'unauthorized' };
+      return v.ok ? v : { ok: false, code: 'unauthorized', reason: v.reason };
     }
-    const refuse = (reason: string, metricReason = 'dynamic'): GateVerdict => ({ ok: false, reason, metricReason });
+    const refuse = (reason: string, code: 'unauthorized' | 'dynamic' = 'dynamic'): GateVerdict => ({
+      ok: false,
+      code,
+      reason,
+    });
     const d = entry.def;
     if (!d.enabled) return refuse(`dynamic account ${name} is INACTIVE`);
     if (d.zoneId && d.zoneId !== session.zone) {

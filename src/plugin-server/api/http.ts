@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { httpStatusOf, isScaleAgentError, ScaleAgentError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logging.js';
 import type { AccountRegistry, RegisteredAccount } from '../accounts.js';
-import type { CachedObject, CacheStore } from '../cache/store.js';
+import type { CachedObject, ObjectReads } from '../cache/store.js';
 import type { PluginServerMetrics } from '../metrics.js';
 import type { PublishedAccount, ReplicaViews } from '../replica-views.js';
 import type { FrontMode } from '../upstream/front.js';
@@ -13,7 +13,7 @@ import { manifestContainer } from './manifest.js';
 import { eventsOf } from '../views/events.js';
 
 export interface ApiDeps {
-  store: CacheStore;
+  store: ObjectReads;
   accounts: AccountRegistry;
   metrics: PluginServerMetrics;
   /** Agents of every replica, and what peers' agents reported of the accounts they hold. */

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { Endpoint } from './descriptions/index.js';
 import type { AccountRegistry } from '../accounts.js';
-import type { CacheStore } from '../cache/store.js';
+import type { ObjectReads } from '../cache/store.js';
 import type { LiveReader } from '../ops/live-read.js';
 import type { TaskRunner } from '../ops/task-runner.js';
 import { taskView } from '../tasks/model.js';
@@ -11,7 +11,7 @@ import { operationsFromBody } from './operation-input.js';
 export interface OpsRouteDeps {
   accounts: AccountRegistry;
   runner: TaskRunner;
-  store: CacheStore;
+  store: ObjectReads;
   live?: LiveReader;
   /** Dynamic accounts the registry may not hold yet (defined, no agent connected). */
   dynamic?: { has(name: string): boolean };

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
-import type { CacheStore } from '../cache/store.js';
+import type { ObjectReads } from '../cache/store.js';
 import type { LiveReader } from '../ops/live-read.js';
 import type { TaskRunner } from '../ops/task-runner.js';
 import {
@@ -16,7 +16,7 @@ import { operationsFromBody, type OperationInputDeps } from './operation-input.j
 
 export interface OrcaRouteDeps extends OperationInputDeps {
   runner: TaskRunner;
-  store: CacheStore;
+  store: ObjectReads;
   /** Live reads through the account's agent, for what the cache does not hold (ops/live-read.ts). */
   live?: LiveReader;
 }

@@ -2,14 +2,14 @@ import type { FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { AccountRegistry } from '../accounts.js';
 import { accountFilter } from '../auth/spinnaker-accounts.js';
-import type { CacheStore } from '../cache/store.js';
+import type { ObjectReads } from '../cache/store.js';
 import type { Allows } from '../views/load.js';
 import { toResource, type Resource } from '../views/resource.js';
 import { resolveKind, splitFullName } from './kinds.js';
 
 /** What the read views need: the cache, the accounts, and live container logs. */
 export interface ViewRouteDeps {
-  store: CacheStore;
+  store: ObjectReads;
   accounts: AccountRegistry;
   /** One container's log, read live through the account's agent (ops/live-read.ts). */
   logs?: (account: string, location: string, pod: string, container: string | undefined) => Promise<string>;

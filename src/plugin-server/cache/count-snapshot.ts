@@ -1,4 +1,4 @@
-import type { CacheStore, KindCount } from './store.js';
+import type { KindCount, ObjectCache } from './store.js';
 
 /**
  * Object counts per account and kind for /metrics, recomputed at most once per `maxAgeMs`: on MySQL a count is a
@@ -11,7 +11,7 @@ export class CountSnapshot {
   private running: Promise<KindCount[]> | undefined;
 
   constructor(
-    private readonly store: Pick<CacheStore, 'counts'>,
+    private readonly store: Pick<ObjectCache, 'counts'>,
     private readonly maxAgeMs: number,
     private readonly now: () => number = Date.now,
   ) {}

@@ -8,7 +8,8 @@ import {
   type CachedObject,
   type IndexKeys,
   type ObjectKeyOf,
-  type CacheStore,
+  type StoreBackend,
+  type AppliedListener,
   type KindCount,
   type ReplicaView,
   type ListFilter,
@@ -21,6 +22,7 @@ import {
 import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
 import { ClusterCounts, RefIndex, type KindId, type NameId } from './memory-index.js';
 import type { SharedText } from './shared-text.js';
+import { AppliedListeners } from './applied-listeners.js';
 
 interface Entry {
   group: string;
@@ -67,8 +69,9 @@ function maxResourceVersion(a: string, b: string): string {
  * The embedded default store: everything in process memory, nothing survives a restart (agents then relist).
  * Objects are kept as JSON text, parsed only when read, which is both smaller and faster than object graphs.
  */
-export class MemoryCacheStore implements CacheStore {
+export class MemoryCacheStore implements StoreBackend {
   readonly type = 'memory' as const;
+  private readonly applied = new AppliedListeners();
   private readonly objects = new Map<string, Map<KindId, Map<NameId, Entry>>>();
   private readonly scopes = new ScopeTable();
   private readonly accounts = new Map<string, AccountRecord>();
@@ -142,7 +145,12 @@ export class MemoryCacheStore implements CacheStore {
       }
     }
     text?.settle();
+    this.applied.notify(ops);
     return stats;
+  }
+
+  onApplied(listener: AppliedListener): () => void {
+    return this.applied.add(listener);
   }
 
   private target(c: StoreChange): Target {

@@ -4,6 +4,7 @@ import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js';
 import { StorageFullSignal } from '../storage-full.js';
+import { AppliedListeners } from './applied-listeners.js';
 import {
   normalizeAccountRecord,
   scopeId,
@@ -13,7 +14,8 @@ import {
   type AppCluster,
   type ApplyStats,
   type CachedObject,
-  type CacheStore,
+  type StoreBackend,
+  type AppliedListener,
   type KindCount,
   type ObjectKeyOf,
   type ListFilter,
@@ -91,7 +93,7 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       KEY sa_account_leases_by_replica (replica)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
   ],
-  // 3: the application and owner indexes (views/app-index.ts). Rows written before have no keys, so every synced
+  // 3: the application and owner indexes (app-index.ts). Rows written before have no keys, so every synced
   // scope is marked unsynced: agents relist on their next connect and every object is written again with its keys.
   // The kind index leads with the kind: lookups by account and kind use it as before, and /search and the
   // namespaces of /credentials read one kind of every account from it alone (it covers their columns).
@@ -214,8 +216,9 @@ const SELECT_INDEXED =
 const FULL_UPSERT = upsertSql(MAX_ROWS_PER_STATEMENT);
 
 /** MySQL (or MariaDB, or any MySQL-compatible engine) store, shared by plugin-server replicas. */
-export class MysqlCacheStore implements CacheStore {
+export class MysqlCacheStore implements StoreBackend {
   readonly type = 'mysql' as const;
+  private readonly applied = new AppliedListeners();
   private readonly pool: Pool;
   private readonly scopes = new ScopeTable();
   private readonly loadedAccounts = new Set<string>();
@@ -328,14 +331,22 @@ export class MysqlCacheStore implements CacheStore {
    */
   async apply(ops: readonly StoreOp[]): Promise<ApplyStats> {
     for (let attempt = 1; ; attempt++) {
+      let stats: ApplyStats;
       try {
-        return await this.applyOnce(ops);
+        stats = await this.applyOnce(ops);
       } catch (e) {
         if (attempt >= DEADLOCK_ATTEMPTS || !isDeadlock(e)) throw e;
         this.deadlockRetries += 1;
         await sleep(5 + Math.random() * 20 * attempt);
+        continue;
       }
+      this.applied.notify(ops);
+      return stats;
     }
+  }
+
+  onApplied(listener: AppliedListener): () => void {
+    return this.applied.add(listener);
   }
 
   /** Transactions run again after InnoDB chose them as a deadlock victim (for tests and diagnostics). */

@@ -38,7 +38,7 @@ export interface ObjectKey {
 }
 
 /**
- * Where an object is found besides its key (views/app-index.ts computes them on ingest): the application Spinnaker
+ * Where an object is found besides its key (app-index.ts computes them on ingest): the application Spinnaker
  * shows it under, and the controller that owns it.
  */
 export interface IndexKeys {
@@ -149,7 +149,7 @@ export interface AccountRecord {
    */
   permissions: AccountPermissions;
   /**
-   * Clouddriver's option: only objects Spinnaker manages belong to applications (views/app-index.ts). Unlike
+   * Clouddriver's option: only objects Spinnaker manages belong to applications (app-index.ts). Unlike
    * Clouddriver, the others are still cached, so /manifests reads (live in Clouddriver) keep finding them.
    */
   onlySpinnakerManaged: boolean;
@@ -232,19 +232,26 @@ export interface ListFilter {
   namespace?: string | undefined;
 }
 
-export interface CacheStore {
+/** Called after each successful apply(), once the write is visible to reads of the same store. */
+export type AppliedListener = (ops: readonly StoreOp[]) => void;
+
+/**
+ * The objects of every cluster, as client-go's Store and gitops-engine's ClusterCache hold them: written by ingest
+ * in ordered batches, read by key or by filter, and observed through `onApplied` (what the consistency barrier
+ * waits on: ops/barrier.ts).
+ */
+export interface ObjectCache {
   readonly type: 'memory' | 'mysql';
-  /** Creates or migrates the schema; idempotent. */
-  init(): Promise<void>;
   apply(ops: readonly StoreOp[]): Promise<ApplyStats>;
+  /**
+   * Runs `listener` after every successful apply(), before it resolves: anything the listener reads from the store
+   * already includes the write. Returns the unsubscribe function.
+   */
+  onApplied(listener: AppliedListener): () => void;
   /** A live (not deleted) object, or undefined. */
   get(key: ObjectKey): Promise<CachedObject | undefined>;
   /** Live objects matching the filter, ordered by group, kind, namespace, name. */
   list(filter: ListFilter): Promise<CachedObject[]>;
-  /** Live objects that belong to the application, in every account, ordered as list() orders them. */
-  listApplication(app: string): Promise<CachedObject[]>;
-  /** Live objects of the account owned (as controller) by one of these uids: the Pods of server groups. */
-  listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]>;
   /**
    * Keys of the live objects of one kind, in every account, whose search key
    * `kubernetes.v2:infrastructure:<kindName>:<account>:<namespace>:<name>` contains `text` (exactly, case-sensitive;
@@ -252,15 +259,43 @@ export interface CacheStore {
    * need names only.
    */
   searchKeys(kind: { group: string | undefined; kind: string }, kindName: string, text: string): Promise<ObjectKeyOf[]>;
-  /** Every (application, account, cluster) of live server groups and managers, sorted; of one application if given. */
-  applicationClusters(app?: string): Promise<AppCluster[]>;
   /** Scopes of the account whose last full sync completed, with the resourceVersion the cache holds. */
   resumePoints(account: string): Promise<ResumePointRecord[]>;
   counts(): Promise<KindCount[]>;
+  /** Forget what this process remembers of the account's sync state (another replica may have written it). */
+  reloadAccountState(name: string): void;
+}
+
+/**
+ * Reads by the index keys each object carries (IndexKeys, computed on ingest by app-index.ts): the named indexes
+ * the Spinnaker views need — application, controller (owner) and (application, account, cluster).
+ */
+export interface ObjectIndex {
+  /** Live objects that belong to the application, in every account, ordered as list() orders them. */
+  listApplication(app: string): Promise<CachedObject[]>;
+  /** Live objects of the account owned (as controller) by one of these uids: the Pods of server groups. */
+  listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]>;
+  /** Every (application, account, cluster) of live server groups and managers, sorted; of one application if given. */
+  applicationClusters(app?: string): Promise<AppCluster[]>;
+}
+
+/** What the views read: objects and their indexes. */
+export type ObjectReads = Pick<ObjectCache, 'type' | 'get' | 'list' | 'searchKeys' | 'counts'> & ObjectIndex;
+
+/**
+ * What outlives a stream about each account, shared by the replicas on one store: its record (who registered it,
+ * for which cluster), its lease (which replica's agent holds it), and each replica's published view.
+ */
+export interface AccountStateStore {
   saveAccount(record: AccountRecord): Promise<void>;
   listAccounts(): Promise<AccountRecord[]>;
   /** Removes the account record, its objects, its sync state and its lease. */
   dropAccount(name: string): Promise<void>;
+  /**
+   * dropAccount, unless a live lease holds the account at `now`: checked and done atomically, so an agent
+   * registering the account on another replica at the same moment either keeps it or finds it gone, never half.
+   */
+  dropAccountIfUnheld(name: string, now: number): Promise<boolean>;
   /** Records that `lease.replica` holds the account (replacing any other holder). */
   holdAccount(lease: AccountLease): Promise<void>;
   /** The session's stream ended: its leases on these accounts are released at `at` (another holder's are kept). */
@@ -268,23 +303,28 @@ export interface CacheStore {
   /** Extends every unreleased lease of the replica to `expiresAt`; returns how many it holds. */
   renewLeases(replica: string, expiresAt: number): Promise<number>;
   listLeases(): Promise<AccountLease[]>;
-  /**
-   * dropAccount, unless a live lease holds the account at `now`: checked and done atomically, so an agent
-   * registering the account on another replica at the same moment either keeps it or finds it gone, never half.
-   */
-  dropAccountIfUnheld(name: string, now: number): Promise<boolean>;
   /** Writes the replica's view (replacing its previous one); views expired before `pruneBefore` are deleted. */
   publishReplicaView(view: ReplicaView, pruneBefore: number): Promise<void>;
   /** Views whose expiresAt is after `now`, ordered by replica. */
   listReplicaViews(now: number): Promise<ReplicaView[]>;
   /** The replica is stopping: its view goes at once instead of expiring. */
   dropReplicaView(replica: string): Promise<void>;
-  /** Forget what this process remembers of the account's sync state (another replica may have written it). */
-  reloadAccountState(name: string): void;
+}
+
+/** A backend's own life: schema, health, connections. */
+export interface StoreLifecycle {
+  /** Creates or migrates the schema; idempotent. */
+  init(): Promise<void>;
   /** Throws when the backend is unreachable (for /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * One backend (memory.ts, mysql.ts) implements every contract over one database; each consumer takes only the one
+ * it uses. Composed where the server is built (server.ts), and in the contract suite.
+ */
+export type StoreBackend = ObjectCache & ObjectIndex & AccountStateStore & StoreLifecycle;
 
 /** The key Clouddriver's search matches a query against. */
 export function searchKey(kindName: string, account: string, namespace: string, name: string): string {

@@ -2,7 +2,7 @@
  * One batch of objects to check, as it crosses to a check worker: the objects' bytes in one transferred buffer (no
  * copy on the way), and what each needs besides its text in runs (a batch is mostly one account and kind).
  */
-import type { IndexOptions } from '../views/app-index.js';
+import type { IndexOptions } from '../cache/app-index.js';
 import { checkObject, type CheckedObject } from './object-check.js';
 
 export interface CheckBatch {

@@ -6,7 +6,7 @@
  * not a JSON object would otherwise be stored and break every later read of its account.
  */
 import type { IndexKeys } from '../cache/store.js';
-import { indexKeys, NO_KEYS, type IndexOptions } from '../views/app-index.js';
+import { indexKeys, NO_KEYS, type IndexOptions } from '../cache/app-index.js';
 
 export interface ObjectToCheck {
   text: string;

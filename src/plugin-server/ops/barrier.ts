@@ -1,8 +1,7 @@
 import { parseResourceKey } from '../../shared/ops/results.js';
 import { compareResourceVersions, parseApiVersion, qualifiedKind } from '../../shared/proto.js';
 import type { AccountRegistry, RegisteredAccount } from '../accounts.js';
-import type { CachedObject, StoreChange, StoreOp } from '../cache/store.js';
-import type { WatchedStore } from './watched-store.js';
+import type { CachedObject, ObjectCache, StoreChange, StoreOp } from '../cache/store.js';
 
 interface Target {
   /** The key as the agent reported it (`apps/v1/Deployment/shop/web`). */
@@ -77,7 +76,7 @@ export class CacheBarrier {
   private readonly byAccount = new Map<string, Set<Waiter>>();
 
   constructor(
-    private readonly store: WatchedStore,
+    private readonly store: Pick<ObjectCache, 'get' | 'onApplied'>,
     private readonly accounts: AccountRegistry,
   ) {
     store.onApplied((ops) => this.onApplied(ops));

@@ -1,4 +1,3 @@
-export { WatchedStore } from './watched-store.js';
 export { CacheBarrier, isCached, type BarrierOutcome } from './barrier.js';
 export { OperationDispatcher, type OperationSession, type DispatchOutcome } from './dispatcher.js';
 export { TaskRunner, type TaskRunnerOptions } from './task-runner.js';

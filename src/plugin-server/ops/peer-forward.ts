@@ -6,7 +6,7 @@ import type { DispatchRequest, ForwardOutcome } from './dispatcher.js';
  * Operations for an account whose agent is connected to another replica are forwarded to that replica's REST
  * address (recorded with its lease), which sends it down the agent's stream and waits for its own cache to hold
  * what the operation wrote before answering. The replica holding the stream is the one writing the account's
- * cache, so its barrier is event-driven (WatchedStore) and, once it answers, the writes are committed to the
+ * cache, so its barrier is event-driven (ObjectCache.onApplied) and, once it answers, the writes are committed to the
  * shared store: the asking replica reads them from there with no polling of the cache tables. Chosen over a queue
  * claimed with SELECT … FOR UPDATE SKIP LOCKED because a queue needs the holder to poll (or be woken by a second
  * channel) and its result to be polled back, costing latency on every operation for nothing forwarding lacks.

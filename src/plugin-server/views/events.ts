@@ -1,4 +1,4 @@
-import type { CachedObject, CacheStore } from '../cache/store.js';
+import type { CachedObject, ObjectReads } from '../cache/store.js';
 import type { Obj } from './resource.js';
 
 function when(e: Obj): string {
@@ -15,7 +15,7 @@ function when(e: Obj): string {
  * `involvedObject` field selectors; here they come from the cache, where agents keep Events by default), oldest
  * first. Matched by the object's uid, or by kind and name for Events recorded without one.
  */
-export async function eventsOf(store: CacheStore, o: CachedObject): Promise<Obj[]> {
+export async function eventsOf(store: ObjectReads, o: CachedObject): Promise<Obj[]> {
   if (o.kind === 'Event') return [];
   const events = await store.list({ account: o.account, group: '', kind: 'Event', namespace: o.namespace });
   const out: Obj[] = [];

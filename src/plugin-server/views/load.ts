@@ -1,11 +1,11 @@
-import type { CachedObject, CacheStore } from '../cache/store.js';
+import type { CachedObject, ObjectReads } from '../cache/store.js';
 import { Related } from './related.js';
 import { arr, obj, toResource, type Resource } from './resource.js';
 
 /** Which accounts the caller may see (auth/spinnaker-accounts.ts). */
 export type Allows = (account: string) => boolean;
 
-async function podsOf(store: CacheStore, serverGroups: readonly Resource[]): Promise<Resource[]> {
+async function podsOf(store: ObjectReads, serverGroups: readonly Resource[]): Promise<Resource[]> {
   const byAccount = new Map<string, string[]>();
   for (const sg of serverGroups) {
     const uids = byAccount.get(sg.o.account);
@@ -24,7 +24,7 @@ function parsed(objects: readonly CachedObject[]): Resource[] {
 }
 
 /** Everything an application's views need: its objects from the application index, and their server groups' Pods. */
-export async function loadApplication(store: CacheStore, app: string, allows: Allows): Promise<Related> {
+export async function loadApplication(store: ObjectReads, app: string, allows: Allows): Promise<Related> {
   const resources = parsed((await store.listApplication(app)).filter((o) => allows(o.account)));
   const serverGroups = resources.filter((r) => r.category === 'serverGroups');
   return new Related(resources, await podsOf(store, serverGroups));
@@ -34,7 +34,7 @@ export async function loadApplication(store: CacheStore, app: string, allows: Al
  * What one server group is related to, read around it rather than through its application (it may have none):
  * the Services of its namespace, the Deployment that owns it, its Pods.
  */
-export async function loadAroundServerGroup(store: CacheStore, sg: Resource): Promise<Related> {
+export async function loadAroundServerGroup(store: ObjectReads, sg: Resource): Promise<Related> {
   const { account, namespace } = sg.o;
   const services = await store.list({ account, group: '', kind: 'Service', namespace });
   const owners: CachedObject[] = [];
@@ -47,7 +47,7 @@ export async function loadAroundServerGroup(store: CacheStore, sg: Resource): Pr
 }
 
 /** What one load balancer is related to: the ReplicaSets and StatefulSets of its namespace, and their Pods. */
-export async function loadAroundLoadBalancer(store: CacheStore, lb: Resource): Promise<Related> {
+export async function loadAroundLoadBalancer(store: ObjectReads, lb: Resource): Promise<Related> {
   const { account, namespace } = lb.o;
   const workloads = parsed([
     ...(await store.list({ account, group: 'apps', kind: 'ReplicaSet', namespace })),

@@ -1,6 +1,6 @@
 import { KINDS, type SpinnakerCategory } from '../../shared/kinds.js';
 import { resolveKind } from '../api/kinds.js';
-import type { CacheStore, ObjectKeyOf } from '../cache/store.js';
+import type { ObjectReads, ObjectKeyOf } from '../cache/store.js';
 import { canonicalKindName } from '../api/kinds.js';
 import type { Obj } from './resource.js';
 
@@ -67,11 +67,11 @@ function hit(o: ObjectKeyOf, kindName: string): Obj {
  * Clouddriver's Kubernetes search: the lower-cased query must occur in an object's cache key
  * (`kubernetes.v2:infrastructure:<kind>:<account>:<namespace>:<name>`, or the logical keys of applications and
  * clusters), so it matches on kind, account, namespace or name. Hits come by kind, then account, namespace and
- * name; the store matches without reading objects (CacheStore.searchKeys). Unlike Clouddriver, objects
+ * name; the store matches without reading objects (ObjectReads.searchKeys). Unlike Clouddriver, objects
  * related to a matching application or cluster are not added as extra hits (docs/clouddriver-compatibility.md).
  */
 export async function search(
-  store: CacheStore,
+  store: ObjectReads,
   request: { query: string; types: readonly string[]; accounts: readonly string[] },
 ): Promise<Obj[]> {
   const q = request.query.toLowerCase();

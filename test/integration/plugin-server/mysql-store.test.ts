@@ -1,12 +1,12 @@
 import mysql, { type RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS, MysqlCacheStore } from '../../../src/plugin-server/cache/mysql.js';
-import type { CacheStore } from '../../../src/plugin-server/cache/store.js';
+import type { StoreBackend } from '../../../src/plugin-server/cache/store.js';
 import { createTestDatabase } from '../../infra/index.js';
 import { cacheStoreContract } from '../../unit/plugin-server/store-contract.js';
 
 // The same contract as the memory store, against the real MariaDB of the test run (one database per test).
-const drops = new WeakMap<CacheStore, () => Promise<void>>();
+const drops = new WeakMap<StoreBackend, () => Promise<void>>();
 
 cacheStoreContract('mysql', {
   create: async () => {

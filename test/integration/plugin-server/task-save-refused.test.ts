@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
 import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
-import { CacheBarrier, OperationDispatcher, TaskRunner, WatchedStore } from '../../../src/plugin-server/ops/index.js';
+import { CacheBarrier, OperationDispatcher, TaskRunner } from '../../../src/plugin-server/ops/index.js';
 import { MysqlTaskRepository } from '../../../src/plugin-server/tasks/index.js';
 import { parseOperations } from '../../../src/plugin-server/api/descriptions/index.js';
 import { createTestDatabase } from '../../infra/index.js';
@@ -41,7 +41,7 @@ describe('task writes the store refuses (mysql)', () => {
     cleanups.push(() => repo.close());
 
     const log = pino({ level: process.env.DEBUG_TEST ? 'debug' : 'silent' });
-    const store = new WatchedStore(new MemoryCacheStore());
+    const store = new MemoryCacheStore();
     await store.init();
     const accounts = new AccountRegistry(store, log, { gracePeriodMs: 60_000 });
     const dispatcher = new OperationDispatcher({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_INDEX_OPTIONS, indexKeys, indexOptionsOf } from '../../../src/plugin-server/views/app-index.js';
+import { DEFAULT_INDEX_OPTIONS, indexKeys, indexOptionsOf } from '../../../src/plugin-server/cache/app-index.js';
 import { healthState, podHealth } from '../../../src/plugin-server/views/instance.js';
 import { toResource } from '../../../src/plugin-server/views/resource.js';
 

@@ -8,11 +8,11 @@ import { describe, expect, it } from 'vitest';
 import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
 import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import type { StoreOp } from '../../../src/plugin-server/cache/store.js';
-import { CacheBarrier, WatchedStore } from '../../../src/plugin-server/ops/index.js';
+import { CacheBarrier } from '../../../src/plugin-server/ops/index.js';
 import { account } from './helpers.js';
 
 async function setup(kinds: string[] = []) {
-  const store = new WatchedStore(new MemoryCacheStore());
+  const store = new MemoryCacheStore();
   await store.init();
   const accounts = new AccountRegistry(store, pino({ level: 'silent' }), { gracePeriodMs: 60_000 });
   await accounts.register({ id: 's1', agentId: 'a1' }, { ...account('dev'), kinds });

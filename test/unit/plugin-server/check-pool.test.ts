@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CheckBatchBuilder, checkBatch } from '../../../src/plugin-server/ingest/check-batch.js';
 import { CheckPool } from '../../../src/plugin-server/ingest/check-pool.js';
-import { DEFAULT_INDEX_OPTIONS } from '../../../src/plugin-server/views/app-index.js';
+import { DEFAULT_INDEX_OPTIONS } from '../../../src/plugin-server/cache/app-index.js';
 
 const pools: CheckPool[] = [];
 afterEach(async () => {

@@ -6,7 +6,7 @@ import { credentials, type ClientDuplexStream, type ServiceError } from '@grpc/g
 import { pino } from 'pino';
 import { parsePluginServerConfig } from '../../../src/plugin-server/config.js';
 import { PluginServer } from '../../../src/plugin-server/server.js';
-import type { CacheStore } from '../../../src/plugin-server/cache/store.js';
+import type { StoreBackend } from '../../../src/plugin-server/cache/store.js';
 import {
   AgentServiceClient,
   ChangeType,
@@ -19,7 +19,7 @@ import {
 
 export async function startServer(
   yaml = '',
-  store?: CacheStore,
+  store?: StoreBackend,
 ): Promise<{ server: PluginServer; base: string; address: string; logs: string[] }> {
   const logs: string[] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => logs.push(line) });

@@ -1,19 +1,19 @@
 /**
- * The CacheStore contract: every implementation (memory here, MySQL against a real MariaDB in
+ * The store contracts: every implementation (memory here, MySQL against a real MariaDB in
  * test/integration/plugin-server/mysql-store.test.ts) must pass exactly these tests.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type {
   AccountRecord,
-  CacheStore,
+  StoreBackend,
   ScopeKey,
   StoreChange,
   StoreOp,
 } from '../../../src/plugin-server/cache/store.js';
 
 export interface StoreFactory {
-  create(): Promise<CacheStore>;
-  destroy(store: CacheStore): Promise<void>;
+  create(): Promise<StoreBackend>;
+  destroy(store: StoreBackend): Promise<void>;
 }
 
 function change(
@@ -56,8 +56,8 @@ const syncEnd = (rv: string, scope: ScopeKey = cmScope): StoreOp => ({
 });
 
 export function cacheStoreContract(name: string, factory: StoreFactory): void {
-  describe(`CacheStore contract: ${name}`, () => {
-    let store: CacheStore;
+  describe(`store contract: ${name}`, () => {
+    let store: StoreBackend;
     beforeEach(async () => {
       store = await factory.create();
       await store.init();
@@ -75,6 +75,21 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       await store.apply([change('ADDED', 'a', '5')]);
       await store.init();
       expect(await rvOf('a')).toBe('5');
+    });
+
+    it('tells onApplied subscribers of each write before apply() resolves, with the write readable', async () => {
+      const seen: { ops: number; rv: string | undefined }[] = [];
+      const reads: Promise<void>[] = [];
+      const unsubscribe = store.onApplied((ops) => {
+        reads.push(rvOf('a').then((rv) => void seen.push({ ops: ops.length, rv })));
+      });
+      await store.apply([syncStart(), change('ADDED', 'a', '5')]);
+      // Subscribed to the write itself: the listener ran before apply() resolved.
+      expect(reads).toHaveLength(1);
+      unsubscribe();
+      await store.apply([change('MODIFIED', 'a', '6')]);
+      await Promise.all(reads);
+      expect(seen).toEqual([{ ops: 2, rv: '5' }]);
     });
 
     it('stores, reads back and lists objects with their JSON intact', async () => {

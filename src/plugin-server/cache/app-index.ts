@@ -1,5 +1,5 @@
 import { kindRow } from '../../shared/kinds.js';
-import type { IndexKeys } from '../cache/store.js';
+import type { IndexKeys } from './store.js';
 import { ANNOTATIONS, monikerOf } from '../../shared/ops/spinnaker.js';
 import type { KubeObject } from '../../shared/ops/types.js';
 

@@ -1,0 +1,138 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
+import { ANONYMOUS } from '../../../src/plugin-server/auth/identity.js';
+import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
+import { PluginServerMetrics } from '../../../src/plugin-server/metrics.js';
+import { admit, rejectionLabel, StreamRegistration } from '../../../src/plugin-server/registration.js';
+import type { GatedSession, GateVerdict, SessionGate } from '../../../src/plugin-server/session-gate.js';
+import { account } from './helpers.js';
+
+const ok = (): GateVerdict => ({ ok: true });
+
+describe('which offered accounts a stream may hold (registration.ts)', () => {
+  it('admit: listed twice, then the upstream clash, then the gate — which is not asked when an earlier check refuses', () => {
+    let asked = 0;
+    const gate = (): GateVerdict => {
+      asked += 1;
+      return { ok: false, code: 'unauthorized', reason: 'token may not register dev' };
+    };
+    expect(admit('dev', { listedTwice: true, upstreamClash: 'upstream has dev', gate })).toEqual({
+      code: 'listed_twice',
+      reason: 'account listed twice by this agent',
+    });
+    expect(admit('dev', { listedTwice: false, upstreamClash: 'upstream has dev', gate })).toEqual({
+      code: 'upstream',
+      reason: 'upstream has dev',
+    });
+    expect(asked).toBe(0);
+    expect(admit('dev', { listedTwice: false, upstreamClash: undefined, gate })).toEqual({
+      code: 'unauthorized',
+      reason: 'token may not register dev',
+    });
+    expect(admit('dev', { listedTwice: false, upstreamClash: undefined, gate: ok })).toBeUndefined();
+  });
+
+  it('counts refusals under the metric labels operators already query; standbys and duplicates are not errors', () => {
+    expect(rejectionLabel('cluster_conflict')).toBe('conflict');
+    expect(rejectionLabel('unauthorized')).toBe('unauthorized');
+    expect(rejectionLabel('dynamic')).toBe('dynamic');
+    expect(rejectionLabel('upstream')).toBe('upstream');
+    expect(rejectionLabel('invalid_name')).toBe('invalid_name');
+    expect(rejectionLabel('standby')).toBeUndefined();
+    expect(rejectionLabel('listed_twice')).toBeUndefined();
+  });
+
+  /** Real registry over a real memory store; the gate (auth/dynamic accounts) answers from a table. */
+  function setup(refuse: Record<string, GateVerdict> = {}) {
+    const store = new MemoryCacheStore();
+    const log = pino({ level: 'silent' });
+    const accounts = new AccountRegistry(store, log, { gracePeriodMs: 1000 });
+    const metrics = new PluginServerMetrics({ store, accounts });
+    const told: string[] = [];
+    const gate: SessionGate = {
+      identify: () => ANONYMOUS,
+      check: (_, name) => refuse[name] ?? { ok: true },
+      rejected: (_, name) => void told.push(name),
+      welcomed: () => undefined,
+      status: () => undefined,
+      closed: () => undefined,
+    };
+    const session = (id: string, agentId: string): GatedSession => ({
+      id,
+      agentId,
+      zone: '',
+      identity: ANONYMOUS,
+      open: true,
+      sendAccountsChanged: () => undefined,
+    });
+    const registration = (id: string, agentId: string, upstream?: string) =>
+      new StreamRegistration(
+        {
+          accounts,
+          store,
+          metrics,
+          log,
+          gate,
+          upstreamClash: (name) => (name === upstream ? `the upstream Clouddriver has an account ${name}` : undefined),
+        },
+        session(id, agentId),
+      );
+    return { store, accounts, metrics, told, registration };
+  }
+
+  it('accepts, refuses with a code each, and remembers the standby', async () => {
+    const t = setup({ secret: { ok: false, code: 'unauthorized', reason: 'not yours' } });
+    await t.store.apply([
+      { op: 'syncStart', scope: { account: 'dev', group: '', kind: 'ConfigMap', namespace: '' }, version: 'v1' },
+      {
+        op: 'syncEnd',
+        scope: { account: 'dev', group: '', kind: 'ConfigMap', namespace: '' },
+        version: 'v1',
+        resourceVersion: '42',
+      },
+    ]);
+    const first = t.registration('s1', 'agent-a', 'legacy');
+    const offered = await first.offer([
+      account('dev'),
+      account('dev'),
+      account('legacy'),
+      account('secret'),
+      account('bad name'),
+    ]);
+    expect(offered.accepted).toEqual(['dev']);
+    expect(offered.resumePoints).toEqual([
+      {
+        account: 'dev',
+        kind: { group: '', version: 'v1', kind: 'ConfigMap', resource: '', namespaced: false },
+        namespace: '',
+        resourceVersion: '42',
+      },
+    ]);
+    expect(offered.rejected.map((r) => r.name)).toEqual(['dev', 'legacy', 'secret', 'bad name']);
+    expect(first.refusals().map((r) => [r.name, r.code])).toEqual([
+      ['legacy', 'upstream'],
+      ['secret', 'unauthorized'],
+      ['bad name', 'invalid_name'],
+    ]);
+    expect(t.told).toEqual(['legacy', 'secret', 'bad name']);
+
+    // Another cluster under the same name; another agent of the group for the same cluster.
+    const other = t.registration('s2', 'agent-b');
+    await other.offer([account('dev', '10.9.9.9:6443')]);
+    expect(other.refusals().map((r) => r.code)).toEqual(['cluster_conflict']);
+    const standby = t.registration('s3', 'agent-b');
+    await standby.offer([account('dev')]);
+    expect(standby.refusals().map((r) => r.code)).toEqual(['standby']);
+    expect([...standby.standbyFor]).toEqual(['dev']);
+    expect(t.accounts.holds('s1', 'dev')).toBe(true);
+
+    const counted = (await t.metrics.accountRejections.get()).values.map((v) => [v.labels.reason, v.value]);
+    expect(counted.sort()).toEqual([
+      ['conflict', 1],
+      ['invalid_name', 1],
+      ['unauthorized', 1],
+      ['upstream', 1],
+    ]);
+  });
+});
