@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
+import { readableAccounts } from '../auth/read-access.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 import type { CacheStore } from '../cache/store.js';
 import type { LiveReader } from '../ops/live-read.js';
@@ -36,10 +37,10 @@ const who = (request: FastifyRequest) => request.principal?.who ?? `network:${re
  * fetching an embedded artifact, and the task calls of Orca's retry paths (resume, restart, retryability).
  */
 export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): void {
-  // An account outside the caller's X-SPINNAKER-ACCOUNTS reads as missing, like /manifests.
+  // An account the caller may not read reads as missing, like /manifests.
   const clusterObjects = async (request: FastifyRequest<{ Params: ClusterParams }>) => {
     const p = request.params;
-    if (!deps.accounts.get(p.account) || !accountFilter(request.headers).allows(p.account)) {
+    if (!deps.accounts.get(p.account) || !(await readableAccounts(request))(p.account)) {
       throw new ScaleAgentError('NOT_FOUND', `Account does not exist (name: ${p.account})`);
     }
     const { kind, group } = resolveKind(p.kind);
