@@ -191,6 +191,14 @@ class StandIn {
     }
     if (rec.method === 'GET' && path === '/task/classic-task-1') return json(200, classicTask);
     if (rec.method === 'GET' && path.startsWith('/task/')) return json(404, korkNotFound('Task not found'));
+    // OperationsController's task actions (resumeTask, updateTask, restartCloudProviderTask, getOwnerName).
+    const classicId = { id: 'classic-task-1', resourceUri: '/task/classic-task-1' };
+    if (rec.method === 'POST' && path === '/task/classic-task-1:resume') return json(200, classicId);
+    if (rec.method === 'PATCH' && path === '/kubernetes/task/classic-task-1') return json(200, classicId);
+    if (rec.method === 'POST' && path === '/kubernetes/task/classic-task-1/restart') return json(200, classicId);
+    if (rec.method === 'GET' && path === '/kubernetes/task/classic-task-1/owner') {
+      return json(200, { name: 'spin-clouddriver-7d9f8-x2x4z' });
+    }
     if (rec.method === 'POST' && path === '/kubernetes/ops') {
       return json(200, { id: 'classic-task-1', resourceUri: '/task/classic-task-1' });
     }
@@ -498,6 +506,68 @@ for (const storeType of ['memory', 'mysql'] as const) {
       const classic = await call('/task/classic-task-1');
       expect(classic.status).toBe(200);
       expect(classic.body).toEqual(classicTask);
+    });
+
+    it("every task route goes to the side that holds the task: Orca's resume, forced retry, restart, owner", async () => {
+      const json = { 'content-type': 'application/json' };
+      const restartBody = JSON.stringify([{ deployManifest: { account: CLASSIC, manifests: [] } }]);
+      const classic = [
+        { method: 'POST', path: '/task/classic-task-1:resume' },
+        { method: 'PATCH', path: '/kubernetes/task/classic-task-1', body: '{"retry":true}' },
+        { method: 'POST', path: '/kubernetes/task/classic-task-1/restart', body: restartBody },
+      ];
+      for (const { method, path, body } of classic) {
+        const r = await call(path, { method, ...(body ? { headers: json, body } : {}) });
+        expect({ path, status: r.status, body: r.body }).toEqual({
+          path,
+          status: 200,
+          body: { id: 'classic-task-1', resourceUri: '/task/classic-task-1' },
+        });
+        // What Orca sent reached Clouddriver as sent.
+        expect(standIn.seen(path).at(-1)).toMatchObject({ method, body: body ?? '' });
+      }
+      expect((await call('/kubernetes/task/classic-task-1/owner')).body).toEqual({
+        name: 'spin-clouddriver-7d9f8-x2x4z',
+      });
+
+      // The agent's task is answered here, and none of these reaches the upstream.
+      const owner = await call(`/kubernetes/task/${agentTaskId}/owner`);
+      expect(owner.status).toBe(200);
+      expect(owner.body.name).toEqual(expect.any(String));
+      // Orca's body is {"retry": ...}; anything else is refused here, as the task is this server's.
+      const invented = await call(`/kubernetes/task/${agentTaskId}`, {
+        method: 'PATCH',
+        headers: json,
+        body: '{"retryable":true}',
+      });
+      expect(invented.status).toBe(400);
+      expect(invented.body.message).toMatch(/takes \{"retry": true\|false\}/);
+      // Succeeded: nothing to resume or restart (409, as Clouddriver refuses a task that is not retryable).
+      expect((await call(`/task/${agentTaskId}:resume`, { method: 'POST' })).status).toBe(409);
+      const restart = await call(`/kubernetes/task/${agentTaskId}/restart`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify([
+          {
+            deployManifest: {
+              account: AGENT,
+              cloudProvider: 'kubernetes',
+              moniker: { app: 'sharedapp' },
+              namespaceOverride: ns,
+              manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'never' }, data: {} }],
+            },
+          },
+        ]),
+      });
+      expect({ status: restart.status, message: restart.body.message }).toEqual({
+        status: 409,
+        message: expect.stringMatching(/cannot be restarted: only a failed, retryable task can \(it has succeeded\)/),
+      });
+      expect(standIn.requests.filter((r) => r.url.includes(agentTaskId))).toEqual([]);
+      // A task neither side has goes to the upstream (which the stand-in answers with its echo).
+      const missing = await call('/task/no-such-task:resume', { method: 'POST' });
+      expect(missing.status).toBe(207);
+      expect(standIn.seen('/task/no-such-task:resume')).toHaveLength(1);
     });
 
     it('with REST authentication, routes the plugin-server lacks are the Clouddriver surface (trusted networks)', async () => {

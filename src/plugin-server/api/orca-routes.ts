@@ -114,15 +114,16 @@ export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): v
     return taskId(task.id);
   });
 
+  // Orca's updateTaskRetryability sends {"retry": true}; Clouddriver then fails the task as retryable (task.fail).
   app.patch<{ Params: { id: string } }>('/kubernetes/task/:id', async (request) => {
-    const body = request.body as { retryable?: unknown } | null;
-    if (typeof body !== 'object' || body === null || typeof body.retryable !== 'boolean') {
-      throw new ScaleAgentError('INVALID_INPUT', 'PATCH /kubernetes/task/{id} takes {"retryable": true|false}', {
-        details: [{ path: 'retryable', message: 'must be a boolean' }],
+    const body = request.body as { retry?: unknown } | null;
+    if (typeof body !== 'object' || body === null || typeof body.retry !== 'boolean') {
+      throw new ScaleAgentError('INVALID_INPUT', 'PATCH /kubernetes/task/{id} takes {"retry": true|false}', {
+        details: [{ path: 'retry', message: 'must be a boolean' }],
       });
     }
     await writableTask(request, request.params.id);
-    const task = await deps.runner.setRetryable(request.params.id, body.retryable);
+    const task = await deps.runner.failAsRequested(request.params.id, body.retry);
     if (!task) throw taskNotFound(request.params.id);
     return taskId(task.id);
   });
