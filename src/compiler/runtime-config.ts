@@ -82,6 +82,19 @@ export function agentConfig(t: Topology, agent: Agent): Record<string, unknown> 
   };
 }
 
+/**
+ * The plugin-server's `spinnaker` section: in front mode, the existing Clouddriver it passes on to what is not about
+ * agent accounts; with Fiat, where it checks each user's READ (either mode: Orca's reads carry the user too).
+ */
+function spinnakerConfig(t: Topology): { spinnaker?: Record<string, unknown> } {
+  const s = t.spinnaker;
+  const section = {
+    ...(s?.mode === 'front' ? { upstream: { baseUrl: s.upstreamUrl } } : {}),
+    ...(s?.fiatUrl !== undefined ? { fiat: { baseUrl: s.fiatUrl } } : {}),
+  };
+  return Object.keys(section).length > 0 ? { spinnaker: section } : {};
+}
+
 /** The plugin-server's config file (schemas/plugin-server-config.schema.json), including the identity policy. */
 export function pluginServerConfig(t: Topology): Record<string, unknown> {
   const mode = t.pluginServer.tls.mode;
@@ -109,8 +122,7 @@ export function pluginServerConfig(t: Topology): Record<string, unknown> {
         : {}),
     },
     storage,
-    // Front mode: the plugin-server passes what is not about agent accounts to the existing Clouddriver.
-    ...(t.spinnaker?.mode === 'front' ? { spinnaker: { upstream: { baseUrl: t.spinnaker.upstreamUrl } } } : {}),
+    ...spinnakerConfig(t),
     ...(mode === 'mtls'
       ? {
           authorization: {

@@ -91,7 +91,12 @@ export interface TopologyInput {
     rest?: { auth?: { enabled?: boolean; tokensSecret?: SecretKeyRef; trustedNetworks?: string[] } };
     pod?: PodSettings;
   };
-  spinnaker?: { mode?: SpinnakerMode; upstream: { baseUrl: string }; accountPattern?: string };
+  spinnaker?: {
+    mode?: SpinnakerMode;
+    upstream: { baseUrl: string };
+    fiat?: { baseUrl: string };
+    accountPattern?: string;
+  };
   agents: AgentInput[];
 }
 
@@ -164,7 +169,7 @@ export interface Topology {
     pod: PodSettings;
   };
   /** Absent: Spinnaker has no Clouddriver of its own next to the plugin-server. */
-  spinnaker?: { mode: SpinnakerMode; upstreamUrl: string; accountPattern?: string };
+  spinnaker?: { mode: SpinnakerMode; upstreamUrl: string; fiatUrl?: string; accountPattern?: string };
   agents: Agent[];
 }
 
@@ -227,6 +232,7 @@ export function normalizeTopology(input: TopologyInput, version: string): Topolo
           spinnaker: {
             mode: input.spinnaker.mode ?? 'front',
             upstreamUrl: input.spinnaker.upstream.baseUrl,
+            ...(input.spinnaker.fiat !== undefined ? { fiatUrl: input.spinnaker.fiat.baseUrl } : {}),
             ...(input.spinnaker.accountPattern !== undefined ? { accountPattern: input.spinnaker.accountPattern } : {}),
           },
         }

@@ -43,6 +43,14 @@ export interface ArtifactsConfig {
   maxBytes: number;
 }
 
+/** spinnaker.fiat: Spinnaker's Fiat, which decides which accounts a user may read (docs/spinnaker.md). */
+export interface FiatConfig {
+  baseUrl: string;
+  cacheSeconds: number;
+  missRefreshSeconds: number;
+  timeoutMs: number;
+}
+
 export interface AuthorizationConfig {
   agentTokensFile?: string;
   identities: IdentityRule[];
@@ -80,7 +88,7 @@ export interface PluginServerConfig {
   authorization?: AuthorizationConfig;
   dynamicAccounts: { encryptionKeyFile?: string; encryptionKeyEnv?: string };
   /** Optional in the type so configs built in code need not name it; the schema defaults it to {}. */
-  spinnaker?: { upstream?: UpstreamConfig; artifacts?: ArtifactsConfig };
+  spinnaker?: { upstream?: UpstreamConfig; artifacts?: ArtifactsConfig; fiat?: FiatConfig };
   limits: {
     maxMessageBytes: number;
     maxUnackedBytes: number;

@@ -23,6 +23,7 @@ export class PluginServerMetrics {
   readonly objectsChecked: Counter<'on'>;
   readonly accountRejections: Counter<'reason'>;
   readonly upstreamErrors: Counter<'reason' | 'use'>;
+  readonly fiatErrors: Counter<'reason'>;
   /** grpc.tls reloads (src/plugin-server/tls/): how each change of the files went, and the serving certificate. */
   readonly tls: { reloads: Counter<'result'>; notAfter: Gauge };
   /** Per-account lag and sync progress, for /armory/accounts (not labelled series: see account-activity.ts). */
@@ -87,6 +88,12 @@ export class PluginServerMetrics {
       name: 'scale_agent_upstream_errors_total',
       help: 'Front mode: requests to the upstream Clouddriver that got no usable answer, by reason (timeout, connect, status) and use (proxy: a proxied request answered 502/504; merge: a merged list answered with the agent accounts only).',
       labelNames: ['reason', 'use'],
+      registers,
+    });
+    this.fiatErrors = new Counter({
+      name: 'scale_agent_fiat_errors_total',
+      help: 'spinnaker.fiat: permission lookups Fiat gave no usable answer to, by reason (timeout, connect, status, invalid). Reads of agent accounts that needed one answered 503.',
+      labelNames: ['reason'],
       registers,
     });
     this.tls = {

@@ -44,6 +44,7 @@ import { UpstreamAccounts } from './upstream/accounts.js';
 import { UpstreamClient } from './upstream/client.js';
 import { FrontMode } from './upstream/front.js';
 import { ArtifactCatalogue } from './artifacts/catalogue.js';
+import { FiatPermissions } from './auth/fiat.js';
 
 /** Running tasks are marked alive this often; unmarked for TASK_STALE_MS, any replica fails them (retryable). */
 const TASK_HEARTBEAT_MS = 2000;
@@ -102,6 +103,8 @@ export class PluginServer {
   private readonly dynamicStore: DynamicAccountStore;
   /** Front mode (spinnaker.upstream): the real Clouddriver behind this server, its accounts, the routing. */
   private readonly upstream: { client: UpstreamClient; accounts: UpstreamAccounts; front: FrontMode } | undefined;
+  /** spinnaker.fiat: per-user READ of agent accounts (auth/read-access.ts). */
+  private readonly fiat: FiatPermissions | undefined;
   private readonly sessions = new Set<AgentSession>();
   /** Started in start(), so a server that is only constructed (config checks, tests) holds no threads. */
   private checkPool: CheckPool | undefined;
@@ -189,6 +192,8 @@ export class PluginServer {
       timeoutMs: ops.liveReadTimeoutSeconds * 1000,
     });
     this.upstream = this.frontMode();
+    const fiat = this.config.spinnaker?.fiat;
+    this.fiat = fiat ? new FiatPermissions(fiat, { errors: this.metrics.fiatErrors, log: this.log }) : undefined;
     this.accounts.onChange((name, state) => {
       if (state === 'ORPHANED') this.promoteStandbys(name);
     });
@@ -282,6 +287,7 @@ export class PluginServer {
       liveManifest: (account, location, kindSpec, resolved, name) =>
         this.liveReader.get(account, location, kindSpec, resolved, name),
       front: this.upstream?.front,
+      fiat: this.fiat,
     });
     installAdminAuth(this.http, this.config.http, this.audit, { proxiesUnmatched: this.upstream !== undefined });
     this.upstream?.front.installRouting(this.http);
@@ -498,6 +504,7 @@ export class PluginServer {
     await this.http?.close();
     this.upstream?.accounts.stop();
     await this.upstream?.client.close();
+    await this.fiat?.close();
     this.runner.stop();
     await this.runner.flush();
     await this.accounts.flush();

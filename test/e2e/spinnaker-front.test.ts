@@ -7,7 +7,8 @@
  * groups, search, tasks, POST /kubernetes/ops answered with a task id; written after Clouddriver's controllers and
  * models, not captured from a running one), echoes anything else (to check that method, path, query, headers, body
  * and status pass through), records every request it gets, and can be made slow or stopped. What is asserted is the plugin-server's side: which side answers, what reaches the
- * upstream, and that a slow or stopped upstream never holds up agent accounts.
+ * upstream, and that a slow or stopped upstream never holds up agent accounts. Fiat is a STAND-IN too
+ * (test/infra/fiat-stand-in.ts); it grants `anonymous` (the requests that name no user) everything.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, get as httpGet, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -18,6 +19,7 @@ import { gzipSync } from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
+import { FiatStandIn } from '../infra/fiat-stand-in.js';
 import { AgentProcess, PluginServerProcess, type StorageSpec } from '../infra/processes.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
@@ -191,6 +193,14 @@ class StandIn {
     }
     if (rec.method === 'GET' && path === '/task/classic-task-1') return json(200, classicTask);
     if (rec.method === 'GET' && path.startsWith('/task/')) return json(404, korkNotFound('Task not found'));
+    // OperationsController's task actions (resumeTask, updateTask, restartCloudProviderTask, getOwnerName).
+    const classicId = { id: 'classic-task-1', resourceUri: '/task/classic-task-1' };
+    if (rec.method === 'POST' && path === '/task/classic-task-1:resume') return json(200, classicId);
+    if (rec.method === 'PATCH' && path === '/kubernetes/task/classic-task-1') return json(200, classicId);
+    if (rec.method === 'POST' && path === '/kubernetes/task/classic-task-1/restart') return json(200, classicId);
+    if (rec.method === 'GET' && path === '/kubernetes/task/classic-task-1/owner') {
+      return json(200, { name: 'spin-clouddriver-7d9f8-x2x4z' });
+    }
     if (rec.method === 'POST' && path === '/kubernetes/ops') {
       return json(200, { id: 'classic-task-1', resourceUri: '/task/classic-task-1' });
     }
@@ -226,6 +236,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
     let dir: string;
     let ns: string;
     const standIn = new StandIn();
+    const fiat = new FiatStandIn();
     let server: PluginServerProcess;
     let agent: AgentProcess;
     let ops: OpsClient;
@@ -250,6 +261,8 @@ for (const storeType of ['memory', 'mysql'] as const) {
       dir = mkdtempSync(join(tmpdir(), `scale-agent-front-${storeType}-`));
       ns = await createNamespace(`front-${storeType}`);
       await standIn.start();
+      await fiat.start();
+      fiat.users.set('anonymous', { admin: true });
       let storage: StorageSpec = { type: 'memory' };
       if (storeType === 'mysql') {
         db = await createTestDatabase('e2e_front');
@@ -267,6 +280,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
               mergeTimeoutMs: 1000,
               accountsRefreshSeconds: 1,
             },
+            fiat: { baseUrl: fiat.baseUrl, cacheSeconds: 600, missRefreshSeconds: 0 },
           },
         },
       });
@@ -311,6 +325,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
       await agent?.stop();
       await server?.stop();
       await standIn.stop();
+      await fiat.stop();
       if (ns) await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
       await db?.drop();
     });
@@ -498,6 +513,108 @@ for (const storeType of ['memory', 'mysql'] as const) {
       const classic = await call('/task/classic-task-1');
       expect(classic.status).toBe(200);
       expect(classic.body).toEqual(classicTask);
+    });
+
+    it("with Fiat: a READ-only user sees the agent account beside the upstream's; one registered later shows without a new login", async () => {
+      fiat.users.set('reader', { accounts: { [AGENT]: ['READ'], [CLASSIC]: ['READ'] } });
+      fiat.users.set('nobody', { accounts: { [CLASSIC]: ['READ'] } });
+      // Gate sends a READ-only user's (empty) WRITE list: it hides nothing.
+      const as = (user: string) => ({ headers: { 'x-spinnaker-user': user, 'x-spinnaker-accounts': '' } });
+      const names = async (user: string) =>
+        ((await call('/credentials', as(user))).body as unknown as Obj[]).map((a) => a.name as string).sort();
+      // The upstream's part is the stand-in's (Clouddriver filters it by its own Fiat); the agent account is ours.
+      expect(await names('reader')).toEqual([AGENT, CLASSIC, CLASH].sort());
+      expect(await names('nobody')).toEqual([CLASSIC, CLASH].sort());
+      const sgs = (await call('/applications/sharedapp/serverGroups', as('reader'))).body as unknown as Obj[];
+      expect(sgs.map((g) => g.account).sort()).toEqual([AGENT, CLASSIC].sort());
+      const hidden = (await call('/applications/sharedapp/serverGroups', as('nobody'))).body as unknown as Obj[];
+      expect(hidden.map((g) => g.account)).toEqual([CLASSIC]);
+      expect(
+        (await call(`/manifests/${AGENT}/${ns}/${encodeURIComponent(agentServerGroup)}`, as('nobody'))).status,
+      ).toBe(404);
+      // Routing by account is unchanged: the hidden agent account's read was answered here, not passed on.
+      expect(standIn.requests.filter((r) => r.url.startsWith(`/manifests/${AGENT}`))).toEqual([]);
+
+      const late = `front-late-${storeType}`;
+      fiat.users.set('reader', { accounts: { [AGENT]: ['READ'], [CLASSIC]: ['READ'], [late]: ['READ'] } });
+      const lateAgent = await AgentProcess.start({
+        dir,
+        agentId: 'agent-late',
+        serverAddress: server.grpcAddress,
+        accounts: [{ name: late, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] }],
+      });
+      try {
+        await waitFor(
+          'the late account to register',
+          async () => (await call(`/armory/accounts/${late}`)).status === 200,
+        );
+        expect(await names('reader')).toContain(late);
+        expect(await names('nobody')).not.toContain(late);
+      } finally {
+        await lateAgent.stop();
+      }
+    });
+
+    it("every task route goes to the side that holds the task: Orca's resume, forced retry, restart, owner", async () => {
+      const json = { 'content-type': 'application/json' };
+      const restartBody = JSON.stringify([{ deployManifest: { account: CLASSIC, manifests: [] } }]);
+      const classic = [
+        { method: 'POST', path: '/task/classic-task-1:resume' },
+        { method: 'PATCH', path: '/kubernetes/task/classic-task-1', body: '{"retry":true}' },
+        { method: 'POST', path: '/kubernetes/task/classic-task-1/restart', body: restartBody },
+      ];
+      for (const { method, path, body } of classic) {
+        const r = await call(path, { method, ...(body ? { headers: json, body } : {}) });
+        expect({ path, status: r.status, body: r.body }).toEqual({
+          path,
+          status: 200,
+          body: { id: 'classic-task-1', resourceUri: '/task/classic-task-1' },
+        });
+        // What Orca sent reached Clouddriver as sent.
+        expect(standIn.seen(path).at(-1)).toMatchObject({ method, body: body ?? '' });
+      }
+      expect((await call('/kubernetes/task/classic-task-1/owner')).body).toEqual({
+        name: 'spin-clouddriver-7d9f8-x2x4z',
+      });
+
+      // The agent's task is answered here, and none of these reaches the upstream.
+      const owner = await call(`/kubernetes/task/${agentTaskId}/owner`);
+      expect(owner.status).toBe(200);
+      expect(owner.body.name).toEqual(expect.any(String));
+      // Orca's body is {"retry": ...}; anything else is refused here, as the task is this server's.
+      const invented = await call(`/kubernetes/task/${agentTaskId}`, {
+        method: 'PATCH',
+        headers: json,
+        body: '{"retryable":true}',
+      });
+      expect(invented.status).toBe(400);
+      expect(invented.body.message).toMatch(/takes \{"retry": true\|false\}/);
+      // Succeeded: nothing to resume or restart (409, as Clouddriver refuses a task that is not retryable).
+      expect((await call(`/task/${agentTaskId}:resume`, { method: 'POST' })).status).toBe(409);
+      const restart = await call(`/kubernetes/task/${agentTaskId}/restart`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify([
+          {
+            deployManifest: {
+              account: AGENT,
+              cloudProvider: 'kubernetes',
+              moniker: { app: 'sharedapp' },
+              namespaceOverride: ns,
+              manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'never' }, data: {} }],
+            },
+          },
+        ]),
+      });
+      expect({ status: restart.status, message: restart.body.message }).toEqual({
+        status: 409,
+        message: expect.stringMatching(/cannot be restarted: only a failed, retryable task can \(it has succeeded\)/),
+      });
+      expect(standIn.requests.filter((r) => r.url.includes(agentTaskId))).toEqual([]);
+      // A task neither side has goes to the upstream (which the stand-in answers with its echo).
+      const missing = await call('/task/no-such-task:resume', { method: 'POST' });
+      expect(missing.status).toBe(207);
+      expect(standIn.seen('/task/no-such-task:resume')).toHaveLength(1);
     });
 
     it('with REST authentication, routes the plugin-server lacks are the Clouddriver surface (trusted networks)', async () => {

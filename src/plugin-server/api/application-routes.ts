@@ -36,7 +36,7 @@ export function registerApplicationRoutes(app: FastifyInstance, deps: ViewRouteD
   };
 
   app.get('/applications', async (request) => {
-    const apps = await clusterNames(allowsOf(request));
+    const apps = await clusterNames(await allowsOf(request));
     return [...apps]
       .map(([name, accounts]) => ({ name, attributes: { name }, clusterNames: Object.fromEntries(accounts) }))
       .sort(byName);
@@ -44,7 +44,7 @@ export function registerApplicationRoutes(app: FastifyInstance, deps: ViewRouteD
 
   app.get('/applications/:app', async (request: Req<{ app: string }>) => {
     const name = request.params.app;
-    const accounts = (await clusterNames(allowsOf(request), name)).get(name);
+    const accounts = (await clusterNames(await allowsOf(request), name)).get(name);
     if (!accounts) throw new ScaleAgentError('NOT_FOUND', `Application does not exist (name: ${name})`);
     return {
       name,
@@ -59,13 +59,13 @@ export function registerApplicationRoutes(app: FastifyInstance, deps: ViewRouteD
   });
 
   app.get('/applications/:app/clusters', async (request: Req<{ app: string }>) => {
-    const accounts = (await clusterNames(allowsOf(request), request.params.app)).get(request.params.app);
+    const accounts = (await clusterNames(await allowsOf(request), request.params.app)).get(request.params.app);
     return accounts ? Object.fromEntries(accounts) : {};
   });
 
   app.get('/applications/:app/clusters/:account', async (request: Req<{ app: string; account: string }>) => {
     const { app: name, account } = request.params;
-    const allows = allowsOf(request);
+    const allows = await allowsOf(request);
     const clusters = allows(account) ? (await clusterNames(allows, name)).get(name)?.get(account) : undefined;
     if (!clusters)
       throw new ScaleAgentError('NOT_FOUND', `No clusters found (application: ${name}, account: ${account})`);
@@ -75,7 +75,7 @@ export function registerApplicationRoutes(app: FastifyInstance, deps: ViewRouteD
 
   const clusterOr404 = async (request: Req<{ app: string; account: string; cluster: string }>) => {
     const { app: name, account, cluster } = request.params;
-    const allows = allowsOf(request);
+    const allows = await allowsOf(request);
     const known = allows(account) && (await clusterNames(allows, name)).get(name)?.get(account)?.includes(cluster);
     if (!known) {
       throw new ScaleAgentError(
@@ -183,7 +183,7 @@ export function registerApplicationRoutes(app: FastifyInstance, deps: ViewRouteD
     async (request: Req<{ app: string }, { expand?: string; clusters?: string; cloudProvider?: string }>) => {
       const { expand, clusters, cloudProvider } = request.query;
       if (cloudProvider && cloudProvider.toLowerCase() !== 'kubernetes') return [];
-      return appServerGroups(request.params.app, allowsOf(request), bool(expand, false), clusters);
+      return appServerGroups(request.params.app, await allowsOf(request), bool(expand, false), clusters);
     },
   );
 
@@ -195,7 +195,7 @@ export function registerApplicationRoutes(app: FastifyInstance, deps: ViewRouteD
         'exactly one of the query parameters applications and ids is required',
       );
     }
-    const allows = allowsOf(request);
+    const allows = await allowsOf(request);
     if (applications !== undefined) {
       const out: Obj[] = [];
       for (const name of applications.split(',').filter(Boolean))
@@ -225,19 +225,19 @@ export function registerApplicationRoutes(app: FastifyInstance, deps: ViewRouteD
 
   const serverGroupRoute = async (request: Req<{ account: string; region: string; name: string }>) => {
     const { account, region, name } = request.params;
-    const { sg, rel } = await serverGroupAt(account, region, name, allowsOf(request));
+    const { sg, rel } = await serverGroupAt(account, region, name, await allowsOf(request));
     return serverGroupModel(rel, sg);
   };
   app.get('/serverGroups/:account/:region/:name', serverGroupRoute);
   app.get('/applications/:app/serverGroups/:account/:region/:name', serverGroupRoute);
 
   app.get('/applications/:app/serverGroupManagers', async (request: Req<{ app: string }>) => {
-    const rel = await loadApplication(store, request.params.app, allowsOf(request));
+    const rel = await loadApplication(store, request.params.app, await allowsOf(request));
     return rel.managers.map((m) => serverGroupManagerModel(rel, m));
   });
 
   app.get('/applications/:app/rawResources', async (request: Req<{ app: string }>) => {
-    const allows = allowsOf(request);
+    const allows = await allowsOf(request);
     return (await store.listApplication(request.params.app))
       .filter((o) => allows(o.account) && o.json)
       .map((o) => rawResourceModel(toResource(o)));

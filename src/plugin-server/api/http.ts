@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { httpStatusOf, isScaleAgentError, ScaleAgentError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logging.js';
 import type { AccountRegistry, RegisteredAccount } from '../accounts.js';
@@ -6,7 +6,8 @@ import type { CachedObject, ObjectReads } from '../cache/store.js';
 import type { PluginServerMetrics } from '../metrics.js';
 import type { PublishedAccount, ReplicaViews } from '../replica-views.js';
 import type { FrontMode } from '../upstream/front.js';
-import { accountFilter, type AccountFilter } from '../auth/spinnaker-accounts.js';
+import type { FiatPermissions } from '../auth/fiat.js';
+import { installReadAccess, readableAccounts, type Allows } from '../auth/read-access.js';
 import { credentialsDetail, credentialsSummary } from './credentials.js';
 import { resolveKind, splitFullName } from './kinds.js';
 import { manifestContainer } from './manifest.js';
@@ -32,6 +33,8 @@ export interface ApiDeps {
   ) => Promise<CachedObject | undefined>;
   /** Front mode (spinnaker.upstream): merged routes are wrapped as they are registered, so before any is. */
   front?: FrontMode;
+  /** spinnaker.fiat: reads of an account need READ for the request's user (auth/read-access.ts). */
+  fiat?: FiatPermissions;
 }
 
 const REASON: Record<number, string> = {
@@ -116,6 +119,13 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     bodyLimit: API_BODY_LIMIT,
   });
   deps.front?.wrapRoutes(app);
+  installReadAccess(app, {
+    fiat: deps.fiat,
+    accounts: () => [
+      ...deps.accounts.list().map((a) => a.record.name),
+      ...(deps.dynamic?.views() ?? []).map((v) => v.name),
+    ],
+  });
 
   app.setErrorHandler((error, _request, reply) => {
     const e = error as Error & { statusCode?: number };
@@ -143,8 +153,8 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     return out;
   };
 
-  const accountOr404 = (name: string, filter?: AccountFilter): RegisteredAccount => {
-    const a = filter && !filter.allows(name) ? undefined : deps.accounts.get(name);
+  const accountOr404 = (name: string, allows?: Allows): RegisteredAccount => {
+    const a = allows && !allows(name) ? undefined : deps.accounts.get(name);
     if (!a) throw new ScaleAgentError('NOT_FOUND', `Account does not exist (name: ${name})`);
     return a;
   };
@@ -159,15 +169,15 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     return reply.type(deps.metrics.registry.contentType).send(text);
   });
 
-  // Reads of an account outside the caller's X-SPINNAKER-ACCOUNTS answer as for an account that does not exist,
-  // so they neither show it nor tell that it exists (auth/spinnaker-accounts.ts).
+  // Reads of an account the caller may not read answer as for an account that does not exist, so they neither show
+  // it nor tell that it exists (auth/read-access.ts).
   app.get<{ Querystring: { expand?: string } }>('/credentials', async (request) => {
     const expand = request.query.expand === 'true';
-    const filter = accountFilter(request.headers);
+    const allows = await readableAccounts(request);
     const namespaces = expand ? await allNamespaces() : undefined;
     const out = [];
     for (const a of deps.accounts.list()) {
-      if (!filter.allows(a.record.name)) continue;
+      if (!allows(a.record.name)) continue;
       out.push(
         namespaces ? credentialsDetail(a.record, namespaces.get(a.record.name) ?? []) : credentialsSummary(a.record),
       );
@@ -175,12 +185,12 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     return out;
   });
   app.get<{ Params: { account: string } }>('/credentials/:account', async (request) => {
-    const a = accountOr404(request.params.account, accountFilter(request.headers));
+    const a = accountOr404(request.params.account, await readableAccounts(request));
     return credentialsDetail(a.record, await liveNamespaces(a.record.name));
   });
 
   const getManifest = async (
-    headers: Record<string, string | string[] | undefined>,
+    request: FastifyRequest,
     account: string,
     location: string,
     fullName: string,
@@ -191,7 +201,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
         'NOT_FOUND',
         `Manifest (account: ${account}, location: ${location}, name: ${fullName}) not found`,
       );
-    if (!accountFilter(headers).allows(account) || !deps.accounts.get(account)) throw notFound();
+    if (!(await readableAccounts(request))(account) || !deps.accounts.get(account)) throw notFound();
     const parts = splitFullName(fullName);
     if (!parts) throw notFound();
     const { kind, group } = resolveKind(parts[0]);
@@ -209,13 +219,12 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     '/manifests/:account/:location/:name',
     async (request) => {
       const { account, location, name } = request.params;
-      return getManifest(request.headers, account, location === '_' ? '' : location, name, withEvents(request.query));
+      return getManifest(request, account, location === '_' ? '' : location, name, withEvents(request.query));
     },
   );
   app.get<{ Params: { account: string; name: string }; Querystring: { includeEvents?: string } }>(
     '/manifests/:account/:name',
-    async (request) =>
-      getManifest(request.headers, request.params.account, '', request.params.name, withEvents(request.query)),
+    async (request) => getManifest(request, request.params.account, '', request.params.name, withEvents(request.query)),
   );
 
   app.get('/armory/agents', async () => deps.views.agents());

@@ -17,7 +17,7 @@ export function registerInfrastructureRoutes(app: FastifyInstance, deps: ViewRou
   const { allowsOf, providerOr404, objectAt } = viewContext(deps);
 
   app.get('/applications/:app/loadBalancers', async (request: Req<{ app: string }>) => {
-    const rel = await loadApplication(store, request.params.app, allowsOf(request));
+    const rel = await loadApplication(store, request.params.app, await allowsOf(request));
     return rel.loadBalancers.map((lb) => loadBalancerModel(rel, lb)).sort((a, b) => byName(a as never, b as never));
   });
 
@@ -26,7 +26,9 @@ export function registerInfrastructureRoutes(app: FastifyInstance, deps: ViewRou
     async (request: Req<{ account: string; region: string; name: string }>) => {
       const { account, region, name } = request.params;
       // Clouddriver answers an empty list, not 404, for a load balancer it does not know.
-      const lb = splitFullName(name) ? await objectAt(account, region, name, 'name', allowsOf(request)) : undefined;
+      const lb = splitFullName(name)
+        ? await objectAt(account, region, name, 'name', await allowsOf(request))
+        : undefined;
       if (!lb || lb.category !== 'loadBalancers') return [];
       return [loadBalancerModel(await loadAroundLoadBalancer(store, lb), lb)];
     },
@@ -34,7 +36,7 @@ export function registerInfrastructureRoutes(app: FastifyInstance, deps: ViewRou
 
   app.get('/instances/:account/:region/:id', async (request: Req<{ account: string; region: string; id: string }>) => {
     const { account, region, id } = request.params;
-    const pod = await objectAt(account, region, id, 'id', allowsOf(request));
+    const pod = await objectAt(account, region, id, 'id', await allowsOf(request));
     if (!pod || pod.o.kind !== 'Pod') {
       throw new ScaleAgentError('NOT_FOUND', `Instance not found (account: ${account}, region: ${region}, id: ${id})`);
     }
@@ -46,7 +48,7 @@ export function registerInfrastructureRoutes(app: FastifyInstance, deps: ViewRou
     '/instances/:account/:region/:id/console',
     async (request: Req<{ account: string; region: string; id: string }>) => {
       const { account, region, id } = request.params;
-      const allows = allowsOf(request);
+      const allows = await allowsOf(request);
       if (!allows(account) || !deps.logs) {
         throw new ScaleAgentError(
           'NOT_FOUND',
@@ -94,7 +96,7 @@ export function registerInfrastructureRoutes(app: FastifyInstance, deps: ViewRou
 
   app.get('/securityGroups', async (request) => {
     const out: Record<string, { kubernetes: Record<string, Obj[]> }> = {};
-    for (const np of await networkPolicies(allowsOf(request))) {
+    for (const np of await networkPolicies(await allowsOf(request))) {
       const ns = ((out[np.o.account] ??= { kubernetes: {} }).kubernetes[np.o.namespace] ??= []);
       ns.push(securityGroupSummary(np));
     }
@@ -103,7 +105,7 @@ export function registerInfrastructureRoutes(app: FastifyInstance, deps: ViewRou
   });
 
   app.get('/securityGroups/:account', async (request: Req<{ account: string }, { region?: string }>) => {
-    const policies = await networkPolicies(allowsOf(request), request.params.account);
+    const policies = await networkPolicies(await allowsOf(request), request.params.account);
     if (policies.length === 0) return {};
     const { region } = request.query;
     if (region !== undefined) return { kubernetes: byNamespace(policies)[region] ?? [] };
@@ -114,7 +116,7 @@ export function registerInfrastructureRoutes(app: FastifyInstance, deps: ViewRou
     '/securityGroups/:account/:provider',
     async (request: Req<{ account: string; provider: string }, { region?: string }>) => {
       providerOr404(request.params.provider);
-      const grouped = byNamespace(await networkPolicies(allowsOf(request), request.params.account));
+      const grouped = byNamespace(await networkPolicies(await allowsOf(request), request.params.account));
       return request.query.region !== undefined ? (grouped[request.query.region] ?? []) : grouped;
     },
   );
@@ -125,7 +127,7 @@ export function registerInfrastructureRoutes(app: FastifyInstance, deps: ViewRou
       providerOr404(request.params.provider);
       // Clouddriver matches the name part only, in every namespace.
       const name = splitFullName(request.params.name)?.[1] ?? request.params.name;
-      const policies = await networkPolicies(allowsOf(request), request.params.account);
+      const policies = await networkPolicies(await allowsOf(request), request.params.account);
       return byNamespace(policies.filter((np) => np.o.name === name));
     },
   );
@@ -136,7 +138,7 @@ export function registerInfrastructureRoutes(app: FastifyInstance, deps: ViewRou
       providerOr404(request.params.provider);
       const { account, region, name } = request.params;
       const bare = splitFullName(name)?.[1] ?? name;
-      const o = allowsOf(request)(account)
+      const o = (await allowsOf(request))(account)
         ? await store.get({ account, group: 'networking.k8s.io', kind: 'NetworkPolicy', namespace: region, name: bare })
         : undefined;
       if (!o?.json) throw new ScaleAgentError('NOT_FOUND', `Security group '${name}' does not exist`);
@@ -164,7 +166,7 @@ export function registerInfrastructureRoutes(app: FastifyInstance, deps: ViewRou
       }
       const size = positive(pageSize, 'pageSize', 10_000);
       const number = positive(page, 'page', 1);
-      const allows = allowsOf(request);
+      const allows = await allowsOf(request);
       const results =
         platform && platform !== 'kubernetes'
           ? []

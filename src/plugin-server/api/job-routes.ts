@@ -1,5 +1,6 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
+import { readableAccounts } from '../auth/read-access.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 import { failedContainerOf, jobStatusOf, type KubeObject, type NormalizedOperation } from '../../shared/ops/index.js';
 import { parsePropertyFile } from '../../shared/ops/property-file.js';
@@ -25,19 +26,17 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRouteDeps): voi
     return deps.live;
   };
 
-  type Headers = Record<string, string | string[] | undefined>;
-
   /**
-   * The Job from the cache, live when the cache lacks it; `id` is "job name" or the bare name. An account outside
-   * the caller's X-SPINNAKER-ACCOUNTS reads as missing, like /manifests.
+   * The Job from the cache, live when the cache lacks it; `id` is "job name" or the bare name. An account the
+   * caller may not read reads as missing, like /manifests.
    */
   const findJob = async (
     p: JobParams,
-    headers: Headers,
+    request: FastifyRequest,
   ): Promise<{ job: KubeObject; location: string; name: string }> => {
     const location = p.location === '_' ? '' : p.location;
     const name = p.id.startsWith('job ') ? p.id.slice(4) : p.id;
-    const cached = !accountFilter(headers).allows(p.account)
+    const cached = !(await readableAccounts(request))(p.account)
       ? undefined
       : ((await deps.store.get({ account: p.account, group: 'batch', kind: 'Job', namespace: location, name })) ??
         (await deps.live?.get(p.account, location, 'job', { kind: 'Job', group: 'batch' }, name)));
@@ -64,7 +63,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRouteDeps): voi
 
   // WaitOnJobCompletion polls this until jobState is Succeeded or Failed; a Job with no pod yet is Running.
   app.get<{ Params: JobParams }>('/applications/:app/jobs/:account/:location/:id', async (request) => {
-    const { job, location } = await findJob(request.params, request.headers);
+    const { job, location } = await findJob(request.params, request);
     const pods = await podsOf(request.params.account, location, job);
     const status = jobStatusOf(job, request.params.account, pods);
     const failed = status.jobState === 'Failed' ? failedContainerOf(pods) : undefined;
@@ -83,7 +82,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRouteDeps): voi
   app.get<{ Params: JobParams & { fileName: string } }>(
     '/applications/:app/jobs/:account/:location/:id/:fileName',
     async (request) => {
-      const { job, location, name } = await findJob(request.params, request.headers);
+      const { job, location, name } = await findJob(request.params, request);
       const pods = await podsOf(request.params.account, location, job);
       const newest = jobStatusOf(job, request.params.account, pods).mostRecentPodName;
       if (!newest) {
@@ -101,7 +100,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRouteDeps): voi
     '/applications/:app/kubernetes/pods/:account/:namespace/:pod/:fileName',
     async (request) => {
       const { account, namespace, pod, fileName } = request.params;
-      if (!deps.accounts.get(account))
+      if (!deps.accounts.get(account) || !(await readableAccounts(request))(account))
         throw new ScaleAgentError('NOT_FOUND', `Account does not exist (name: ${account})`);
       return parsePropertyFile(await live().logs(account, namespace, pod, fileName));
     },
@@ -111,7 +110,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRouteDeps): voi
   app.delete<{ Params: JobParams }>('/applications/:app/jobs/:account/:location/:id', async (request) => {
     // A write: refused (403) for an account outside the caller's accounts before anything says whether it exists.
     requireWritable(accountFilter(request.headers), [request.params.account]);
-    const { location, name } = await findJob(request.params, request.headers);
+    const { location, name } = await findJob(request.params, request);
     const target = { location, kind: 'job', name };
     const op: NormalizedOperation = {
       type: 'deleteManifest',

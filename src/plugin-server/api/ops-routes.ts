@@ -4,7 +4,7 @@ import type { Endpoint } from './descriptions/index.js';
 import type { AccountRegistry } from '../accounts.js';
 import type { ObjectReads } from '../cache/store.js';
 import type { LiveReader } from '../ops/live-read.js';
-import type { TaskRunner } from '../ops/task-runner.js';
+import { ownerHost, type TaskRunner } from '../ops/task-runner.js';
 import { taskView } from '../tasks/model.js';
 import { operationsFromBody } from './operation-input.js';
 
@@ -64,7 +64,9 @@ export function registerOpsRoutes(app: FastifyInstance, deps: OpsRouteDeps): voi
   app.get<{ Params: { id: string } }>('/kubernetes/task/:id/owner', async (request) => {
     const task = await deps.runner.get(request.params.id);
     if (!task) throw new ScaleAgentError('NOT_FOUND', `Task not found (id: ${request.params.id})`);
-    return { name: task.ownerId.slice(task.ownerId.indexOf('@') + 1) };
+    // The host name of the replica that runs (or last ran) the task, its pod name in Kubernetes, as Clouddriver names
+    // its own pod: Orca's forced retry (docs/clouddriver-compatibility.md, Tasks) looks that pod up.
+    return { name: ownerHost(task.ownerId) };
   });
 
   // Current Clouddriver has no on-demand caching for Kubernetes either: 200, nothing pending (§5).

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
+import { readableAccounts } from '../auth/read-access.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 import type { ObjectReads } from '../cache/store.js';
 import type { LiveReader } from '../ops/live-read.js';
@@ -33,10 +34,10 @@ const who = (request: FastifyRequest) => request.principal?.who ?? `network:${re
  * and the task calls of Orca's retry paths (resume, restart, retryability).
  */
 export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): void {
-  // An account outside the caller's X-SPINNAKER-ACCOUNTS reads as missing, like /manifests.
+  // An account the caller may not read reads as missing, like /manifests.
   const clusterObjects = async (request: FastifyRequest<{ Params: ClusterParams }>) => {
     const p = request.params;
-    if (!deps.accounts.get(p.account) || !accountFilter(request.headers).allows(p.account)) {
+    if (!deps.accounts.get(p.account) || !(await readableAccounts(request))(p.account)) {
       throw new ScaleAgentError('NOT_FOUND', `Account does not exist (name: ${p.account})`);
     }
     const { kind, group } = resolveKind(p.kind);
@@ -101,15 +102,16 @@ export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): v
     return taskId(task.id);
   });
 
+  // Orca's updateTaskRetryability sends {"retry": true}; Clouddriver then fails the task as retryable (task.fail).
   app.patch<{ Params: { id: string } }>('/kubernetes/task/:id', async (request) => {
-    const body = request.body as { retryable?: unknown } | null;
-    if (typeof body !== 'object' || body === null || typeof body.retryable !== 'boolean') {
-      throw new ScaleAgentError('INVALID_INPUT', 'PATCH /kubernetes/task/{id} takes {"retryable": true|false}', {
-        details: [{ path: 'retryable', message: 'must be a boolean' }],
+    const body = request.body as { retry?: unknown } | null;
+    if (typeof body !== 'object' || body === null || typeof body.retry !== 'boolean') {
+      throw new ScaleAgentError('INVALID_INPUT', 'PATCH /kubernetes/task/{id} takes {"retry": true|false}', {
+        details: [{ path: 'retry', message: 'must be a boolean' }],
       });
     }
     await writableTask(request, request.params.id);
-    const task = await deps.runner.setRetryable(request.params.id, body.retryable);
+    const task = await deps.runner.failAsRequested(request.params.id, body.retry);
     if (!task) throw taskNotFound(request.params.id);
     return taskId(task.id);
   });

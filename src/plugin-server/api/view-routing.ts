@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { AccountRegistry } from '../accounts.js';
-import { accountFilter } from '../auth/spinnaker-accounts.js';
+import { readableAccounts } from '../auth/read-access.js';
 import type { ObjectReads } from '../cache/store.js';
 import type { Allows } from '../views/load.js';
 import { toResource, type Resource } from '../views/resource.js';
@@ -48,9 +48,10 @@ export function fullName(value: string, what: string): { kind: string; group: st
 
 /** The checks every view route makes: which accounts the caller sees, the provider, one object by its name. */
 export function viewContext(deps: ViewRouteDeps) {
-  const allowsOf = (request: FastifyRequest): Allows => {
-    const filter = accountFilter(request.headers);
-    return (account) => filter.allows(account) && deps.accounts.get(account) !== undefined;
+  /** The accounts the request may read (auth/read-access.ts) among those this server holds. */
+  const allowsOf = async (request: FastifyRequest): Promise<Allows> => {
+    const readable = await readableAccounts(request);
+    return (account) => readable(account) && deps.accounts.get(account) !== undefined;
   };
   const providerOr404 = (provider: string) => {
     if (provider !== 'kubernetes') throw new ScaleAgentError('NOT_FOUND', `Unknown cloud provider: ${provider}`);

@@ -1,19 +1,18 @@
 import { ScaleAgentError } from '../../shared/errors.js';
 
 /**
- * The accounts a Spinnaker caller may use, as Gate and Orca forward them: kork's AuthenticatedRequest puts the
- * accounts Fiat grants the user WRITE on (Gate's AllowedAccountsSupport) into `X-SPINNAKER-ACCOUNTS`
- * (comma-separated) on every call to Clouddriver.
- * Clouddriver leaves the decision to Fiat; this server has no Fiat client, so the header is the one statement of
- * the user's accounts it gets, and it is honoured: reads show only those accounts, writes to others are refused.
- * Without the header (Fiat disabled, or a caller such as Fiat itself that forwards no user) nothing is filtered
- * and access is what the REST authentication (auth/admin-auth.ts) already allows. What is enforced here and what
- * is left to Fiat: docs/clouddriver-compatibility.md, "Accounts and Fiat".
+ * The accounts a Spinnaker caller may write, as Gate and Orca forward them: kork's AuthenticatedRequest puts the
+ * accounts Fiat grants the user WRITE on (Gate's AllowedAccountsSupport, computed at login) into
+ * `X-SPINNAKER-ACCOUNTS` (comma-separated) on every call to Clouddriver. Clouddriver checks operations against it;
+ * so does this server, and only operations: it is a WRITE list, so reads are decided per user through Fiat
+ * (auth/read-access.ts). Without the header (Fiat disabled, or a caller that forwards no user) nothing is refused
+ * here and access is what the REST authentication (auth/admin-auth.ts) already allows. What is enforced where:
+ * docs/spinnaker.md, "Accounts and Fiat".
  */
 export const SPINNAKER_ACCOUNTS_HEADER = 'x-spinnaker-accounts';
 
 export interface AccountFilter {
-  /** The request named its accounts: everything else is hidden from reads and refused to writes. */
+  /** The request named its accounts: writes to any other are refused. */
   restricted: boolean;
   allows(account: string): boolean;
 }

@@ -32,6 +32,11 @@ export interface TaskRunnerOptions {
   cacheWaitMs: number;
 }
 
+/** The host part of an owner id (`<uuid>@<hostname>`): what `GET /kubernetes/task/{id}/owner` names. */
+export function ownerHost(ownerId: string): string {
+  return ownerId.slice(ownerId.indexOf('@') + 1);
+}
+
 /** Operations whose task Orca waits on for a result object (docs/clouddriver-compatibility.md, Tasks). */
 const RESULT_EXPECTED = new Set<OperationType>(['deployManifest', 'deleteManifest', 'patchManifest']);
 
@@ -166,8 +171,16 @@ export class TaskRunner {
   ): Promise<Task | undefined> {
     const task = await this.get(id);
     if (!task) return undefined;
-    if (this.running.has(id)) {
-      throw new ScaleAgentError('CONFLICT', `Task ${id} is running on this plugin-server; it cannot be restarted`);
+    // As Clouddriver's restartCloudProviderTask: only a task failed as retryable (by PATCH, or its replica's end).
+    if (this.running.has(id) || !task.status.failed || !task.status.retryable) {
+      throw new ScaleAgentError(
+        'CONFLICT',
+        `Task ${id} cannot be restarted: only a failed, retryable task can (${
+          task.status.completed
+            ? `it has ${task.status.failed ? 'failed, not retryable' : 'succeeded'}`
+            : 'it is running'
+        })`,
+      );
     }
     const now = Date.now();
     task.operations = operationRecords(task.id, operations, now);
@@ -181,21 +194,29 @@ export class TaskRunner {
   }
 
   /**
-   * `PATCH /{cloudProvider}/task/{id}` (Orca's updateTaskRetryability): Orca marks a failed task as not retryable
-   * once it stops retrying it, so nothing resumes it later.
+   * `PATCH /{cloudProvider}/task/{id}` with `{"retry": bool}` (Orca's updateTaskRetryability, on its forced-retry
+   * path): fails the task, retryable or not, as Clouddriver's `task.fail(retry)` does, so a restart may run it again.
+   * Refused (409) while the task runs: its replica is alive (a replica that stops has its tasks failed as retryable
+   * by the others within seconds, see reap()), and failing a task that is still running would let a restart run its
+   * operations twice at once. Undefined when the task does not exist.
    */
-  async setRetryable(id: string, retryable: boolean): Promise<Task | undefined> {
+  async failAsRequested(id: string, retry: boolean): Promise<Task | undefined> {
     const task = await this.get(id);
     if (!task) return undefined;
-    task.retryable = retryable;
-    task.status = { ...task.status, retryable };
-    const live = this.running.get(id);
-    if (live) {
-      live.retryable = retryable;
-      live.status = { ...live.status, retryable };
+    if (!task.status.completed || this.running.has(id)) {
+      throw new ScaleAgentError(
+        'CONFLICT',
+        `Task ${id} is still running on plugin-server ${ownerHost(task.ownerId)}, which is alive; it is not failed ` +
+          '(a task whose plugin-server stops is failed as retryable within seconds, and can then be resumed)',
+      );
     }
-    await this.save(live ?? task);
-    return task;
+    const read = task.updatedAtMs;
+    failTask(task, `Orchestration failed: marked failed on request (retry: ${retry})`, retry);
+    if (task.updatedAtMs === read) task.updatedAtMs += 1;
+    if (!(await this.deps.repo.saveIfUnchanged(task, read))) {
+      throw new ScaleAgentError('CONFLICT', `Task ${id} changed while it was being marked failed; ask again`);
+    }
+    return structuredClone(task);
   }
 
   /** This runner owns the reopened task from now on, unless another replica took it over first. */

@@ -17,10 +17,19 @@ const OWNED_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/internal/oper
 const OPS_ROUTES = new Set(['/kubernetes/ops', '/kubernetes/ops/:opName', '/ops', '/ops/:opName']);
 /** On-demand cache refreshes name their account in the body (`account` or `credentials`). */
 const CACHE_ROUTE = '/cache/kubernetes/:type';
-/** Routes naming a task, routed by who holds the task. */
-const TASK_ROUTES = new Set(['/task/:id', '/kubernetes/task/:id/owner']);
-/** Task routes this server has no handler for (Clouddriver's resume and restart), recognised by path. */
-const TASK_ACTION = /^\/(?:[^/?]+\/)?task\/([^/?:]+):(?:resume|restart)(?:\?|$)/;
+/**
+ * Every route naming a task (Orca's polling, resume, forced retry and restart, and the owner lookup), routed by who
+ * holds the task: this server's tasks are answered here, any other goes to the upstream Clouddriver.
+ */
+const TASK_ROUTES = new Set([
+  '/task/:id',
+  '/task/:ref',
+  '/kubernetes/task/:id',
+  '/kubernetes/task/:id/restart',
+  '/kubernetes/task/:id/owner',
+]);
+/** `POST /task/{id}:resume` is one path segment (api/orca-routes.ts); the action is not part of the task id. */
+const RESUME = ':resume';
 
 export interface FrontModeDeps {
   client: UpstreamClient;
@@ -50,14 +59,10 @@ function pathOf(url: string): string {
   return (url.split('?')[0] ?? '/').replace(/\/{2,}/g, '/');
 }
 
-/** A path segment decoded; undefined when absent or not valid percent-encoding (then it names no task of ours). */
-function decodedOrUndefined(segment: string | undefined): string | undefined {
-  if (segment === undefined) return undefined;
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
+/** The task a task route names: `id`, or `ref` without its `:resume`. */
+function taskOf(params: Record<string, string | undefined>): string | undefined {
+  if (params.id !== undefined) return params.id;
+  return params.ref?.endsWith(RESUME) ? params.ref.slice(0, -RESUME.length) : params.ref;
 }
 
 function failureReason(e: unknown): string {
@@ -112,23 +117,16 @@ export class FrontMode {
     app.addHook('onRequest', async (request, reply) => {
       const route = request.routeOptions.url;
       if (route === undefined) {
-        const path = pathOf(request.url);
-        if (isAdminPath(path)) return;
-        const task = decodedOrUndefined(TASK_ACTION.exec(path)?.[1]);
-        if (task !== undefined && (await this.deps.taskExists(task))) {
-          throw new ScaleAgentError(
-            'NOT_FOUND',
-            `task ${task} is an agent account's task; it cannot be resumed or restarted, post the operation again`,
-          );
-        }
+        if (isAdminPath(pathOf(request.url))) return;
         return this.proxy(request, reply);
       }
       if (OWNED_ROUTES.has(route) || isAdminPath(route) || (MERGED_ROUTES.has(route) && request.method === 'GET'))
         return;
       if (OPS_ROUTES.has(route) || (route === CACHE_ROUTE && request.method === 'POST')) return; // decided on the body
       const params = (request.params ?? {}) as Record<string, string | undefined>;
-      if (TASK_ROUTES.has(route) && params.id !== undefined) {
-        if (await this.deps.taskExists(params.id)) return;
+      const task = TASK_ROUTES.has(route) ? taskOf(params) : undefined;
+      if (task !== undefined) {
+        if (await this.deps.taskExists(task)) return;
         return this.proxy(request, reply);
       }
       if (params.account !== undefined && !this.deps.isAgentAccount(params.account)) return this.proxy(request, reply);

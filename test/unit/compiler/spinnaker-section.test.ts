@@ -70,6 +70,38 @@ describe('topology spinnaker section', () => {
     ]);
   });
 
+  it('fiat: the plugin-server checks READ with Fiat, in the manifests and the Helm values alike, in either mode', async () => {
+    await using tmp = await tempDir();
+    const fiat = '  fiat: { baseUrl: "http://spin-fiat.spinnaker:7003" }\n';
+    const front = await synthText(withSpinnaker(`  upstream: { baseUrl: "http://cd:7002" }\n${fiat}`), tmp.dir);
+    const manifestConfig = pluginServerConfig(front.files.get('manifests/plugin-server.yaml') as string);
+    expect(manifestConfig.spinnaker).toEqual({
+      upstream: { baseUrl: 'http://cd:7002' },
+      fiat: { baseUrl: 'http://spin-fiat.spinnaker:7003' },
+    });
+    const values = parse(front.files.get('helm/plugin-server.values.yaml') as string) as {
+      pluginServer: { config: { spinnaker?: unknown } };
+    };
+    expect(values.pluginServer.config.spinnaker).toEqual(manifestConfig.spinnaker);
+    // What synth writes is what the plugin-server accepts, its cache time defaulted to Fiat's own client's.
+    const accepted = parsePluginServerConfig(JSON.stringify(values.pluginServer.config));
+    expect(accepted.spinnaker?.fiat).toEqual({
+      baseUrl: 'http://spin-fiat.spinnaker:7003',
+      cacheSeconds: 20,
+      missRefreshSeconds: 2,
+      timeoutMs: 5000,
+    });
+
+    await using tmp2 = await tempDir();
+    const orcaOnly = await synthText(
+      withSpinnaker(`  mode: orca-only\n  upstream: { baseUrl: "http://cd:7002" }\n${fiat}`),
+      tmp2.dir,
+    );
+    expect(pluginServerConfig(orcaOnly.files.get('manifests/plugin-server.yaml') as string).spinnaker).toEqual({
+      fiat: { baseUrl: 'http://spin-fiat.spinnaker:7003' },
+    });
+  });
+
   it('orca-only: an accountPattern of its own is used as given', async () => {
     await using tmp = await tempDir();
     const r = await synthText(
