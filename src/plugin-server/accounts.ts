@@ -8,6 +8,7 @@ import {
   type AccountStateStore,
   type ObjectCache,
 } from './cache/store.js';
+import { decideHolder, type RegistrationResult } from './registration.js';
 
 /**
  * ACTIVE: held by a connected agent (on this replica or a peer). ORPHANED: no replica's agent holds it; the cache
@@ -36,13 +37,6 @@ export interface RegisteredAccount {
   reported?: AgentReportedStatus | undefined;
 }
 
-/**
- * The registry's answer: refused for an invalid name, a name another cluster holds, or (standby) because another
- * agent of the same group holds the account through a live stream.
- */
-export type RegistrationResult =
-  { accepted: true } | { accepted: false; code: 'invalid_name' | 'cluster_conflict' | 'standby'; reason: string };
-
 export interface RegistryOptions {
   gracePeriodMs: number;
   /** This process among the replicas sharing the store. */
@@ -56,8 +50,6 @@ export interface SessionRef {
   id: string;
   agentId: string;
 }
-
-const ACCOUNT_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$/;
 
 /**
  * Which account names exist, who holds them and in what state. An account name belongs to one cluster (API server
@@ -114,35 +106,11 @@ export class AccountRegistry {
   }
 
   async register(session: SessionRef, account: Account): Promise<RegistrationResult> {
-    if (!ACCOUNT_NAME.test(account.name)) {
-      return { accepted: false, code: 'invalid_name', reason: `invalid account name ${JSON.stringify(account.name)}` };
-    }
     const host = account.cluster?.apiServerHost ?? '';
     const fingerprint = (account.cluster?.caFingerprint ?? '').toLowerCase();
     const existing = this.accounts.get(account.name);
-    if (existing && !sameCluster(existing.record, host, fingerprint)) {
-      return {
-        accepted: false,
-        code: 'cluster_conflict',
-        reason:
-          `account name ${account.name} is already registered by agent ${existing.record.agentId} for cluster ` +
-          `${existing.record.apiServerHost} (CA ${shortFingerprint(existing.record.caFingerprint)}); this agent ` +
-          `offers cluster ${host} (CA ${shortFingerprint(fingerprint)})`,
-      };
-    }
-    // Another replica of the agent group (another agentId) holding it through a live stream keeps it: one writer per
-    // account. This one is its standby and is asked to reconnect when the holder goes (promote()). The same agentId
-    // coming back through a new stream is a reconnect and takes the account over from its stale stream.
-    const holderAgent = existing?.peer?.agentId ?? (existing?.sessionId ? existing.record.agentId : undefined);
-    if (holderAgent !== undefined && holderAgent !== session.agentId && existing?.state !== 'ORPHANED') {
-      return {
-        accepted: false,
-        code: 'standby',
-        reason:
-          `standby: account ${account.name} is held by agent ${holderAgent}` +
-          `${existing?.peer ? ` on replica ${existing.peer.replica}` : ''}; this agent takes over when it leaves`,
-      };
-    }
+    const decision = decideHolder({ name: account.name, agentId: session.agentId, host, fingerprint }, existing);
+    if (!decision.accepted) return decision;
     if (existing?.sessionId && existing.sessionId !== session.id) {
       this.log.info(
         { account: account.name, from: existing.sessionId, to: session.id, agentId: session.agentId },
@@ -330,12 +298,4 @@ export class AccountRegistry {
     for (const a of this.accounts.values()) out[a.state] += 1;
     return out;
   }
-}
-
-function sameCluster(record: AccountRecord, host: string, fingerprint: string): boolean {
-  return record.apiServerHost === host && record.caFingerprint === fingerprint;
-}
-
-function shortFingerprint(f: string): string {
-  return f ? `${f.slice(0, 16)}…` : 'none';
 }

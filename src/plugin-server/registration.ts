@@ -3,14 +3,22 @@
  * order — listed once, not an upstream Clouddriver's name (front mode), allowed by the gate (authorization and
  * dynamic accounts), then the registry's decision (name valid, same cluster, no other agent of the group holding
  * it) — each refusal with a code, and for each accepted account the resume points the agent may watch from.
- * The decisions before the registry's are a pure function (admit); the registry's is the one write.
+ * The decisions are pure functions (admit, then the registry's decideHolder); the registry's write is the one side
+ * effect, where the ownership protocol's compare-and-set belongs.
  */
 import type { Logger } from '../shared/logging.js';
 import type { Account, ResumePoint } from '../shared/proto.js';
-import type { AccountRegistry, RegistrationResult } from './accounts.js';
+import type { RegisteredAccount, SessionRef } from './accounts.js';
 import type { ObjectCache } from './cache/store.js';
 import type { PluginServerMetrics } from './metrics.js';
 import type { GatedSession, GateVerdict, SessionGate } from './session-gate.js';
+
+/**
+ * The registry's answer: refused for an invalid name, a name another cluster holds, or (standby) because another
+ * agent of the same group holds the account through a live stream.
+ */
+export type RegistrationResult =
+  { accepted: true } | { accepted: false; code: 'invalid_name' | 'cluster_conflict' | 'standby'; reason: string };
 
 /** Why an offered account is not held by this stream. */
 export type RefusalCode =
@@ -54,8 +62,63 @@ export function admit(
   return verdict.ok ? undefined : { code: verdict.code, reason: verdict.reason };
 }
 
+const ACCOUNT_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$/;
+
+/** What an agent offers: the account name and the cluster behind it (API server host, CA fingerprint). */
+export interface HolderOffer {
+  name: string;
+  agentId: string;
+  host: string;
+  /** Lower-case hex. */
+  fingerprint: string;
+}
+
+/**
+ * The registry's decision for an offer, given what it knows of the account: an account name belongs to one
+ * cluster (another cluster claiming it is refused and the original keeps working); another agent of the group
+ * (another agentId) holding it through a live stream, here or on a peer, keeps it — one writer per account — and
+ * this one becomes its standby; the same agentId coming back through a new stream is a reconnect and takes the
+ * account over from its stale stream, as does anyone once the account is ORPHANED.
+ */
+export function decideHolder(offer: HolderOffer, existing: RegisteredAccount | undefined): RegistrationResult {
+  if (!ACCOUNT_NAME.test(offer.name)) {
+    return { accepted: false, code: 'invalid_name', reason: `invalid account name ${JSON.stringify(offer.name)}` };
+  }
+  if (existing && !sameCluster(existing, offer)) {
+    const r = existing.record;
+    return {
+      accepted: false,
+      code: 'cluster_conflict',
+      reason:
+        `account name ${offer.name} is already registered by agent ${r.agentId} for cluster ` +
+        `${r.apiServerHost} (CA ${shortFingerprint(r.caFingerprint)}); this agent ` +
+        `offers cluster ${offer.host} (CA ${shortFingerprint(offer.fingerprint)})`,
+    };
+  }
+  const holderAgent = existing?.peer?.agentId ?? (existing?.sessionId ? existing.record.agentId : undefined);
+  if (holderAgent !== undefined && holderAgent !== offer.agentId && existing?.state !== 'ORPHANED') {
+    return {
+      accepted: false,
+      code: 'standby',
+      reason:
+        `standby: account ${offer.name} is held by agent ${holderAgent}` +
+        `${existing?.peer ? ` on replica ${existing.peer.replica}` : ''}; this agent takes over when it leaves`,
+    };
+  }
+  return { accepted: true };
+}
+
+function sameCluster(existing: RegisteredAccount, offer: HolderOffer): boolean {
+  return existing.record.apiServerHost === offer.host && existing.record.caFingerprint === offer.fingerprint;
+}
+
+function shortFingerprint(f: string): string {
+  return f ? `${f.slice(0, 16)}…` : 'none';
+}
+
 export interface RegistrationDeps {
-  accounts: Pick<AccountRegistry, 'register'>;
+  /** The registry (accounts.ts): decides with decideHolder, then writes the lease and the record. */
+  accounts: { register(session: SessionRef, account: Account): Promise<RegistrationResult> };
   store: Pick<ObjectCache, 'resumePoints'>;
   metrics: Pick<PluginServerMetrics, 'accountRejections'>;
   log: Logger;

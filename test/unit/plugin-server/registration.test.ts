@@ -4,7 +4,9 @@ import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
 import { ANONYMOUS } from '../../../src/plugin-server/auth/identity.js';
 import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import { PluginServerMetrics } from '../../../src/plugin-server/metrics.js';
-import { admit, rejectionLabel, StreamRegistration } from '../../../src/plugin-server/registration.js';
+import { admit, decideHolder, rejectionLabel, StreamRegistration } from '../../../src/plugin-server/registration.js';
+import { normalizeAccountRecord } from '../../../src/plugin-server/cache/store.js';
+import type { RegisteredAccount } from '../../../src/plugin-server/accounts.js';
 import type { GatedSession, GateVerdict, SessionGate } from '../../../src/plugin-server/session-gate.js';
 import { account } from './helpers.js';
 
@@ -31,6 +33,66 @@ describe('which offered accounts a stream may hold (registration.ts)', () => {
       reason: 'token may not register dev',
     });
     expect(admit('dev', { listedTwice: false, upstreamClash: undefined, gate: ok })).toBeUndefined();
+  });
+
+  describe("decideHolder: the registry's decision for an offer", () => {
+    const fp = 'ab'.repeat(32);
+    const offer = { name: 'dev', agentId: 'agent-a', host: '10.0.0.1:6443', fingerprint: fp };
+    const held = (over: Partial<RegisteredAccount> = {}): RegisteredAccount => ({
+      record: normalizeAccountRecord({
+        name: 'dev',
+        agentId: 'agent-a',
+        apiServerHost: '10.0.0.1:6443',
+        caFingerprint: fp,
+      }),
+      state: 'ACTIVE',
+      sessionId: 's-old',
+      lastUpdated: 0,
+      ...over,
+    });
+    const code = (r: ReturnType<typeof decideHolder>) => (r.accepted ? 'accepted' : r.code);
+
+    it('takes a new name, and a name its own agent held through an older stream (a reconnect)', () => {
+      expect(decideHolder(offer, undefined)).toEqual({ accepted: true });
+      expect(decideHolder(offer, held())).toEqual({ accepted: true });
+    });
+
+    it('refuses a name that is not a Kubernetes-style account name', () => {
+      expect(code(decideHolder({ ...offer, name: '-dev' }, undefined))).toBe('invalid_name');
+      expect(code(decideHolder({ ...offer, name: 'x'.repeat(254) }, undefined))).toBe('invalid_name');
+    });
+
+    it('refuses another cluster under a held name, whoever holds it, naming both clusters', () => {
+      const r = decideHolder({ ...offer, host: '10.9.9.9:6443' }, held({ state: 'ORPHANED', sessionId: undefined }));
+      expect(r).toEqual({
+        accepted: false,
+        code: 'cluster_conflict',
+        reason:
+          'account name dev is already registered by agent agent-a for cluster 10.0.0.1:6443 (CA abababababababab…); ' +
+          'this agent offers cluster 10.9.9.9:6443 (CA abababababababab…)',
+      });
+      expect(code(decideHolder({ ...offer, fingerprint: 'cd'.repeat(32) }, held()))).toBe('cluster_conflict');
+    });
+
+    it('makes another agent of the group a standby while the holder streams, here or on a peer', () => {
+      expect(code(decideHolder({ ...offer, agentId: 'agent-b' }, held()))).toBe('standby');
+      const onPeer = held({ sessionId: undefined, peer: { replica: 'r2', url: '', agentId: 'agent-a' } });
+      const r = decideHolder({ ...offer, agentId: 'agent-b' }, onPeer);
+      expect(r.accepted ? '' : r.reason).toBe(
+        'standby: account dev is held by agent agent-a on replica r2; this agent takes over when it leaves',
+      );
+    });
+
+    it('lets another agent of the group take an ORPHANED account, or one no stream holds', () => {
+      expect(decideHolder({ ...offer, agentId: 'agent-b' }, held({ state: 'ORPHANED', sessionId: undefined }))).toEqual(
+        {
+          accepted: true,
+        },
+      );
+      expect(decideHolder({ ...offer, agentId: 'agent-b' }, held({ sessionId: undefined }))).toEqual({
+        accepted: true,
+      });
+    });
   });
 
   it('counts refusals under the metric labels operators already query; standbys and duplicates are not errors', () => {
