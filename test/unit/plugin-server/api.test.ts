@@ -175,13 +175,19 @@ describe('plugin-server REST API', () => {
       warnings: [],
       metrics: [],
     });
-    expect((r.body as { artifacts: unknown[] }).artifacts).toEqual(
-      expect.arrayContaining([
-        { type: 'docker/image', name: 'ghcr.io/acme/web', reference: 'ghcr.io/acme/web:1.4.2' },
-        { type: 'kubernetes/configMap', name: 'web-config', reference: 'web-config', location: 'payments' },
-        { type: 'kubernetes/secret', name: 'web-tls', reference: 'web-tls', location: 'payments' },
-      ]),
-    );
+    // As Clouddriver's Deployment handler lists them: image, volume Secret, envFrom ConfigMap; no location.
+    const artifact = (type: string, name: string, reference = name) => ({
+      type,
+      customKind: false,
+      name,
+      reference,
+      metadata: {},
+    });
+    expect((r.body as { artifacts: unknown[] }).artifacts).toEqual([
+      artifact('docker/image', 'ghcr.io/acme/web', 'ghcr.io/acme/web:1.4.2'),
+      artifact('kubernetes/secret', 'web-tls'),
+      artifact('kubernetes/configMap', 'web-config'),
+    ]);
     // Aliases and case-insensitive kinds.
     expect((await getJson(`${base}/manifests/dev/payments/deploy%20web`)).status).toBe(200);
     expect((await getJson(`${base}/manifests/dev/payments/configmap%20app-config`)).body).toMatchObject({
