@@ -2,6 +2,7 @@ import { ScaleAgentError } from '../../shared/errors.js';
 import {
   formatIssues,
   parseOperations,
+  unknownOperationIssue,
   validateAccounts,
   type Endpoint,
   type NormalizedOperation,
@@ -45,7 +46,8 @@ export function operationsFromBody(
       })
     : parsed.errors;
   if (!parsed.ok || issues.length > 0) {
-    throw new ScaleAgentError('INVALID_INPUT', 'Validation Failed', {
+    const unknown = unknownOperationIssue(issues);
+    throw new ScaleAgentError('INVALID_INPUT', unknown ? unknown.message : 'Validation Failed', {
       details: formatIssues(issues).map((message) => ({ message })),
     });
   }
