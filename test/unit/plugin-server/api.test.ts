@@ -43,6 +43,20 @@ describe('plugin-server REST API', () => {
       },
       status: { observedGeneration: 2, replicas: 2, updatedReplicas: 2, readyReplicas: 1, availableReplicas: 1 },
     };
+    const replicaSet = {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: {
+        name: 'shop-api-v001',
+        namespace: 'payments',
+        resourceVersion: '24',
+        annotations: {
+          'moniker.spinnaker.io/application': 'shop',
+          'moniker.spinnaker.io/cluster': 'replicaSet shop-api',
+        },
+      },
+      spec: { replicas: 1, template: { spec: { containers: [{ name: 'api', image: 'ghcr.io/acme/api:2' }] } } },
+    };
     await agent.batch([
       change('dev', 'ADDED', deployment),
       change('dev', 'ADDED', {
@@ -51,20 +65,7 @@ describe('plugin-server REST API', () => {
         metadata: { name: 'payments', resourceVersion: '21' },
       }),
       change('dev', 'ADDED', configMap('app-config', '22', {}, 'payments')),
-      change('dev', 'ADDED', {
-        apiVersion: 'apps/v1',
-        kind: 'ReplicaSet',
-        metadata: {
-          name: 'shop-api-v001',
-          namespace: 'payments',
-          resourceVersion: '24',
-          annotations: {
-            'moniker.spinnaker.io/application': 'shop',
-            'moniker.spinnaker.io/cluster': 'replicaSet shop-api',
-          },
-        },
-        spec: { replicas: 1, template: { spec: { containers: [{ name: 'api', image: 'ghcr.io/acme/api:2' }] } } },
-      }),
+      change('dev', 'ADDED', replicaSet),
       change('dev', 'ADDED', {
         apiVersion: 'stable.example.com/v1',
         kind: 'CronTab',
