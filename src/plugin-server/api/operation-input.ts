@@ -1,6 +1,12 @@
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { NormalizedOperation } from '../../shared/ops/index.js';
-import { formatIssues, parseOperations, validateAccounts, type Endpoint } from './descriptions/index.js';
+import {
+  formatIssues,
+  parseOperations,
+  unknownOperationIssue,
+  validateAccounts,
+  type Endpoint,
+} from './descriptions/index.js';
 import type { AccountRegistry } from '../accounts.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 
@@ -40,7 +46,8 @@ export function operationsFromBody(
       })
     : parsed.errors;
   if (!parsed.ok || issues.length > 0) {
-    throw new ScaleAgentError('INVALID_INPUT', 'Validation Failed', {
+    const unknown = unknownOperationIssue(issues);
+    throw new ScaleAgentError('INVALID_INPUT', unknown ? unknown.message : 'Validation Failed', {
       details: formatIssues(issues).map((message) => ({ message })),
     });
   }

@@ -1,4 +1,4 @@
-import { artifacts } from '../api/manifest.js';
+import { findArtifacts, type KubeObject } from '../../shared/ops/index.js';
 import { instanceCounts, instanceModel, instanceViewModel, loadBalancerInstance } from './instance.js';
 import type { Related } from './related.js';
 import { arr, baseFields, createdTime, labelsOf, obj, type Obj, type Resource } from './resource.js';
@@ -9,9 +9,9 @@ import { arr, baseFields, createdTime, labelsOf, obj, type Obj, type Resource } 
  */
 
 function images(r: Resource): string[] {
-  return artifacts(r.o.kind, r.o.namespace, r.manifest)
-    .filter((a) => a.type === 'docker/image')
-    .map((a) => a.reference);
+  return findArtifacts(r.manifest as KubeObject).flatMap((a) =>
+    a.type === 'docker/image' && a.reference ? [a.reference] : [],
+  );
 }
 
 function capacity(r: Resource): Obj {

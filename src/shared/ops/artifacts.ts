@@ -105,3 +105,67 @@ function arrayOf(v: unknown): Json[] {
 function isObj(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
+
+/** Workload kinds whose handlers carry Clouddriver's full replacer list (images, ConfigMaps, Secrets). */
+const WORKLOADS = new Set(['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob']);
+/** HorizontalPodAutoscaler's scaleTargetRef kinds, as Clouddriver's hpaDeployment/hpaReplicaSet replacers match them. */
+const SCALE_TARGETS: Record<string, string> = {
+  Deployment: 'kubernetes/deployment',
+  deployment: 'kubernetes/deployment',
+  ReplicaSet: 'kubernetes/replicaSet',
+  replicaSet: 'kubernetes/replicaSet',
+};
+
+/**
+ * The artifacts a manifest refers to, as Clouddriver's handler for its kind lists them (`listArtifacts`, the
+ * manifest's `artifacts` in `GET /manifests`, which Find Artifacts From Resource outputs): what each Replacer's path
+ * finds, in the handler's replacer order, as kork Artifacts serialised without nulls (`customKind: false`,
+ * `metadata: {}`, no `location`). Workloads: container images (containers, then init containers), then ConfigMaps
+ * and Secrets of volumes, projected volumes, envFrom and env. Pods: their containers' images. HPAs: the Deployment or
+ * ReplicaSet they scale. Other kinds: none.
+ *
+ * One deliberate difference (docs/clouddriver-compatibility.md, Manifests): an image's name keeps a registry port
+ * (`localhost:5000/web` for `localhost:5000/web`), where Clouddriver cuts at the last colon (`localhost`), a name
+ * that would then bind every image of that registry; it is the name bindArtifacts matches on.
+ */
+export function findArtifacts(manifest: KubeObject): Artifact[] {
+  const found: Artifact[] = [];
+  const seen = new Set<string>();
+  const add = (type: string, reference: unknown, name = reference): void => {
+    if (typeof reference !== 'string' || typeof name !== 'string') return;
+    const key = `${type}\u0000${name}\u0000${reference}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    found.push({ type, customKind: false, name, reference, metadata: {} });
+  };
+  const spec = isObj(manifest.spec) ? manifest.spec : {};
+  if (manifest.kind === 'HorizontalPodAutoscaler') {
+    const target = isObj(spec.scaleTargetRef) ? spec.scaleTargetRef : {};
+    const type = typeof target.kind === 'string' ? SCALE_TARGETS[target.kind] : undefined;
+    if (type) add(type, target.name);
+    return found;
+  }
+  if (manifest.kind === 'Pod') {
+    for (const c of arrayOf(spec.containers))
+      if (typeof c.image === 'string') add('docker/image', c.image, imageName(c.image));
+    return found;
+  }
+  if (!WORKLOADS.has(manifest.kind)) return found;
+  const pods = podSpecs(manifest);
+  const containers = pods.flatMap((p) => [...arrayOf(p.containers), ...arrayOf(p.initContainers)]);
+  for (const c of containers) if (typeof c.image === 'string') add('docker/image', c.image, imageName(c.image));
+  const volumes = pods.flatMap((p) => arrayOf(p.volumes));
+  const projected = volumes.flatMap((v) => (isObj(v.projected) ? arrayOf(v.projected.sources) : []));
+  const sub = (o: Json, key: string): Json => (isObj(o[key]) ? o[key] : {});
+  for (const v of volumes) add('kubernetes/configMap', sub(v, 'configMap').name);
+  for (const v of volumes) add('kubernetes/secret', sub(v, 'secret').secretName);
+  for (const s of projected) add('kubernetes/configMap', sub(s, 'configMap').name);
+  for (const s of projected) add('kubernetes/secret', sub(s, 'secret').name);
+  const envFrom = containers.flatMap((c) => arrayOf(c.envFrom));
+  for (const e of envFrom) add('kubernetes/configMap', sub(e, 'configMapRef').name);
+  for (const e of envFrom) add('kubernetes/secret', sub(e, 'secretRef').name);
+  const valueFrom = containers.flatMap((c) => arrayOf(c.env)).map((e) => sub(e, 'valueFrom'));
+  for (const f of valueFrom) add('kubernetes/configMap', sub(f, 'configMapKeyRef').name);
+  for (const f of valueFrom) add('kubernetes/secret', sub(f, 'secretKeyRef').name);
+  return found;
+}

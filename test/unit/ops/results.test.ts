@@ -259,6 +259,16 @@ describe('job status', () => {
     });
   });
 
+  it('has the keys Clouddriver writes: no id and no cluster, which KubernetesJobStatus never sets', () => {
+    // Clouddriver's KubernetesJobStatus declares id and cluster but neither its constructor nor
+    // KubernetesJobProvider sets them, and its NON_NULL mapper drops them; Orca's successful-runjob-status.json
+    // test resource (a recorded answer) has neither. Kept absent on purpose (docs/clouddriver-compatibility.md, Jobs).
+    const status = jobStatusOf(job({ succeeded: 1 }), 'a');
+    expect(Object.keys(status).sort()).toEqual(
+      ['account', 'completionDetails', 'createdTime', 'jobState', 'location', 'name', 'pods', 'provider'].sort(),
+    );
+  });
+
   it('explains a failure with the failed container of the newest pod (exit code, signal, failureDetails)', () => {
     const failedJob = job({
       failed: 2,

@@ -43,6 +43,20 @@ describe('plugin-server REST API', () => {
       },
       status: { observedGeneration: 2, replicas: 2, updatedReplicas: 2, readyReplicas: 1, availableReplicas: 1 },
     };
+    const replicaSet = {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: {
+        name: 'shop-api-v001',
+        namespace: 'payments',
+        resourceVersion: '24',
+        annotations: {
+          'moniker.spinnaker.io/application': 'shop',
+          'moniker.spinnaker.io/cluster': 'replicaSet shop-api',
+        },
+      },
+      spec: { replicas: 1, template: { spec: { containers: [{ name: 'api', image: 'ghcr.io/acme/api:2' }] } } },
+    };
     await agent.batch([
       change('dev', 'ADDED', deployment),
       change('dev', 'ADDED', {
@@ -51,6 +65,7 @@ describe('plugin-server REST API', () => {
         metadata: { name: 'payments', resourceVersion: '21' },
       }),
       change('dev', 'ADDED', configMap('app-config', '22', {}, 'payments')),
+      change('dev', 'ADDED', replicaSet),
       change('dev', 'ADDED', {
         apiVersion: 'stable.example.com/v1',
         kind: 'CronTab',
@@ -170,13 +185,19 @@ describe('plugin-server REST API', () => {
       warnings: [],
       metrics: [],
     });
-    expect((r.body as { artifacts: unknown[] }).artifacts).toEqual(
-      expect.arrayContaining([
-        { type: 'docker/image', name: 'ghcr.io/acme/web', reference: 'ghcr.io/acme/web:1.4.2' },
-        { type: 'kubernetes/configMap', name: 'web-config', reference: 'web-config', location: 'payments' },
-        { type: 'kubernetes/secret', name: 'web-tls', reference: 'web-tls', location: 'payments' },
-      ]),
-    );
+    // As Clouddriver's Deployment handler lists them: image, volume Secret, envFrom ConfigMap; no location.
+    const artifact = (type: string, name: string, reference = name) => ({
+      type,
+      customKind: false,
+      name,
+      reference,
+      metadata: {},
+    });
+    expect((r.body as { artifacts: unknown[] }).artifacts).toEqual([
+      artifact('docker/image', 'ghcr.io/acme/web', 'ghcr.io/acme/web:1.4.2'),
+      artifact('kubernetes/secret', 'web-tls'),
+      artifact('kubernetes/configMap', 'web-config'),
+    ]);
     // Aliases and case-insensitive kinds.
     expect((await getJson(`${base}/manifests/dev/payments/deploy%20web`)).status).toBe(200);
     expect((await getJson(`${base}/manifests/dev/payments/configmap%20app-config`)).body).toMatchObject({
@@ -186,6 +207,40 @@ describe('plugin-server REST API', () => {
       name: 'CronTab.stable.example.com nightly',
       status: { stable: { state: true } },
     });
+  });
+
+  it('server group lists: application only in the expanded rows, as Clouddriver answers', async () => {
+    // ServerGroupController's summary row takes application from Frigga's parse of the name, which for
+    // "replicaSet shop-api-v001" (a space) matches nothing, so its NON_NULL mapper leaves it out; the expanded row
+    // takes it from the cluster's moniker (docs/clouddriver-compatibility.md, Applications and infrastructure).
+    const summary = (await getJson(`${base}/applications/shop/serverGroups`)).body as Record<string, unknown>[];
+    const row = summary.find((r) => r.name === 'replicaSet shop-api-v001');
+    expect(row).toMatchObject({ cluster: 'replicaSet shop-api', moniker: { app: 'shop' } });
+    expect(row).not.toHaveProperty('application');
+    const expanded = (await getJson(`${base}/applications/shop/serverGroups?expand=true`)).body as Record<
+      string,
+      unknown
+    >[];
+    expect(expanded.find((r) => r.name === 'replicaSet shop-api-v001')).toMatchObject({ application: 'shop' });
+  });
+
+  it("Run Job's cancel (destroyJob) is answered as Clouddriver's Kubernetes provider answers it: 400, no task", async () => {
+    // The body Orca's RunJobStage.cancel builds and DestroyJobTask posts for a Kubernetes Run Job: jobName is the
+    // cloud provider (RunJobStage reads getCloudProvider() there), region the Job's namespace.
+    const destroy = [
+      { destroyJob: { jobName: 'kubernetes', cloudProvider: 'kubernetes', region: 'payments', credentials: 'dev' } },
+    ];
+    const tasksBefore = ((await getJson(`${base}/task`)).body as unknown[]).length;
+    const res = await fetch(`${base}/kubernetes/ops?clientRequestId=cancel-1`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(destroy),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({
+      message: "No atomic operation converter found for description 'destroyJob' and cloud provider 'kubernetes'",
+    });
+    expect(((await getJson(`${base}/task`)).body as unknown[]).length).toBe(tasksBefore);
   });
 
   it('cluster-scoped manifests answer on /_/, // and the two-segment form', async () => {

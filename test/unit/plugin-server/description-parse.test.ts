@@ -180,7 +180,7 @@ describe('parseOperations: errors name the operation index and field', () => {
     ];
     expect(errors(body)).toEqual([
       'pauseRolloutManifest[0].account: empty (an account is required (field "account" or its alias "credentials"))',
-      'destroyServerGroup[1]: unsupported (unknown Kubernetes operation "destroyServerGroup")',
+      "destroyServerGroup[1]: unsupported (No atomic operation converter found for description 'destroyServerGroup' and cloud provider 'kubernetes')",
       'deployManifest[2].manifests[1].kind: empty (a manifest needs kind)',
       'deployManifest[2].manifests[2].items[0].metadata.name: empty (a manifest needs metadata.name or metadata.generateName)',
       'deployManifest[2].manifests[3]: invalid (a manifest must be a Kubernetes object (a JSON map))',

@@ -118,6 +118,21 @@ export function parseOperations(body: unknown, options: ParseOptions): ParseResu
   return issues.length > 0 ? { ok: false, errors: issues } : { ok: true, operations };
 }
 
+/**
+ * Clouddriver's answer to an operation its Kubernetes provider has no converter for (AnnotationsBasedAtomicOperations
+ * Registry, a 400 before any validation): Orca's Run Job cancel posts `destroyJob`, which gets exactly this.
+ */
+export function unknownOperationMessage(name: string): string {
+  return `No atomic operation converter found for description '${name}' and cloud provider 'kubernetes'`;
+}
+
+/** The first issue that is an operation name with no converter, which Clouddriver answers before validating. */
+export function unknownOperationIssue(issues: readonly ValidationIssue[]): ValidationIssue | undefined {
+  return issues.find(
+    (i) => i.field === '' && i.reason === 'unsupported' && i.message === unknownOperationMessage(i.operation),
+  );
+}
+
 function parseOne(
   ctx: Ctx,
   name: string,
@@ -126,7 +141,7 @@ function parseOne(
 ): NormalizedOperation | undefined {
   const type = OPERATION_ALIASES[name];
   if (!type) {
-    ctx.add('', 'unsupported', `unknown Kubernetes operation "${name}"`);
+    ctx.add('', 'unsupported', unknownOperationMessage(name));
     return undefined;
   }
   if (!isObject(description)) {
