@@ -97,6 +97,7 @@ export interface TopologyInput {
     fiat?: { baseUrl: string };
     accountPattern?: string;
   };
+  networkPolicies?: { enabled?: boolean; spinnakerNamespaces?: string[] };
   agents: AgentInput[];
 }
 
@@ -170,6 +171,8 @@ export interface Topology {
   };
   /** Absent: Spinnaker has no Clouddriver of its own next to the plugin-server. */
   spinnaker?: { mode: SpinnakerMode; upstreamUrl: string; fiatUrl?: string; accountPattern?: string };
+  /** NetworkPolicies for every workload (on by default); REST callers' namespaces besides the plugin-server's. */
+  networkPolicies: { enabled: boolean; spinnakerNamespaces: string[] };
   agents: Agent[];
 }
 
@@ -237,6 +240,10 @@ export function normalizeTopology(input: TopologyInput, version: string): Topolo
           },
         }
       : {}),
+    networkPolicies: {
+      enabled: input.networkPolicies?.enabled ?? true,
+      spinnakerNamespaces: input.networkPolicies?.spinnakerNamespaces ?? [],
+    },
     agents: input.agents.map((a, i) => ({
       name: a.name,
       path: `/agents/${i}`,
