@@ -68,7 +68,6 @@ describe('operation bodies on the REST API and the wire', () => {
     const cases: [string, unknown, string][] = [
       ['/kubernetes/ops', { scaleManifest: {} }, 'the body must be a JSON array'],
       ['/kubernetes/ops', [], 'no operations given'],
-      ['/kubernetes/ops', [{ kubectlApply: { account: 'dev' } }], 'unknown Kubernetes operation "kubectlApply"'],
       [
         '/kubernetes/ops',
         [{ scaleManifest: { location: 'shop', manifestName: 'deployment web', replicas: 1 } }],
@@ -104,6 +103,13 @@ describe('operation bodies on the REST API and the wire', () => {
       expect(r.body).toMatchObject({ code: 'SA_ERR_INVALID_INPUT', message: 'Validation Failed' });
       expect((r.body.errors as string[]).join('\n'), path).toContain(field);
     }
+    // An operation with no converter gets Clouddriver's own message (what Orca's Run Job cancel, destroyJob, gets).
+    const unknown = await post('/kubernetes/ops', [{ kubectlApply: { account: 'dev' } }]);
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toMatchObject({
+      code: 'SA_ERR_INVALID_INPUT',
+      message: "No atomic operation converter found for description 'kubectlApply' and cloud provider 'kubernetes'",
+    });
     const long = await post(`/kubernetes/ops?clientRequestId=${'x'.repeat(256)}`, []);
     expect(long.status).toBe(400);
     expect(long.body).toMatchObject({
