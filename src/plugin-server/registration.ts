@@ -8,8 +8,7 @@
  */
 import type { Logger } from '../shared/logging.js';
 import type { Account, ResumePoint } from '../shared/proto.js';
-import type { RegisteredAccount, SessionRef } from './accounts.js';
-import type { ObjectCache } from './cache/store.js';
+import type { AccountRecord, ObjectCache } from './cache/store.js';
 import type { PluginServerMetrics } from './metrics.js';
 import type { GatedSession, GateVerdict, SessionGate } from './session-gate.js';
 
@@ -74,13 +73,26 @@ export interface HolderOffer {
 }
 
 /**
+ * What the registry knows of an account's holder (a RegisteredAccount of accounts.ts, which imports this module).
+ */
+export interface KnownHolder {
+  record: Pick<AccountRecord, 'agentId' | 'apiServerHost' | 'caFingerprint'>;
+  /** ACTIVE, ORPHANED or FAILED. */
+  state: string;
+  /** This replica's session holding it, if one does. */
+  sessionId?: string | undefined;
+  /** The peer replica holding it, if one does. */
+  peer?: { replica: string; agentId: string } | undefined;
+}
+
+/**
  * The registry's decision for an offer, given what it knows of the account: an account name belongs to one
  * cluster (another cluster claiming it is refused and the original keeps working); another agent of the group
  * (another agentId) holding it through a live stream, here or on a peer, keeps it — one writer per account — and
  * this one becomes its standby; the same agentId coming back through a new stream is a reconnect and takes the
  * account over from its stale stream, as does anyone once the account is ORPHANED.
  */
-export function decideHolder(offer: HolderOffer, existing: RegisteredAccount | undefined): RegistrationResult {
+export function decideHolder(offer: HolderOffer, existing: KnownHolder | undefined): RegistrationResult {
   if (!ACCOUNT_NAME.test(offer.name)) {
     return { accepted: false, code: 'invalid_name', reason: `invalid account name ${JSON.stringify(offer.name)}` };
   }
@@ -108,7 +120,7 @@ export function decideHolder(offer: HolderOffer, existing: RegisteredAccount | u
   return { accepted: true };
 }
 
-function sameCluster(existing: RegisteredAccount, offer: HolderOffer): boolean {
+function sameCluster(existing: KnownHolder, offer: HolderOffer): boolean {
   return existing.record.apiServerHost === offer.host && existing.record.caFingerprint === offer.fingerprint;
 }
 
@@ -118,7 +130,7 @@ function shortFingerprint(f: string): string {
 
 export interface RegistrationDeps {
   /** The registry (accounts.ts): decides with decideHolder, then writes the lease and the record. */
-  accounts: { register(session: SessionRef, account: Account): Promise<RegistrationResult> };
+  accounts: { register(session: { id: string; agentId: string }, account: Account): Promise<RegistrationResult> };
   store: Pick<ObjectCache, 'resumePoints'>;
   metrics: Pick<PluginServerMetrics, 'accountRejections'>;
   log: Logger;
