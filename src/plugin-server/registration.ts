@@ -6,10 +6,10 @@
  * The decisions are pure functions (admit, then the registry's decideHolder); the registry's write is the one side
  * effect, where the ownership protocol's compare-and-set belongs.
  */
+import type { Counter } from 'prom-client';
 import type { Logger } from '../shared/logging.js';
 import type { Account, ResumePoint } from '../shared/proto.js';
 import type { AccountRecord, ObjectCache } from './cache/store.js';
-import type { PluginServerMetrics } from './metrics.js';
 import type { GatedSession, GateVerdict, SessionGate } from './session-gate.js';
 
 /**
@@ -132,7 +132,8 @@ export interface RegistrationDeps {
   /** The registry (accounts.ts): decides with decideHolder, then writes the lease and the record. */
   accounts: { register(session: { id: string; agentId: string }, account: Account): Promise<RegistrationResult> };
   store: Pick<ObjectCache, 'resumePoints'>;
-  metrics: Pick<PluginServerMetrics, 'accountRejections'>;
+  /** PluginServerMetrics' counter, named by its shape so this module does not depend on metrics.ts (which reads the registry). */
+  metrics: { accountRejections: Pick<Counter<'reason'>, 'inc'> };
   log: Logger;
   gate?: SessionGate | undefined;
   /** Front mode: why a name may not be an agent account (the upstream Clouddriver has one of that name). */
