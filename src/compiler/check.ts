@@ -273,6 +273,19 @@ export const POLICY_RULES: readonly PolicyRule[] = [
           : [];
       }),
   },
+  {
+    id: 'SA014',
+    name: 'network-policies-disabled',
+    severity: 'warning',
+    summary:
+      'networkPolicies.enabled is false: synth emits no NetworkPolicy, so any pod of the cluster may call the ' +
+      "plugin-server's REST and gRPC ports and agents may dial anywhere, unless the cluster's own policies say " +
+      "otherwise. Keep them on and list Spinnaker's namespaces in networkPolicies.spinnakerNamespaces.",
+    check: (t) =>
+      t.networkPolicies.enabled
+        ? []
+        : [{ path: '/networkPolicies/enabled', message: 'no NetworkPolicy for the plugin-server or any agent group' }],
+  },
 ];
 
 export interface CheckReport {

@@ -145,8 +145,11 @@ out="$cache_root/image-$key"
   bh push --quiet "$ref" "docker-archive:$out.tmp/image.tar:$ref" >&2
   echo "$ref" >"$out.tmp/ref"
   touch "$out.tmp/.ok"; rm -rf "$out"; mv "$out.tmp" "$out"
-  # Layers no tag points at any more; the cached ones of the current build stay for the next.
+  # Layers no tag points at any more; the cached ones of the current build stay for the next. Archives of older
+  # inputs: the three newest stay (a branch switched back and forth), each is a few hundred MB.
   bh rmi --prune >/dev/null 2>&1 || true
+  find "$cache_root" -maxdepth 1 -name 'image-*' -type d ! -name '*.tmp' -printf '%T@ %p\n' | sort -rn | tail -n +4 \
+    | cut -d' ' -f2- | xargs -r rm -rf
   say "image: built in $(( $(date +%s) - start )) s, $(du -m "$out/image.tar" | cut -f1) MB archive"
 ) 9>"$cache_root/.lock-image"
 echo "$out/image.tar $ref"

@@ -132,6 +132,7 @@ describe('scale-agent check', () => {
       'SA011',
       'SA012',
       'SA013',
+      'SA014',
     ]);
     for (const x of rules) expect(x.summary.length, x.id).toBeGreaterThan(40);
   });

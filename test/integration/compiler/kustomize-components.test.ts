@@ -3,7 +3,7 @@
  * kustomize, picks up the overlay's namespace, name suffix and instance label, and the NetworkPolicy components
  * clear kube-score's NetworkPolicy CRITICAL (the one finding the plain manifests keep on purpose).
  */
-import { appendFile, cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { appendFile, cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,7 +22,11 @@ type Obj = {
 let out: string;
 beforeAll(async () => {
   out = await mkdtemp(join(tmpdir(), 'scale-agent-components-'));
-  await synthFile(join(ROOT, 'examples', 'mixed.yaml'), { out });
+  // synth's own NetworkPolicies off: the components add them here, as to an install made from the base alone.
+  const topology = join(out, 'mixed-without-policies.yaml');
+  const mixed = await readFile(join(ROOT, 'examples', 'mixed.yaml'), 'utf8');
+  await writeFile(topology, `${mixed}\nnetworkPolicies: { enabled: false }\n`);
+  await synthFile(topology, { out });
   await cp(join(ROOT, 'kustomize', 'components'), join(out, 'kustomize', 'components'), { recursive: true });
 });
 afterAll(async () => {

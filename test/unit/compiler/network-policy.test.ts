@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { checkTopology, loadTopologySource } from '../../../src/compiler/index.js';
 import { docs, synthText, tempDir, type K8sObject } from './_helpers.js';
 
 /** In-cluster: one agent group beside the plugin-server. Remote: another through an external address. */
@@ -114,5 +115,20 @@ describe('NetworkPolicies in generated installs', () => {
     const { objects, values } = await policies(topology('networkPolicies: { enabled: false }'));
     expect(objects.size).toBe(0);
     expect(values.size).toBe(0);
+  });
+
+  it('turned off, `scale-agent check` warns at the key (SA014); on, it says nothing', () => {
+    const off = topology('networkPolicies: { enabled: false }');
+    const { topology: t, source } = loadTopologySource(off, 'inline.yaml');
+    const found = checkTopology(t, source).violations.filter((v) => v.rule === 'SA014');
+    expect(found).toEqual([
+      expect.objectContaining({
+        severity: 'warning',
+        path: '/networkPolicies/enabled',
+        line: off.split('\n').findIndex((l) => l.includes('networkPolicies')) + 1,
+      }),
+    ]);
+    const on = loadTopologySource(topology(''), 'inline.yaml');
+    expect(checkTopology(on.topology, on.source).violations.filter((v) => v.rule === 'SA014')).toEqual([]);
   });
 });
