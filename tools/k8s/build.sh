@@ -67,7 +67,6 @@ tool_pkg() {
     grpcurl) echo "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION" ;;
     kube-score) echo "github.com/zegl/kube-score/cmd/kube-score@$KUBE_SCORE_VERSION" ;;
     helm-docs) echo "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION" ;;
-    coredns) echo "github.com/coredns/coredns@$COREDNS_VERSION" ;;
   esac
 }
 group_key() {
@@ -84,6 +83,7 @@ group_key() {
       node) cat "$here/node/go.mod" "$here/node/go.sum"; echo "$kube_ld" ;;
       containerd) echo "$CONTAINERD_VERSION $containerd_tags" ;;
       cni) echo "$CNI_PLUGINS_VERSION" ;;
+      coredns) cat "$here/coredns/go.mod" "$here/coredns/go.sum" "$here/coredns/main.go" ;;
       node-images) cat "$here/../node-images/go.mod" "$here/../node-images/go.sum" "$here/../node-images/"*.go ;;
       *) tool_pkg "$g" ;;
     esac
@@ -127,6 +127,7 @@ build_group() {
         "github.com/containernetworking/plugins/plugins/ipam/host-local@$CNI_PLUGINS_VERSION" \
         "github.com/containernetworking/plugins/plugins/main/loopback@$CNI_PLUGINS_VERSION" \
         "github.com/containernetworking/plugins/plugins/meta/portmap@$CNI_PLUGINS_VERSION" ;;
+    coredns) (cd "$here/coredns" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out/coredns" .) ;;
     node-images) (cd "$here/../node-images" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out/node-images" .) ;;
     *) GOBIN="$out" go install -trimpath -ldflags "-s -w" "$(tool_pkg "$g")" ;;
   esac
@@ -134,7 +135,7 @@ build_group() {
 estimate() {
   case "$1" in
     kube) echo "20-35 min" ;; etcd) echo "2-4 min" ;; helm) echo "3-6 min" ;; promtool) echo "3-8 min" ;; kwok) echo "2-5 min" ;;
-    node) echo "5-15 min" ;; containerd) echo "2-4 min" ;; coredns) echo "3-6 min" ;;
+    node) echo "5-15 min" ;; containerd) echo "2-4 min" ;; coredns) echo "2-4 min" ;;
     *) echo "1-2 min" ;;
   esac
 }
