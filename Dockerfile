@@ -1,16 +1,21 @@
 # scale-agent: one image for the agent, the plugin-server and the CLI (`scale-agent <command>`).
 # Build: docker build -t ghcr.io/scale-agent/scale-agent:$(node -p 'require("./package.json").version') .
 
-FROM node:24-bookworm-slim AS build
+# BASE_IMAGE: where no registry is reachable, an equivalent base made locally (tools/image/build.sh does that).
+ARG BASE_IMAGE=node:24-bookworm-slim
+
+FROM ${BASE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY cdk8s ./cdk8s
+# npm run build ends by writing oclif.manifest.json, loading the commands it lists.
+COPY scripts/oclif-manifest.mjs ./scripts/
 RUN npm run build
 
-FROM node:24-bookworm-slim
+FROM ${BASE_IMAGE}
 ENV NODE_ENV=production
 # jemalloc for the agent (its pods set LD_PRELOAD to the link below, and MALLOC_CONF=background_thread:true): with
 # glibc's malloc an agent kept ~110 MB freed after its initial sync; with jemalloc 100 accounts × 10k objects

@@ -5,3 +5,4 @@ export { TlsSecret, CertManagerCertificate, type TlsSecretProps, type CertManage
 export { GrpcService, loadBalancerAnnotations, type GrpcServiceProps, type LoadBalancerProvider } from './grpc-lb.js';
 export { Namespace, ServiceAccount } from './core.js';
 export { Workload, DisruptionBudget, scheduling, type WorkloadProps, type WorkloadMount } from './workload.js';
+export { PluginServerNetworkPolicy, AgentNetworkPolicy, type NetworkPeer } from './network-policy.js';

@@ -16,7 +16,7 @@ import { WatchedFiles } from '../shared/watched-files.js';
 import { AccountRunner, type KubernetesSettings, type WatchInfo } from './account.js';
 import { AdminServer } from './admin.js';
 import { diffAccounts, parseAgentConfig, stableJson, type AccountConfig, type AgentConfig } from './config.js';
-import { definitionFingerprint, DynamicAccountFiles, dynamicAccountConfig } from './dynamic-accounts.js';
+import { definitionFingerprint, dynamicAccountConfig } from './dynamic-accounts.js';
 import { AgentMetrics } from './metrics.js';
 import { OperationRunner } from './operations.js';
 import type { KindPolicy } from './filters.js';
@@ -61,7 +61,6 @@ export class Agent {
   private helloAccounts = new Set<string>();
   /** Dynamic accounts (assigned by the plugin-server): name -> definition fingerprint. */
   private readonly dynamic = new Map<string, string>();
-  private readonly dynamicFiles = new DynamicAccountFiles();
   private watcher: WatchedFiles | undefined;
   private reloading: Promise<void> = Promise.resolve();
   private stopped = false;
@@ -157,7 +156,6 @@ export class Agent {
     await this.operations.stop();
     await this.stream.stop();
     await Promise.all([...this.accounts.values()].map((a) => a.stop()));
-    this.dynamicFiles.cleanup();
     await Promise.all([this.admin.close(), this.health.close()]);
     this.log.info('agent stopped');
   }
@@ -171,7 +169,18 @@ export class Agent {
 
   /** Applies a new config text; an invalid one is logged and the running config stays. */
   reload(text: string): Promise<void> {
-    this.reloading = this.reloading.then(() => this.applyReload(text));
+    return this.serially('config reload', () => this.applyReload(text));
+  }
+
+  /**
+   * Runs `task` after the reloads and account changes before it. A task that throws is logged and ends there: it
+   * neither stops the ones after it nor becomes an unhandled rejection, which would end the process and every
+   * account with it (a restarted agent gets the same accounts and fails the same way).
+   */
+  private serially(what: string, task: () => Promise<void>): Promise<void> {
+    this.reloading = this.reloading.then(task).catch((e: unknown) => {
+      this.log.error({ error: (e as Error).message, task: what }, 'agent task failed; the agent carries on');
+    });
     return this.reloading;
   }
 
@@ -224,8 +233,7 @@ export class Agent {
 
   /** Applies dynamic accounts from the server, in order with config reloads (announced with AccountsUpdate). */
   accountsChanged(message: AccountsChanged): Promise<void> {
-    this.reloading = this.reloading.then(() => this.applyAccountsChanged(message));
-    return this.reloading;
+    return this.serially('dynamic accounts', () => this.applyAccountsChanged(message));
   }
 
   private async applyAccountsChanged(message: AccountsChanged): Promise<void> {
@@ -236,7 +244,6 @@ export class Agent {
       if (!this.dynamic.has(name)) continue;
       this.dynamic.delete(name);
       await this.removeAccount(name);
-      this.dynamicFiles.remove(name);
       removed.push(name);
     }
     for (const d of message.definitions) {
@@ -247,9 +254,10 @@ export class Agent {
       }
       const fingerprint = definitionFingerprint(d);
       if (this.dynamic.get(name) === fingerprint) continue;
-      const built = dynamicAccountConfig(d, this.dynamicFiles);
+      const built = dynamicAccountConfig(d);
       if ('problem' in built) {
         this.log.error({ account: name, problem: built.problem }, 'dynamic account ignored');
+        if (name) this.reportFailed(name, built.problem);
         continue;
       }
       await this.removeAccount(name);
@@ -346,6 +354,9 @@ export class Agent {
     if (runner.inSession && runner.state === 'failed' && runner.error) {
       const status = { account: runner.name, state: 0, error: '', forbiddenKinds: [], kinds: [] };
       this.stream.sendControl({ accountStatus: this.withFailure(runner, status) });
+    } else if (this.dynamic.has(runner.name) && runner.state === 'failed' && runner.error && !runner.helloAccount()) {
+      // Its credentials do not load, so it cannot be announced: the server shows it FAILED with the reason.
+      this.reportFailed(runner.name, runner.error);
     }
     if (this.stream.connected && runner.helloAccount() && !this.helloAccounts.has(runner.name)) {
       this.reloading = this.reloading.then(() => this.updateAccounts([runner.name], []));
@@ -382,17 +393,16 @@ export class Agent {
         runner.reject(rejected.get(runner.name) ?? '');
       } else if (this.dynamic.has(runner.name) && runner.error) {
         // Not announced (its credentials do not load): tell the server, which shows it FAILED.
-        this.stream.sendControl({
-          accountStatus: {
-            account: runner.name,
-            state: AccountState.ACCOUNT_STATE_FAILED,
-            error: runner.error,
-            forbiddenKinds: [],
-            kinds: [],
-          },
-        });
+        this.reportFailed(runner.name, runner.error);
       }
     }
+  }
+
+  /** A dynamic account this agent cannot serve: the plugin-server shows it FAILED with `error`. */
+  private reportFailed(account: string, error: string): void {
+    this.stream.sendControl({
+      accountStatus: { account, state: AccountState.ACCOUNT_STATE_FAILED, error, forbiddenKinds: [], kinds: [] },
+    });
   }
 
   private async onClosed(): Promise<void> {

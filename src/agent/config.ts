@@ -13,6 +13,8 @@ import {
 export interface AccountConfig {
   name: string;
   kubeconfigFile?: string;
+  /** The kubeconfig itself, kept in memory: dynamic accounts only (the plugin-server sends it over the stream). */
+  kubeconfigContents?: string;
   serviceAccount: boolean;
   context?: string;
   namespaces: string[];

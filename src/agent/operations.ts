@@ -78,7 +78,12 @@ export class OperationRunner {
   }
 
   private client(config: AccountConfig): Promise<KubeClient> {
-    const key = JSON.stringify([config.kubeconfigFile, config.serviceAccount, config.context]);
+    const key = JSON.stringify([
+      config.kubeconfigFile,
+      config.kubeconfigContents,
+      config.serviceAccount,
+      config.context,
+    ]);
     const cached = this.clients.get(config.name);
     if (cached?.key === key) return cached.client;
     if (cached) void cached.client.then((c) => c.close()).catch(() => undefined);

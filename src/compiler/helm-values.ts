@@ -55,6 +55,7 @@ function workloadValues(w: WorkloadModel): Record<string, unknown> {
     image: w.image,
     resources: RUNTIMES[w.component].resources,
     ...podDisruptionBudget(w),
+    ...networkPolicy(w),
     ...podValues(w),
     config: w.config,
     tls: tlsValues(w.tls),
@@ -96,6 +97,14 @@ function podDisruptionBudget(w: WorkloadModel): Record<string, unknown> {
   return w.maxUnavailable !== undefined
     ? { podDisruptionBudget: { enabled: true, maxUnavailable: w.maxUnavailable } }
     : {};
+}
+
+/** The chart's networkPolicy values; its template renders from them the object objects.ts builds. */
+function networkPolicy(w: WorkloadModel): Record<string, unknown> {
+  const np = w.networkPolicy;
+  if (!np) return {};
+  const { component: _component, ...peers } = np;
+  return { networkPolicy: { enabled: true, ...peers } };
 }
 
 /** The topology's pod settings under the chart's conventional names. */

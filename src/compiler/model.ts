@@ -1,5 +1,6 @@
 import type { PemPair } from '../shared/certs/index.js';
 import {
+  CONTAINER_GRPC_PORT,
   NAMES,
   accountRoleName,
   accountServiceAccount,
@@ -8,9 +9,11 @@ import {
   grpcServiceDnsNames,
   placeNames,
 } from './names.js';
+import { selectorLabels } from '../../cdk8s/labels.js';
+import type { NetworkPeer } from '../../cdk8s/network-policy.js';
 import { scopedToInstance, withDefaultSpread } from './pod-scheduling.js';
 import { accountRules, type AccountRules } from './rbac-rules.js';
-import { agentConfig, kubeconfigMounts, pluginServerConfig } from './runtime-config.js';
+import { agentConfig, kubeconfigMounts, pluginServerConfig, serverAddress } from './runtime-config.js';
 import type { Account, Agent, Certificates, Exposure, PodSettings, Topology } from './topology.js';
 
 /**
@@ -60,6 +63,18 @@ export type TlsDecision =
       durationHours: number;
     };
 
+/**
+ * Who may reach a workload and whom it may reach (docs/security.md). An empty peer list means any source or
+ * destination, as in NetworkPolicy itself. The plugin-server's policy governs ingress only (its egress goes to
+ * MySQL, an upstream Clouddriver and Fiat, wherever the site runs them); an agent's governs both.
+ */
+export type NetworkPolicyModel =
+  | { component: 'plugin-server'; grpcFrom: NetworkPeer[]; httpFrom: NetworkPeer[] }
+  | { component: 'agent'; egressPorts: number[]; egressTo: NetworkPeer[] };
+
+/** The API servers agents dial: 443 behind a load balancer or the in-cluster Service, 6443 where they listen. */
+export const API_SERVER_PORTS = [443, 6443];
+
 export interface KubeconfigMount {
   secret: string;
   volume: string;
@@ -93,6 +108,8 @@ export interface WorkloadModel {
   pod: PodSettings;
   /** Mode `agent` reads its own cluster with the pod's ServiceAccount token. */
   automountServiceAccountToken: boolean;
+  /** Absent when the topology turns NetworkPolicies off. */
+  networkPolicy?: NetworkPolicyModel;
 }
 
 export interface GrpcServiceModel {
@@ -229,6 +246,7 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
         ? { mysql: { name: ps.storage.secretRef.name, key: ps.storage.secretRef.key } }
         : {}),
       automountServiceAccountToken: false,
+      ...(t.networkPolicies.enabled ? { networkPolicy: pluginServerPolicy(t) } : {}),
     },
     grpcService: {
       name: NAMES.pluginServerGrpc,
@@ -301,6 +319,7 @@ function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Pl
         'app.kubernetes.io/instance': agent.name,
       }),
       automountServiceAccountToken: agent.mode === 'agent',
+      ...(t.networkPolicies.enabled ? { networkPolicy: agentPolicy(t, agent) } : {}),
     },
     ...(agent.mode === 'agent' && acc.rbac.create
       ? {
@@ -347,6 +366,43 @@ function accountPlace(agent: Agent, acc: Account): Place {
     },
     requires: [],
   };
+}
+
+/**
+ * REST (and /metrics) from the plugin-server's namespace — Spinnaker's services, Prometheus, the other replicas,
+ * `helm test` — and from the topology's Spinnaker namespaces. gRPC from agent pods in any namespace when agents
+ * dial the ClusterIP Service; through a load balancer or an external address the source is a node or a NAT
+ * address no selector matches, so then from anywhere (TLS and agent identities guard it).
+ */
+function pluginServerPolicy(t: Topology): NetworkPolicyModel {
+  // Expressions, not matchLabels: Kustomize's `labels` with includeSelectors adds the overlay's instance label to
+  // every matchLabels of a NetworkPolicy's peers too, and agents carry their group's instance, not the topology's.
+  const agentPods = Object.entries(selectorLabels('agent')).map(([key, value]) => ({
+    key,
+    operator: 'In',
+    values: [value],
+  }));
+  const inCluster = t.pluginServer.exposure.type === 'ClusterIP';
+  return {
+    component: 'plugin-server',
+    grpcFrom: inCluster ? [{ namespaceSelector: {}, podSelector: { matchExpressions: agentPods } }] : [],
+    httpFrom: [
+      { podSelector: {} },
+      ...t.networkPolicies.spinnakerNamespaces.map((ns) => ({
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+      })),
+    ],
+  };
+}
+
+/**
+ * DNS, the API servers and the plugin-server, by port: the API servers' addresses are in kubeconfigs minted after
+ * synth (and behind Services the policy sees the endpoint's port, so 443 and 6443 both), and the plugin-server's
+ * gRPC port is the one the agent dials plus the pods' own (what a ClusterIP Service translates it to).
+ */
+function agentPolicy(t: Topology, agent: Agent): NetworkPolicyModel {
+  const ports = new Set([...API_SERVER_PORTS, serverAddress(t, agent).port, CONTAINER_GRPC_PORT]);
+  return { component: 'agent', egressPorts: [...ports].sort((a, b) => a - b), egressTo: [] };
 }
 
 function disruptionBudget(replicas: number): { maxUnavailable?: number } {

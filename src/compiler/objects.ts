@@ -10,7 +10,15 @@ import {
   selectorLabels,
   standardLabels,
 } from '../../cdk8s/index.js';
-import { DisruptionBudget, Workload, scheduling, type WorkloadMount, type WorkloadProps } from '../../cdk8s/index.js';
+import {
+  AgentNetworkPolicy,
+  DisruptionBudget,
+  PluginServerNetworkPolicy,
+  Workload,
+  scheduling,
+  type WorkloadMount,
+  type WorkloadProps,
+} from '../../cdk8s/index.js';
 import { POD_SECURITY_LABELS, type Place, type WorkloadModel } from './model.js';
 import { RUNTIMES } from './runtimes.js';
 import { MYSQL_URL_ENV, PATHS } from './names.js';
@@ -123,7 +131,7 @@ export function workloadProps(w: WorkloadModel, naming: Naming): WorkloadProps {
   };
 }
 
-/** Objects the overlay adds to the base: config, TLS, the gRPC Service. */
+/** Objects the overlay adds to the base: config, TLS, the gRPC Service, the PDB and the NetworkPolicy. */
 export function generatedObjects(p: Place, naming: Naming = 'base'): Obj[] {
   const w = p.workload;
   if (!w) return [];
@@ -157,6 +165,12 @@ function addGenerated(c: Chart, p: Place, w: WorkloadModel, naming: Naming): voi
   }
   if (w.maxUnavailable !== undefined) {
     new DisruptionBudget(c, 'pdb', { name: n(w.name), labels, selector, maxUnavailable: w.maxUnavailable });
+  }
+  const np = w.networkPolicy;
+  if (np?.component === 'plugin-server') {
+    new PluginServerNetworkPolicy(c, 'network-policy', { name: n(w.name), labels, selector, ...np });
+  } else if (np?.component === 'agent') {
+    new AgentNetworkPolicy(c, 'network-policy', { name: n(w.name), labels, selector, ...np });
   }
   const g = p.grpcService;
   if (g) {

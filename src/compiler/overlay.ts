@@ -39,7 +39,9 @@ export function overlayFiles(p: Place, depth: number, header: string): [string, 
               ? 'certificate.yaml'
               : o.kind === 'PodDisruptionBudget'
                 ? 'pdb.yaml'
-                : 'tls-secret.yaml';
+                : o.kind === 'NetworkPolicy'
+                  ? 'network-policy.yaml'
+                  : 'tls-secret.yaml';
       byFile.set(f, [...(byFile.get(f) ?? []), o]);
     }
     for (const f of [...byFile.keys()].sort()) {

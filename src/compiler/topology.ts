@@ -92,6 +92,7 @@ export interface TopologyInput {
     pod?: PodSettings;
   };
   spinnaker?: { mode?: SpinnakerMode; upstream: { baseUrl: string }; accountPattern?: string };
+  networkPolicies?: { enabled?: boolean; spinnakerNamespaces?: string[] };
   agents: AgentInput[];
 }
 
@@ -165,6 +166,8 @@ export interface Topology {
   };
   /** Absent: Spinnaker has no Clouddriver of its own next to the plugin-server. */
   spinnaker?: { mode: SpinnakerMode; upstreamUrl: string; accountPattern?: string };
+  /** NetworkPolicies for every workload (on by default); REST callers' namespaces besides the plugin-server's. */
+  networkPolicies: { enabled: boolean; spinnakerNamespaces: string[] };
   agents: Agent[];
 }
 
@@ -231,6 +234,10 @@ export function normalizeTopology(input: TopologyInput, version: string): Topolo
           },
         }
       : {}),
+    networkPolicies: {
+      enabled: input.networkPolicies?.enabled ?? true,
+      spinnakerNamespaces: input.networkPolicies?.spinnakerNamespaces ?? [],
+    },
     agents: input.agents.map((a, i) => ({
       name: a.name,
       path: `/agents/${i}`,

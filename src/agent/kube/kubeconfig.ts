@@ -34,8 +34,21 @@ export function tlsOptionsOf(access: ClusterAccess): SecureClientSessionOptions 
 
 export interface KubeconfigSource {
   kubeconfigFile?: string;
+  /**
+   * The kubeconfig itself (a dynamic account's `kubeconfigContents`), used from memory: nothing is written to disk,
+   * so an agent whose pod has a read-only root filesystem and no writable /tmp can serve it.
+   */
+  kubeconfigContents?: string;
   serviceAccount?: boolean;
   context?: string;
+}
+
+/** A kubeconfig's text, what to call it in errors, and the directory its relative file paths start from. */
+interface KubeconfigText {
+  text: string;
+  where: string;
+  /** Undefined for contents from memory, which may name files only by absolute path. */
+  base?: string;
 }
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -83,28 +96,34 @@ interface Kubeconfig {
  */
 export async function loadClusterAccess(source: KubeconfigSource): Promise<ClusterAccess> {
   if (source.serviceAccount) return inCluster();
-  const file = source.kubeconfigFile;
-  if (!file) throw new ScaleAgentError('INVALID_INPUT', 'needs kubeconfigFile or serviceAccount');
+  const { text, where, base } = kubeconfigText(source);
   let kc: Kubeconfig;
   try {
-    kc = (parse(readFileSync(file, 'utf8'), { maxAliasCount: 100 }) ?? {}) as Kubeconfig;
+    kc = (parse(text, { maxAliasCount: 100 }) ?? {}) as Kubeconfig;
   } catch (e) {
-    throw new ScaleAgentError('FILE_UNREADABLE', `cannot read kubeconfig ${file}: ${(e as Error).message}`, {
-      cause: e,
-    });
+    throw new ScaleAgentError('INVALID_INPUT', `${where} is not valid YAML: ${(e as Error).message}`, { cause: e });
   }
+  if (typeof kc !== 'object' || Array.isArray(kc))
+    throw new ScaleAgentError('INVALID_INPUT', `${where} is not a mapping`);
   const contextName = source.context ?? kc['current-context'];
   const context = kc.contexts?.find((c) => c.name === contextName)?.context;
-  if (!context)
-    throw new ScaleAgentError('INVALID_INPUT', `kubeconfig ${file}: context '${contextName ?? ''}' not found`);
+  if (!context) throw new ScaleAgentError('INVALID_INPUT', `${where}: context '${contextName ?? ''}' not found`);
   const cluster = kc.clusters?.find((c) => c.name === context.cluster)?.cluster;
   if (!cluster?.server)
-    throw new ScaleAgentError('INVALID_INPUT', `kubeconfig ${file}: cluster '${context.cluster ?? ''}' has no server`);
+    throw new ScaleAgentError('INVALID_INPUT', `${where}: cluster '${context.cluster ?? ''}' has no server`);
   const user = kc.users?.find((u) => u.name === context.user)?.user ?? {};
-  if (user.exec || user['auth-provider']) return viaClientNode(source);
+  if (user.exec || user['auth-provider']) return viaClientNode(source, where);
 
-  const base = dirname(resolve(file));
-  const path = (p: string): string => (isAbsolute(p) ? p : resolve(base, p));
+  const path = (p: string): string => {
+    if (isAbsolute(p)) return p;
+    if (base === undefined) {
+      throw new ScaleAgentError(
+        'INVALID_INPUT',
+        `${where} names the relative path ${p}: only absolute paths can be resolved`,
+      );
+    }
+    return resolve(base, p);
+  };
   const bytes = (data: string | undefined, f: string | undefined): Buffer | undefined =>
     data ? Buffer.from(data, 'base64') : f ? readFileSync(path(f)) : undefined;
   let authorization: () => Promise<string | undefined> = () => Promise.resolve(undefined);
@@ -128,6 +147,19 @@ export async function loadClusterAccess(source: KubeconfigSource): Promise<Clust
     namespace: context.namespace,
     authorization,
   };
+}
+
+function kubeconfigText(source: KubeconfigSource): KubeconfigText {
+  if (source.kubeconfigContents !== undefined) return { text: source.kubeconfigContents, where: 'kubeconfig contents' };
+  const file = source.kubeconfigFile;
+  if (!file) throw new ScaleAgentError('INVALID_INPUT', 'needs kubeconfigFile, kubeconfigContents or serviceAccount');
+  try {
+    return { text: readFileSync(file, 'utf8'), where: `kubeconfig ${file}`, base: dirname(resolve(file)) };
+  } catch (e) {
+    throw new ScaleAgentError('FILE_UNREADABLE', `cannot read kubeconfig ${file}: ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
 }
 
 function inCluster(): ClusterAccess {
@@ -168,14 +200,16 @@ function rotatingToken(file: string): () => Promise<string | undefined> {
   };
 }
 
-async function viaClientNode(source: KubeconfigSource): Promise<ClusterAccess> {
+async function viaClientNode(source: KubeconfigSource, where: string): Promise<ClusterAccess> {
   const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   try {
-    if (source.kubeconfigFile) kc.loadFromFile(source.kubeconfigFile);
+    // From a file, the library resolves the kubeconfig's relative paths against the file's directory.
+    if (source.kubeconfigContents !== undefined) kc.loadFromString(source.kubeconfigContents);
+    else if (source.kubeconfigFile) kc.loadFromFile(source.kubeconfigFile);
     if (source.context) kc.setCurrentContext(source.context);
   } catch (e) {
-    throw new ScaleAgentError('FILE_UNREADABLE', `cannot load kubeconfig: ${(e as Error).message}`, { cause: e });
+    throw new ScaleAgentError('INVALID_INPUT', `cannot load ${where}: ${(e as Error).message}`, { cause: e });
   }
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new ScaleAgentError('INVALID_INPUT', 'kubeconfig has no current cluster');

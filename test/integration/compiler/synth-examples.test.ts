@@ -29,11 +29,7 @@ function byId(text: string): Map<string, unknown> {
 }
 
 /** kube-score findings kept on purpose; kustomize/README.md ("Policy checks") says why for each. */
-const DELIBERATE_CRITICAL = [
-  /\) CPU limit is not set$/,
-  /\) ImagePullPolicy is not set to Always$/,
-  /: The pod does not have a matching NetworkPolicy$/,
-];
+const DELIBERATE_CRITICAL = [/\) CPU limit is not set$/, /\) ImagePullPolicy is not set to Always$/];
 
 const HELM_LABELS = ['helm.sh/chart', 'app.kubernetes.io/managed-by', 'app.kubernetes.io/version'];
 

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -86,5 +86,41 @@ describe('kubeconfig loading', () => {
       /context 'nope' not found/,
     );
     await expect(loadClusterAccess({ kubeconfigFile: join(dir, 'missing') })).rejects.toThrow(/cannot read kubeconfig/);
+  });
+
+  it('loads kubeconfig contents from memory; files they name must be absolute', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kc-'));
+    const users = [
+      { name: 'u0', user: { token: 'abc' } },
+      { name: 'u1', user: { token: 'def' } },
+    ];
+    const text = readFileSync(kubeconfig(dir, users), 'utf8');
+    // The ca of c1 is the relative pki/ca.crt: from memory there is no directory to resolve it against.
+    await expect(loadClusterAccess({ kubeconfigContents: text })).rejects.toThrow(
+      /kubeconfig contents names the relative path pki\/ca.crt/,
+    );
+    const fromMemory = await loadClusterAccess({ kubeconfigContents: text, context: 'ctx1' });
+    expect(fromMemory.server.href).toBe('https://c2.example/');
+    expect(fromMemory.ca?.toString()).toBe('CA2');
+    mkdirSync(join(dir, 'pki'));
+    writeFileSync(join(dir, 'pki/ca.crt'), 'CA1');
+    const absolute = await loadClusterAccess({
+      kubeconfigContents: text.replace('pki/ca.crt', join(dir, 'pki/ca.crt')),
+    });
+    expect(absolute.ca?.toString()).toBe('CA1');
+    expect(await absolute.authorization()).toBe('Bearer abc');
+  });
+
+  it('names what is wrong with kubeconfig contents that are not a kubeconfig', async () => {
+    await expect(loadClusterAccess({ kubeconfigContents: 'a: [' })).rejects.toMatchObject({
+      code: 'SA_ERR_INVALID_INPUT',
+      message: expect.stringMatching(/^kubeconfig contents is not valid YAML/),
+    });
+    await expect(loadClusterAccess({ kubeconfigContents: '- 1\n' })).rejects.toThrow(
+      /kubeconfig contents is not a mapping/,
+    );
+    await expect(loadClusterAccess({ kubeconfigContents: 'kind: Config\n' })).rejects.toThrow(
+      /kubeconfig contents: context '' not found/,
+    );
   });
 });
