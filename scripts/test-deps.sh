@@ -2,7 +2,9 @@
 # Installs what the integration tests need from Debian's packages when it is missing: MariaDB (the MySQL
 # store's test server), openssl (test PKI), HAProxy (the real load balancer in front of plugin-server
 # replicas), tmux (tests read `scale-agent status --watch` as a person sees it), jemalloc (the allocator the
-# agent's image runs it on, so bench/agent-memory.ts measures it the same way) and runc (runs the project's image).
+# agent's image runs it on, so bench/agent-memory.ts measures it the same way), runc (runs the project's image, and
+# the real node's containers, test/infra/real-node: Debian's runc works with containerd 2, its crun does not) and
+# iptables (the real node's Services).
 # MariaDB is skipped when SCALE_AGENT_TEST_MYSQL_URL points at an existing server. Idempotent: a machine that has
 # them installs nothing.
 set -euo pipefail
@@ -15,8 +17,9 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
 command -v tmux >/dev/null || need+=(tmux)
 [ -e "/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2" ] || need+=(libjemalloc2)
-# runc runs the project's image in test/integration/packaging/image.test.ts (tools/image/build.sh brings buildah).
+# runc runs the project's image (test/integration/packaging/image.test.ts) and the real node's containers.
 command -v runc >/dev/null || [ -x /usr/sbin/runc ] || need+=(runc)
+command -v iptables >/dev/null || [ -x /usr/sbin/iptables ] || need+=(iptables)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
   say "error: missing ${need[*]}; install them with: sudo apt-get install -y ${need[*]}"

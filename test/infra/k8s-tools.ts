@@ -14,7 +14,22 @@ export const EXTRA_TOOLS = [
   'helm-docs',
   'promtool',
 ];
-export const ALL_TOOLS = [...K8S_BINARIES, ...EXTRA_TOOLS];
+/** The parts of a real node (test/infra/real-node) and the image tool that makes its images. */
+export const NODE_TOOLS = [
+  'kubelet',
+  'kube-scheduler',
+  'kube-proxy',
+  'containerd',
+  'containerd-shim-runc-v2',
+  'ctr',
+  'bridge',
+  'host-local',
+  'loopback',
+  'portmap',
+  'coredns',
+  'node-images',
+];
+export const ALL_TOOLS = [...K8S_BINARIES, ...EXTRA_TOOLS, ...NODE_TOOLS];
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 

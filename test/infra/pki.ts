@@ -20,7 +20,7 @@ export interface ControlPlanePki {
  * 127.0.0.1, which Node's TLS needs), the ServiceAccount token signing key pair, and a static admin token
  * in group system:masters (the simplest admin identity for kubectl, helm, the controller manager and tests).
  */
-export async function createPki(dir: string): Promise<ControlPlanePki> {
+export async function createPki(dir: string, opts: { ips?: string[] } = {}): Promise<ControlPlanePki> {
   mkdirSync(dir, { recursive: true });
   const p = (f: string) => join(dir, f);
   const ossl = (args: string[]) => run('openssl', args, { cwd: dir });
@@ -39,9 +39,11 @@ export async function createPki(dir: string): Promise<ControlPlanePki> {
     '/CN=scale-agent-test-ca',
   ]);
   await ossl(['req', ...ec, '-keyout', p('apiserver.key'), '-out', p('apiserver.csr'), '-subj', '/CN=kube-apiserver']);
+  // The `kubernetes` Service's ClusterIP (first of the service range) and the node's address when one runs.
+  const ips = ['127.0.0.1', ...(opts.ips ?? ['10.0.0.1'])].map((ip) => `IP:${ip}`).join(',');
   writeFileSync(
     p('apiserver.ext'),
-    'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1\n' +
+    `subjectAltName=${ips},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\n` +
       'extendedKeyUsage=serverAuth\n',
   );
   await ossl([
@@ -79,11 +81,15 @@ export async function createPki(dir: string): Promise<ControlPlanePki> {
   };
 }
 
-/** A kubeconfig for one user (token) against one server, with the CA inlined so the file stands alone. */
+/**
+ * A kubeconfig for one user (a token, or a client certificate and key given as file paths) against one server,
+ * with the CA inlined so the file stands alone.
+ */
 export function kubeconfigYaml(opts: {
   server: string;
   caPem: string;
-  token: string;
+  token?: string;
+  clientCert?: { cert: string; key: string };
   user: string;
   namespace?: string;
 }): string {
@@ -99,7 +105,9 @@ export function kubeconfigYaml(opts: {
     'users:',
     `- name: ${opts.user}`,
     '  user:',
-    `    token: ${opts.token}`,
+    ...(opts.clientCert
+      ? [`    client-certificate: ${opts.clientCert.cert}`, `    client-key: ${opts.clientCert.key}`]
+      : [`    token: ${opts.token}`]),
     'contexts:',
     '- name: scale-agent-test',
     '  context:',
@@ -109,4 +117,40 @@ export function kubeconfigYaml(opts: {
     'current-context: scale-agent-test',
     '',
   ].join('\n');
+}
+
+/**
+ * One more certificate signed by the control plane's CA (for a node's kubelet and kube-proxy): `subject` is an
+ * openssl -subj (`/O=group/CN=user`), `ext` openssl extension lines (key usage, SANs). Returns the cert and key paths.
+ */
+export async function issueCert(
+  pki: ControlPlanePki,
+  name: string,
+  subject: string,
+  ext: string[],
+): Promise<{ cert: string; key: string }> {
+  const p = (suffix: string) => join(pki.dir, `${name}.${suffix}`);
+  const ossl = (args: string[]) => run('openssl', args, { cwd: pki.dir });
+  await ossl(
+    ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'].concat([
+      '-keyout',
+      p('key'),
+      '-out',
+      p('csr'),
+      '-subj',
+      subject,
+    ]),
+  );
+  writeFileSync(p('ext'), ext.join('\n') + '\n');
+  await ossl(
+    ['x509', '-req', '-in', p('csr'), '-CA', pki.caCert, '-CAkey', pki.caKey, '-CAcreateserial'].concat([
+      '-days',
+      '3650',
+      '-out',
+      p('crt'),
+      '-extfile',
+      p('ext'),
+    ]),
+  );
+  return { cert: p('crt'), key: p('key') };
 }

@@ -4,8 +4,10 @@
 # etcd; helm; kustomize); each group is cached under a key made of its versions, go.mod/go.sum, build
 # flags and the Go toolchain, so bumping helm does not rebuild Kubernetes. Also built and cached the same way:
 # kwok, Toxiproxy, grpcurl, kube-score, helm-docs and promtool (tests of Spinnaker flows, faults, gRPC
-# reflection, policy checks, chart docs and alert rules). A cold build of everything takes roughly 30-45 minutes
-# on 2 cores (kube-apiserver alone is most of it); a warm run takes ~0 s.
+# reflection, policy checks, chart docs and alert rules), and the parts of a real node (node: kubelet,
+# kube-scheduler, kube-proxy; containerd; cni; coredns; node-images: our image tool, see tools/node-images).
+# A cold build of everything takes roughly 30-45 minutes on 2 cores (kube-apiserver alone is most of it); a warm
+# run takes ~0 s.
 #
 # KUBEBUILDER_ASSETS (the envtest convention): a group whose binaries are all there is not built.
 #
@@ -32,6 +34,8 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   kube_ld="$kube_ld -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$k8s_minor"
   kube_ld="$kube_ld -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 done
+# containerd without the storage drivers that need cgo or kernel features the node does not use.
+containerd_tags="no_btrfs no_devmapper no_zfs"
 helm_ld="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 for p in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
   helm_ld="$helm_ld -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$k8s_minor"
@@ -49,6 +53,11 @@ group_bins() {
     kube-score) echo "kube-score" ;;
     helm-docs) echo "helm-docs" ;;
     promtool) echo "promtool" ;;
+    node) echo "kubelet kube-scheduler kube-proxy" ;;
+    containerd) echo "containerd containerd-shim-runc-v2 ctr" ;;
+    cni) echo "bridge host-local loopback portmap" ;;
+    coredns) echo "coredns" ;;
+    node-images) echo "node-images" ;;
   esac
 }
 # Single-binary tools installed from their own module at a pinned version: "package@version".
@@ -71,6 +80,11 @@ group_key() {
       helm) echo "$HELM_VERSION $helm_ld" ;;
       kustomize) echo "$KUSTOMIZE_VERSION" ;;
       toxiproxy) echo "$TOXIPROXY_VERSION" ;;
+      node) cat "$here/node/go.mod" "$here/node/go.sum"; echo "$kube_ld" ;;
+      containerd) echo "$CONTAINERD_VERSION $containerd_tags" ;;
+      cni) echo "$CNI_PLUGINS_VERSION" ;;
+      coredns) cat "$here/coredns/go.mod" "$here/coredns/go.sum" "$here/coredns/main.go" ;;
+      node-images) cat "$here/../node-images/go.mod" "$here/../node-images/go.sum" "$here/../node-images/"*.go ;;
       *) tool_pkg "$g" ;;
     esac
   } | sha256sum | cut -c1-16
@@ -96,19 +110,39 @@ build_group() {
       GOBIN="$out/.bin" go install -trimpath -ldflags "-s -w" \
         "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" "github.com/Shopify/toxiproxy/v2/cmd/cli@$TOXIPROXY_VERSION"
       mv "$out/.bin/server" "$out/toxiproxy-server"; mv "$out/.bin/cli" "$out/toxiproxy-cli"; rmdir "$out/.bin" ;;
+    node)
+      # Its own go.mod (same Kubernetes version and replaces as kube/) so adding the node does not change the kube
+      # group's key; the shared packages come from Go's build cache.
+      (cd "$here/node" && go build -mod=readonly -trimpath -tags selinux,notest,grpcnotrace -ldflags "$kube_ld" \
+        -o "$out/" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy) ;;
+    containerd)
+      GOBIN="$out" go install -trimpath -tags "$containerd_tags" -ldflags "-s -w \
+        -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
+        "github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
+        "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION" \
+        "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION" ;;
+    cni)
+      GOBIN="$out" go install -trimpath -ldflags "-s -w" \
+        "github.com/containernetworking/plugins/plugins/main/bridge@$CNI_PLUGINS_VERSION" \
+        "github.com/containernetworking/plugins/plugins/ipam/host-local@$CNI_PLUGINS_VERSION" \
+        "github.com/containernetworking/plugins/plugins/main/loopback@$CNI_PLUGINS_VERSION" \
+        "github.com/containernetworking/plugins/plugins/meta/portmap@$CNI_PLUGINS_VERSION" ;;
+    coredns) (cd "$here/coredns" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out/coredns" .) ;;
+    node-images) (cd "$here/../node-images" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out/node-images" .) ;;
     *) GOBIN="$out" go install -trimpath -ldflags "-s -w" "$(tool_pkg "$g")" ;;
   esac
 }
 estimate() {
   case "$1" in
     kube) echo "20-35 min" ;; etcd) echo "2-4 min" ;; helm) echo "3-6 min" ;; promtool) echo "3-8 min" ;; kwok) echo "2-5 min" ;;
+    node) echo "5-15 min" ;; containerd) echo "2-4 min" ;; coredns) echo "2-4 min" ;;
     *) echo "1-2 min" ;;
   esac
 }
 
 has_all() { local d="$1"; shift; for b in "$@"; do [ -x "$d/$b" ] || return 1; done; }
 
-groups="etcd kube helm kustomize kwok toxiproxy grpcurl kube-score helm-docs promtool"
+groups="etcd kube helm kustomize kwok toxiproxy grpcurl kube-score helm-docs promtool node containerd cni coredns node-images"
 all_key=""
 declare -A group_dir
 for g in $groups; do

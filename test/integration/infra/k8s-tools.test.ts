@@ -20,7 +20,7 @@ describe('npm run k8s:tools', () => {
       timeoutMs: 60_000,
     });
     expect(res.stderr).not.toMatch(/building/);
-    expect(res.stderr.match(/using KUBEBUILDER_ASSETS/g)).toHaveLength(10);
+    expect(res.stderr.match(/using KUBEBUILDER_ASSETS/g)).toHaveLength(15);
     const dir = res.stdout.trim().split('\n').pop()!;
     expect(dir.startsWith(cache)).toBe(true);
     for (const b of ALL_TOOLS) expect(readlinkSync(join(dir, b))).toBe(join(assets, b));
