@@ -233,6 +233,14 @@ describe('topology spinnaker section', () => {
     });
   });
 
+  it('fiat without upstream (standalone): the plugin-server checks READ with Fiat and has no upstream', async () => {
+    await using tmp = await tempDir();
+    const r = await synthText(withSpinnaker('  fiat: { baseUrl: "http://spin-fiat:7003" }\n'), tmp.dir);
+    expect(pluginServerConfig(r.files.get('manifests/plugin-server.yaml') as string).spinnaker).toEqual({
+      fiat: { baseUrl: 'http://spin-fiat:7003' },
+    });
+  });
+
   it('mode without upstream is refused, located', async () => {
     await using tmp = await tempDir();
     await expect(synthText(withSpinnaker('  mode: orca-only\n'), tmp.dir)).rejects.toMatchObject({
