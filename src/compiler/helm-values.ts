@@ -32,6 +32,7 @@ export function helmValues(p: Place): Record<string, unknown> {
           : {}),
       },
       ...(w.restTokensSecret ? { restTokensSecret: w.restTokensSecret } : {}),
+      ...artifactVolumes(w),
       ...(w.mysql ? { mysql: { secretName: w.mysql.name, secretKey: w.mysql.key } } : {}),
     };
   }
@@ -45,6 +46,16 @@ export function helmValues(p: Place): Record<string, unknown> {
     };
   }
   return values;
+}
+
+/** The artifact credentials' Secrets through the chart's extra volumes, after rest-tokens as in the overlays. */
+function artifactVolumes(w: WorkloadModel): Record<string, unknown> {
+  const mounts = w.artifactSecretMounts ?? [];
+  if (mounts.length === 0) return {};
+  return {
+    extraVolumes: mounts.map((m) => ({ name: m.volume, secret: { secretName: m.secret } })),
+    extraVolumeMounts: mounts.map((m) => ({ name: m.volume, mountPath: m.mountPath, readOnly: true })),
+  };
 }
 
 /** What both components' values share: the pods, their scheduling, the config file and TLS. */

@@ -13,7 +13,13 @@ import { selectorLabels } from '../../cdk8s/labels.js';
 import type { NetworkPeer } from '../../cdk8s/network-policy.js';
 import { scopedToInstance, withDefaultSpread } from './pod-scheduling.js';
 import { accountRules, type AccountRules } from './rbac-rules.js';
-import { agentConfig, kubeconfigMounts, pluginServerConfig, serverAddress } from './runtime-config.js';
+import {
+  agentConfig,
+  artifactSecretMounts,
+  kubeconfigMounts,
+  pluginServerConfig,
+  serverAddress,
+} from './runtime-config.js';
 import type { Account, Agent, Certificates, Exposure, PodSettings, Topology } from './topology.js';
 
 /**
@@ -75,11 +81,13 @@ export type NetworkPolicyModel =
 /** The API servers agents dial: 443 behind a load balancer or the in-cluster Service, 6443 where they listen. */
 export const API_SERVER_PORTS = [443, 6443];
 
-export interface KubeconfigMount {
+/** A Secret the pod mounts read-only as a directory. */
+export interface SecretMount {
   secret: string;
   volume: string;
   mountPath: string;
 }
+export type KubeconfigMount = SecretMount;
 
 /** One Deployment over its kustomize base, with everything a place changes about it. */
 export interface WorkloadModel {
@@ -102,6 +110,8 @@ export interface WorkloadModel {
   mysql?: { name: string; key: string };
   /** The REST tokens Secret the plugin-server mounts (REST authentication on). */
   restTokensSecret?: string;
+  /** The Secrets holding artifact credentials (plugin-server with spinnaker.artifacts), config's *File paths. */
+  artifactSecretMounts?: SecretMount[];
   /** With more than one replica, a PodDisruptionBudget lets drains take one pod at a time. */
   maxUnavailable?: number;
   /** Scheduling and metadata the topology gives the pods (and their ServiceAccount). */
@@ -213,6 +223,7 @@ function externalSans(e: Exposure): string[] {
 function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
   const ps = t.pluginServer;
   const e = ps.exposure;
+  const artifactMounts = artifactSecretMounts(t);
   return {
     name: placeNames.pluginServer,
     kind: 'plugin-server',
@@ -239,6 +250,7 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
         dnsNames: [...grpcServiceDnsNames(ps.namespace), ...externalSans(e)],
       }),
       kubeconfigMounts: [],
+      ...(artifactMounts.length > 0 ? { artifactSecretMounts: artifactMounts } : {}),
       pod: scopedToInstance(withDefaultSpread(ps.pod, ps.replicas, 'plugin-server'), {
         'app.kubernetes.io/instance': t.name,
       }),
@@ -265,6 +277,15 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
               `'<token> <name> read|admin') in namespace ${ps.namespace}`,
           ]
         : []),
+      ...(t.artifacts?.http ?? []).flatMap((h) =>
+        h.credential
+          ? [
+              `Secret ${h.credential.secret.name} (key ${h.credential.secret.key}: ` +
+                `${h.credential.kind === 'token' ? 'bearer token' : "'username:password'"} of artifact account ` +
+                `${h.name}) in namespace ${ps.namespace}`,
+            ]
+          : [],
+      ),
     ],
   };
 }

@@ -22,6 +22,8 @@ export const PATHS = {
   kubeconfigDir: '/etc/scale-agent/kubeconfigs',
   /** A directory mount of the REST tokens Secret, so a rotated Secret reaches the running server. */
   restTokensDir: '/etc/scale-agent/rest-tokens',
+  /** One directory mount per Secret holding artifact credentials (`<dir>/<secret>/<key>`), rotated in place too. */
+  artifactSecretsDir: '/etc/scale-agent/artifact-secrets',
 } as const;
 
 /** The container's gRPC port; the topology's port is the Service's. */

@@ -85,7 +85,7 @@ function labelsOf(
   };
 }
 
-/** The pod's volumes in the model's order: config, TLS (unless insecure), then kubeconfig Secrets. */
+/** The pod's volumes in the model's order: config, TLS (unless insecure), REST tokens, artifact and kubeconfig Secrets. */
 export function podMounts(w: WorkloadModel, naming: Naming): WorkloadMount[] {
   const n = named(w, naming);
   const mounts: WorkloadMount[] = [{ volume: 'config', mountPath: PATHS.configDir, configMap: n(w.configName) }];
@@ -96,6 +96,8 @@ export function podMounts(w: WorkloadModel, naming: Naming): WorkloadMount[] {
   if (w.restTokensSecret) {
     mounts.push({ volume: 'rest-tokens', mountPath: PATHS.restTokensDir, secret: w.restTokensSecret });
   }
+  for (const m of w.artifactSecretMounts ?? [])
+    mounts.push({ volume: m.volume, mountPath: m.mountPath, secret: m.secret });
   for (const m of w.kubeconfigMounts) mounts.push({ volume: m.volume, mountPath: m.mountPath, secret: m.secret });
   return mounts;
 }

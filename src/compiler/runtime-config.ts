@@ -34,6 +34,39 @@ export function kubeconfigMounts(agent: Agent): { secret: string; volume: string
   }));
 }
 
+/** Mount path of each distinct Secret holding artifact credentials, in name order (volume `artifact-secret-<n>`). */
+export function artifactSecretMounts(t: Topology): { secret: string; volume: string; mountPath: string }[] {
+  const secrets = [
+    ...new Set((t.artifacts?.http ?? []).flatMap((h) => (h.credential ? [h.credential.secret.name] : []))),
+  ];
+  return secrets.sort().map((secret, n) => ({
+    secret,
+    volume: `artifact-secret-${n}`,
+    mountPath: `${PATHS.artifactSecretsDir}/${secret}`,
+  }));
+}
+
+/** spinnaker.artifacts of the plugin-server's config, each credential the file of its mounted Secret key. */
+function artifactsConfig(t: Topology): Record<string, unknown> | undefined {
+  const a = t.artifacts;
+  if (!a) return undefined;
+  const mounts = new Map(artifactSecretMounts(t).map((m) => [m.secret, m.mountPath]));
+  return {
+    http: a.http.map((h) => ({
+      name: h.name,
+      allowedHosts: h.allowedHosts,
+      ...(h.credential
+        ? {
+            [h.credential.kind === 'token' ? 'tokenFile' : 'usernamePasswordFile']:
+              `${mounts.get(h.credential.secret.name)}/${h.credential.secret.key}`,
+          }
+        : {}),
+    })),
+    ...(a.timeoutMs !== undefined ? { timeoutMs: a.timeoutMs } : {}),
+    ...(a.maxBytes !== undefined ? { maxBytes: a.maxBytes } : {}),
+  };
+}
+
 /** The agent's config file (schemas/agent-config.schema.json). */
 export function agentConfig(t: Topology, agent: Agent): Record<string, unknown> {
   const { host, port } = serverAddress(t, agent);
@@ -84,13 +117,16 @@ export function agentConfig(t: Topology, agent: Agent): Record<string, unknown> 
 
 /**
  * The plugin-server's `spinnaker` section: in front mode, the existing Clouddriver it passes on to what is not about
- * agent accounts; with Fiat, where it checks each user's READ (either mode: Orca's reads carry the user too).
+ * agent accounts; with Fiat, where it checks each user's READ (either mode: Orca's reads carry the user too);
+ * without an upstream, the artifacts it fetches itself.
  */
 function spinnakerConfig(t: Topology): { spinnaker?: Record<string, unknown> } {
   const s = t.spinnaker;
+  const artifacts = artifactsConfig(t);
   const section = {
     ...(s?.mode === 'front' ? { upstream: { baseUrl: s.upstreamUrl } } : {}),
-    ...(s?.fiatUrl !== undefined ? { fiat: { baseUrl: s.fiatUrl } } : {}),
+    ...(artifacts ? { artifacts } : {}),
+    ...(t.fiatUrl !== undefined ? { fiat: { baseUrl: t.fiatUrl } } : {}),
   };
   return Object.keys(section).length > 0 ? { spinnaker: section } : {};
 }

@@ -30,6 +30,37 @@ export function semanticErrors(t: TopologyInput, src: LoadedYaml): ErrorDetail[]
     err('/spinnaker/accountPattern', "accountPattern applies to mode 'orca-only' only (front mode routes by itself)");
   }
 
+  const sp = t.spinnaker;
+  if (sp && !sp.upstream) {
+    // Without a Clouddriver there is nothing to stand in front of or to route around.
+    if (sp.mode !== undefined)
+      err('/spinnaker/mode', `mode '${sp.mode}' needs spinnaker.upstream (the existing Clouddriver)`);
+    if (sp.accountPattern !== undefined)
+      err('/spinnaker/upstream', "accountPattern needs spinnaker.upstream and mode 'orca-only'");
+  }
+  const artifacts = sp?.artifacts?.http ?? [];
+  // As the plugin-server refuses at start: in front mode Clouddriver's artifact accounts fetch, and Deck lists those.
+  if (sp?.upstream && (sp.mode ?? 'front') === 'front' && artifacts.length > 0) {
+    err(
+      '/spinnaker/artifacts/http',
+      'artifact accounts are for a plugin-server without a Clouddriver behind it; in front mode (the default with ' +
+        "upstream) Clouddriver's artifact accounts fetch: declare them there, or use mode 'orca-only' or no upstream",
+    );
+  }
+  const artifactNames = new Map<string, string>();
+  artifacts.forEach((h, i) => {
+    const p = `/spinnaker/artifacts/http/${i}`;
+    const prev = artifactNames.get(h.name);
+    if (prev !== undefined) err(`${p}/name`, `artifact account name '${h.name}' is already used at ${prev}`);
+    // The account embedded/base64 artifacts are served under, by Clouddriver and the plugin-server alike.
+    else if (h.name === 'embedded-artifact')
+      err(`${p}/name`, "'embedded-artifact' is the embedded/base64 account's name");
+    else artifactNames.set(h.name, `${p}/name`);
+    if (h.usernamePasswordSecret && h.tokenSecret) {
+      err(`${p}/tokenSecret`, 'give one of usernamePasswordSecret and tokenSecret, not both');
+    }
+  });
+
   const agentNames = new Map<string, string>();
   const accountNames = new Map<string, string>();
   t.agents.forEach((agent, i) => {

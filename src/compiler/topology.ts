@@ -93,12 +93,38 @@ export interface TopologyInput {
   };
   spinnaker?: {
     mode?: SpinnakerMode;
-    upstream: { baseUrl: string };
+    upstream?: { baseUrl: string };
     fiat?: { baseUrl: string };
+    artifacts?: ArtifactsInput;
     accountPattern?: string;
   };
   networkPolicies?: { enabled?: boolean; spinnakerNamespaces?: string[] };
   agents: AgentInput[];
+}
+
+export interface ArtifactsInput {
+  http?: {
+    name: string;
+    allowedHosts: string[];
+    usernamePasswordSecret?: SecretKeyRef;
+    tokenSecret?: SecretKeyRef;
+  }[];
+  timeoutMs?: number;
+  maxBytes?: number;
+}
+
+/** One http/file artifact account; its credential, if any, is a key of a Secret the plugin-server mounts. */
+export interface HttpArtifactAccount {
+  name: string;
+  allowedHosts: string[];
+  credential?: { kind: 'usernamePassword' | 'token'; secret: SecretKeyRef };
+}
+
+/** What the plugin-server fetches itself (standalone or orca-only: no upstream of its own). */
+export interface Artifacts {
+  http: HttpArtifactAccount[];
+  timeoutMs?: number;
+  maxBytes?: number;
 }
 
 /** docs/spinnaker.md: the plugin-server in front of Clouddriver, or Orca alone routing agent accounts to it. */
@@ -170,7 +196,11 @@ export interface Topology {
     pod: PodSettings;
   };
   /** Absent: Spinnaker has no Clouddriver of its own next to the plugin-server. */
-  spinnaker?: { mode: SpinnakerMode; upstreamUrl: string; fiatUrl?: string; accountPattern?: string };
+  spinnaker?: { mode: SpinnakerMode; upstreamUrl: string; accountPattern?: string };
+  /** Fiat, with or without a Clouddriver (spinnaker.fiat). */
+  fiatUrl?: string;
+  /** spinnaker.artifacts; absent when the topology declares none. */
+  artifacts?: Artifacts;
   /** NetworkPolicies for every workload (on by default); REST callers' namespaces besides the plugin-server's. */
   networkPolicies: { enabled: boolean; spinnakerNamespaces: string[] };
   agents: Agent[];
@@ -230,16 +260,17 @@ export function normalizeTopology(input: TopologyInput, version: string): Topolo
               trustedNetworks: ps.rest?.auth?.trustedNetworks ?? [],
             },
     },
-    ...(input.spinnaker
+    ...(input.spinnaker?.upstream
       ? {
           spinnaker: {
             mode: input.spinnaker.mode ?? 'front',
             upstreamUrl: input.spinnaker.upstream.baseUrl,
-            ...(input.spinnaker.fiat !== undefined ? { fiatUrl: input.spinnaker.fiat.baseUrl } : {}),
             ...(input.spinnaker.accountPattern !== undefined ? { accountPattern: input.spinnaker.accountPattern } : {}),
           },
         }
       : {}),
+    ...(input.spinnaker?.fiat !== undefined ? { fiatUrl: input.spinnaker.fiat.baseUrl } : {}),
+    ...(input.spinnaker?.artifacts !== undefined ? { artifacts: normalizeArtifacts(input.spinnaker.artifacts) } : {}),
     networkPolicies: {
       enabled: input.networkPolicies?.enabled ?? true,
       spinnakerNamespaces: input.networkPolicies?.spinnakerNamespaces ?? [],
@@ -278,5 +309,21 @@ function normalizeAccount(a: AccountInput, path: string): Account {
       serviceAccountNamespace: a.rbac?.serviceAccountNamespace ?? DEFAULT_REMOTE_NAMESPACE,
       extraRules: a.rbac?.extraRules ?? [],
     },
+  };
+}
+
+function normalizeArtifacts(a: ArtifactsInput): Artifacts {
+  return {
+    http: (a.http ?? []).map((h) => ({
+      name: h.name,
+      allowedHosts: h.allowedHosts,
+      ...(h.usernamePasswordSecret
+        ? { credential: { kind: 'usernamePassword' as const, secret: h.usernamePasswordSecret } }
+        : h.tokenSecret
+          ? { credential: { kind: 'token' as const, secret: h.tokenSecret } }
+          : {}),
+    })),
+    ...(a.timeoutMs !== undefined ? { timeoutMs: a.timeoutMs } : {}),
+    ...(a.maxBytes !== undefined ? { maxBytes: a.maxBytes } : {}),
   };
 }

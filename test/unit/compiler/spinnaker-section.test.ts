@@ -121,4 +121,130 @@ describe('topology spinnaker section', () => {
       ],
     });
   });
+
+  const ARTIFACTS =
+    '  artifacts:\n' +
+    '    http:\n' +
+    '      - name: team-manifests\n' +
+    '        allowedHosts: [manifests.example.com, "*.files.example.com"]\n' +
+    '        usernamePasswordSecret: { name: artifact-creds, key: team }\n' +
+    '      - name: releases\n' +
+    '        allowedHosts: ["releases.example.com:8443"]\n' +
+    '        tokenSecret: { name: release-token, key: token }\n' +
+    '      - name: public\n' +
+    '        allowedHosts: [public.example.com]\n' +
+    '    timeoutMs: 5000\n' +
+    '    maxBytes: 1048576\n';
+
+  it('artifacts without upstream: the config names the mounted Secret keys, in the manifests and the Helm values alike', async () => {
+    await using tmp = await tempDir();
+    const r = await synthText(withSpinnaker(ARTIFACTS), tmp.dir);
+    const manifests = r.files.get('manifests/plugin-server.yaml') as string;
+    const cfg = pluginServerConfig(manifests) as { spinnaker?: { upstream?: unknown; artifacts?: unknown } };
+    expect(cfg.spinnaker).toEqual({
+      artifacts: {
+        http: [
+          {
+            name: 'team-manifests',
+            allowedHosts: ['manifests.example.com', '*.files.example.com'],
+            usernamePasswordFile: '/etc/scale-agent/artifact-secrets/artifact-creds/team',
+          },
+          {
+            name: 'releases',
+            allowedHosts: ['releases.example.com:8443'],
+            tokenFile: '/etc/scale-agent/artifact-secrets/release-token/token',
+          },
+          { name: 'public', allowedHosts: ['public.example.com'] },
+        ],
+        timeoutMs: 5000,
+        maxBytes: 1048576,
+      },
+    });
+    // Each Secret mounted read-only where the config reads it.
+    const deployment = docs(manifests).find((o) => o.kind === 'Deployment') as unknown as {
+      spec: { template: { spec: { volumes: Record<string, unknown>[]; containers: { volumeMounts: unknown[] }[] } } };
+    };
+    const pod = deployment.spec.template.spec;
+    expect(pod.volumes).toEqual(
+      expect.arrayContaining([
+        { name: 'artifact-secret-0', secret: { secretName: 'artifact-creds' } },
+        { name: 'artifact-secret-1', secret: { secretName: 'release-token' } },
+      ]),
+    );
+    expect(pod.containers[0]?.volumeMounts).toEqual(
+      expect.arrayContaining([
+        { name: 'artifact-secret-0', mountPath: '/etc/scale-agent/artifact-secrets/artifact-creds', readOnly: true },
+        { name: 'artifact-secret-1', mountPath: '/etc/scale-agent/artifact-secrets/release-token', readOnly: true },
+      ]),
+    );
+    const values = parse(r.files.get('helm/plugin-server.values.yaml') as string) as {
+      pluginServer: { config: { spinnaker?: unknown }; extraVolumes?: unknown[]; extraVolumeMounts?: unknown[] };
+    };
+    expect(values.pluginServer.config.spinnaker).toEqual(cfg.spinnaker);
+    expect(values.pluginServer.extraVolumes).toEqual([
+      { name: 'artifact-secret-0', secret: { secretName: 'artifact-creds' } },
+      { name: 'artifact-secret-1', secret: { secretName: 'release-token' } },
+    ]);
+    expect(values.pluginServer.extraVolumeMounts).toHaveLength(2);
+    // The plugin-server accepts what synth writes.
+    const accepted = parsePluginServerConfig(JSON.stringify(values.pluginServer.config));
+    expect(accepted.spinnaker?.artifacts?.http.map((h) => h.name)).toEqual(['team-manifests', 'releases', 'public']);
+    expect(r.summary.places.flatMap((p) => p.requires).join('\n')).toContain(
+      'Secret release-token (key token: bearer token of artifact account releases)',
+    );
+  });
+
+  it('artifacts in orca-only mode reach the plugin-server (it has no upstream there)', async () => {
+    await using tmp = await tempDir();
+    const r = await synthText(
+      withSpinnaker(`  mode: orca-only\n  upstream: { baseUrl: "http://cd:7002" }\n${ARTIFACTS}`),
+      tmp.dir,
+    );
+    const cfg = pluginServerConfig(r.files.get('manifests/plugin-server.yaml') as string) as {
+      spinnaker?: { artifacts?: { http: unknown[] } };
+    };
+    expect(cfg.spinnaker?.artifacts?.http).toHaveLength(3);
+  });
+
+  it('artifact accounts in front mode are refused, located, as the plugin-server refuses them at start', async () => {
+    await using tmp = await tempDir();
+    await expect(
+      synthText(withSpinnaker(`  upstream: { baseUrl: "http://cd:7002" }\n${ARTIFACTS}`), tmp.dir),
+    ).rejects.toMatchObject({
+      details: [
+        expect.objectContaining({ path: '/spinnaker/artifacts/http', message: expect.stringMatching(/front mode/) }),
+      ],
+    });
+  });
+
+  it('artifact accounts with two credentials, a repeated name, or the embedded account name are refused, located', async () => {
+    await using tmp = await tempDir();
+    const bad =
+      '  artifacts:\n    http:\n' +
+      '      - { name: a, allowedHosts: [h.example.com], tokenSecret: { name: s, key: t }, usernamePasswordSecret: { name: s, key: u } }\n' +
+      '      - { name: a, allowedHosts: [h.example.com] }\n' +
+      '      - { name: embedded-artifact, allowedHosts: [h.example.com] }\n';
+    await expect(synthText(withSpinnaker(bad), tmp.dir)).rejects.toMatchObject({
+      details: [
+        expect.objectContaining({ path: '/spinnaker/artifacts/http/0/tokenSecret' }),
+        expect.objectContaining({ path: '/spinnaker/artifacts/http/1/name' }),
+        expect.objectContaining({ path: '/spinnaker/artifacts/http/2/name' }),
+      ],
+    });
+  });
+
+  it('fiat without upstream (standalone): the plugin-server checks READ with Fiat and has no upstream', async () => {
+    await using tmp = await tempDir();
+    const r = await synthText(withSpinnaker('  fiat: { baseUrl: "http://spin-fiat:7003" }\n'), tmp.dir);
+    expect(pluginServerConfig(r.files.get('manifests/plugin-server.yaml') as string).spinnaker).toEqual({
+      fiat: { baseUrl: 'http://spin-fiat:7003' },
+    });
+  });
+
+  it('mode without upstream is refused, located', async () => {
+    await using tmp = await tempDir();
+    await expect(synthText(withSpinnaker('  mode: orca-only\n'), tmp.dir)).rejects.toMatchObject({
+      details: [expect.objectContaining({ path: '/spinnaker/mode', message: expect.stringMatching(/upstream/) })],
+    });
+  });
 });
