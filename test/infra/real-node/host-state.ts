@@ -97,6 +97,12 @@ export async function snapshotHost(): Promise<HostState> {
       const f = l.split(' ');
       const fsType = f[f.indexOf('-') + 1];
       return `${f[4]} ${fsType}`;
+    })
+    // Only where the node mounts (its own directory, the fixed paths): on a shared machine other programs (an image
+    // build's overlay mounts) mount and unmount meanwhile.
+    .filter((m) => {
+      const path = m.split(' ')[0] ?? '';
+      return path.includes('/scale-agent-node-') || FIXED_PATHS.some((p) => path === p || path.startsWith(`${p}/`));
     });
   const routes = [
     ...(await run('ip', ['-4', 'route', 'show', 'table', 'all'])).stdout.split('\n'),
