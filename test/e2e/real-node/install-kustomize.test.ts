@@ -1,0 +1,117 @@
+/**
+ * The install kit on a real node, as a user runs it: `scale-agent synth examples/service.yaml`, the project's image
+ * built from the repository's Dockerfile (tools/image/build.sh) and imported into the node, each place applied with
+ * `kubectl apply -k` in the summary's order; the plugin-server and the agent run as pods from that image.
+ * The agent's target clusters are the node's own cluster, reached in-cluster through the `kubernetes` Service.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { synthFile } from '../../../src/compiler/index.js';
+import { projectImage } from '../../infra/image.js';
+import { kubeconfigYaml } from '../../infra/pki.js';
+import { RealNode } from '../../infra/real-node/index.js';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+
+interface Pod {
+  metadata: { name: string };
+  status: { phase: string; containerStatuses?: { name: string; ready: boolean; restartCount: number }[] };
+}
+
+describe('examples/service.yaml installed with kubectl apply -k on a real node', () => {
+  let node: RealNode;
+  let out: string;
+  beforeAll(async () => {
+    node = await RealNode.start({ log: (l) => console.error(`[real-node] ${l}`) });
+    const image = await projectImage();
+    await node.ctr(['--namespace', 'k8s.io', 'images', 'import', image.archive], { timeoutMs: 300_000 });
+    out = join(mkdtempSync(join(tmpdir(), 'install-')), 'service');
+    await synthFile(join(ROOT, 'examples/service.yaml'), { out });
+  }, 900_000);
+  afterAll(async () => {
+    if (node) expect(await node.stop()).toEqual([]);
+  }, 180_000);
+
+  it('runs every pod Ready from the project image, without restarts', { timeout: 400_000 }, async () => {
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as {
+      places: { name: string; kustomize: string }[];
+    };
+    // The agent's accounts are kubeconfigs in a Secret (mode `service`): both point at this cluster's API server
+    // through the in-cluster Service name, as an operator's would point at their target clusters.
+    const cp = node.controlPlane;
+    const kubeconfig = kubeconfigYaml({
+      server: 'https://kubernetes.default.svc',
+      caPem: readFileSync(cp.caFile, 'utf8'),
+      token: cp.adminToken,
+      user: 'target',
+    });
+    await node.kubectl(['create', 'namespace', 'spinnaker']);
+    await node.kubectl([
+      '-n',
+      'spinnaker',
+      'create',
+      'secret',
+      'generic',
+      'kubeconfigs',
+      `--from-literal=prod-east=${kubeconfig}`,
+      `--from-literal=staging=${kubeconfig}`,
+    ]);
+    // The REST tokens Secret the summary says the operator provides ("<token> <name> [read|admin]" lines).
+    await node.kubectl([
+      '-n',
+      'spinnaker',
+      'create',
+      'secret',
+      'generic',
+      'scale-agent-rest-tokens',
+      `--from-literal=tokens=${randomBytes(24).toString('hex')} tester admin`,
+    ]);
+    for (const ns of ['payments', 'web']) await node.kubectl(['create', 'namespace', ns], { allowFail: true });
+    for (const place of summary.places) {
+      await node.kubectl(['apply', '--server-side', '-k', join(out, place.kustomize)]);
+    }
+    const waited = await node.kubectl(
+      ['-n', 'spinnaker', 'wait', '--for=condition=Available', 'deployment', '--all', '--timeout=150s'],
+      { timeoutMs: 160_000, allowFail: true },
+    );
+    if (waited.code !== 0) {
+      // What a person would look at: the pods, their events and the last log lines of each container.
+      const what = await node.kubectl(['-n', 'spinnaker', 'get', 'pods,events', '-o', 'wide'], { allowFail: true });
+      const logs = await node.kubectl(
+        [
+          '-n',
+          'spinnaker',
+          'logs',
+          '--all-containers',
+          '--prefix',
+          '--tail=15',
+          '-l',
+          'app.kubernetes.io/name=scale-agent',
+        ],
+        {
+          allowFail: true,
+        },
+      );
+      throw new Error(`deployments not Available:\n${waited.stderr}\n${what.stdout}\n${logs.stdout}${logs.stderr}`);
+    }
+    const pods = (
+      JSON.parse((await node.kubectl(['-n', 'spinnaker', 'get', 'pods', '-o', 'json'])).stdout) as { items: Pod[] }
+    ).items;
+    expect(pods.length).toBeGreaterThanOrEqual(2);
+    for (const p of pods) {
+      expect({ pod: p.metadata.name, phase: p.status.phase }).toEqual({ pod: p.metadata.name, phase: 'Running' });
+      for (const c of p.status.containerStatuses ?? []) {
+        expect({ pod: p.metadata.name, container: c.name, ready: c.ready, restarts: c.restartCount }).toEqual({
+          pod: p.metadata.name,
+          container: c.name,
+          ready: true,
+          restarts: 0,
+        });
+      }
+    }
+  });
+});
