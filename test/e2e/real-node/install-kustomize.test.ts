@@ -25,6 +25,35 @@ interface Pod {
 describe('examples/service.yaml installed with kubectl apply -k on a real node', () => {
   let node: RealNode;
   let out: string;
+  const restToken = randomBytes(24).toString('hex');
+
+  /**
+   * A request to the plugin-server's REST Service as an in-cluster client makes it: from a pod of the spinnaker
+   * namespace (the peers the generated NetworkPolicy admits), by the Service's DNS name, so CoreDNS, kube-proxy and
+   * the Service's selector and ports are all on the path. Node's fetch in the project image is the client.
+   */
+  async function rest(method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> {
+    const script = `const r = await fetch(process.argv[1], { method: process.argv[2], headers: { authorization: 'Bearer ' + process.argv[3], 'content-type': 'application/json' }, body: process.argv[4] || undefined }); console.log(JSON.stringify({ status: r.status, body: await r.text() }));`;
+    const { stdout } = await node.kubectl(
+      [
+        '-n',
+        'spinnaker',
+        'exec',
+        'deployment/scale-agent-plugin-server',
+        '--',
+        'node',
+        '--input-type=module',
+        '-e',
+        script,
+        `http://scale-agent-plugin-server.spinnaker.svc.cluster.local:7002${path}`,
+        method,
+        restToken,
+        body === undefined ? '' : JSON.stringify(body),
+      ],
+      { timeoutMs: 60_000 },
+    );
+    return JSON.parse(stdout.trim().split('\n').at(-1)!) as { status: number; body: string };
+  }
   beforeAll(async () => {
     node = await RealNode.start({ log: (l) => console.error(`[real-node] ${l}`) });
     const image = await projectImage();
@@ -68,7 +97,7 @@ describe('examples/service.yaml installed with kubectl apply -k on a real node',
       'secret',
       'generic',
       'scale-agent-rest-tokens',
-      `--from-literal=tokens=${randomBytes(24).toString('hex')} tester admin`,
+      `--from-literal=tokens=${restToken} tester admin`,
     ]);
     for (const ns of ['payments', 'web']) await node.kubectl(['create', 'namespace', ns], { allowFail: true });
     for (const place of summary.places) {
@@ -114,4 +143,23 @@ describe('examples/service.yaml installed with kubectl apply -k on a real node',
       }
     }
   });
+
+  it(
+    'streams both accounts through the generated gRPC Service and mTLS Secrets: /credentials lists them',
+    { timeout: 120_000 },
+    async () => {
+      let last: { status: number; body: string } | undefined;
+      for (let i = 0; i < 60; i++) {
+        last = await rest('GET', '/credentials');
+        if (last.status === 200) {
+          const names = (JSON.parse(last.body) as { name: string }[]).map((a) => a.name).sort();
+          if (names.length >= 2) break;
+        }
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      expect(last?.status).toBe(200);
+      const accounts = JSON.parse(last!.body) as { name: string; type?: string }[];
+      expect(accounts.map((a) => a.name).sort()).toEqual(['prod-east', 'staging']);
+    },
+  );
 });
