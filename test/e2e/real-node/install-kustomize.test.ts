@@ -162,4 +162,63 @@ describe('examples/service.yaml installed with kubectl apply -k on a real node',
       expect(accounts.map((a) => a.name).sort()).toEqual(['prod-east', 'staging']);
     },
   );
+
+  it(
+    'completes an Orca-shaped deploy posted to the REST Service; the object reads back through /manifests',
+    { timeout: 180_000 },
+    async () => {
+      // What Orca's deployManifest stage posts (Clouddriver's KubernetesDeployManifestDescription), to a read-write
+      // account, in one of its namespaces.
+      const submitted = await rest('POST', '/kubernetes/ops', [
+        {
+          deployManifest: {
+            account: 'prod-east',
+            cloudProvider: 'kubernetes',
+            source: 'text',
+            moniker: { app: 'install' },
+            namespaceOverride: 'payments',
+            manifests: [
+              {
+                apiVersion: 'v1',
+                kind: 'ConfigMap',
+                metadata: { name: 'from-orca', annotations: { 'strategy.spinnaker.io/versioned': 'false' } },
+                data: { k: 'v' },
+              },
+            ],
+          },
+        },
+      ]);
+      expect(submitted.status, submitted.body).toBe(200);
+      const { id } = JSON.parse(submitted.body) as { id: string };
+      let task: { status: { completed: boolean; failed: boolean }; history: { status: string }[] } | undefined;
+      for (let i = 0; i < 120 && !task?.status.completed; i++) {
+        if (i > 0) await new Promise((r) => setTimeout(r, 500));
+        const t = await rest('GET', `/task/${id}`);
+        expect(t.status, t.body).toBe(200);
+        task = JSON.parse(t.body) as typeof task;
+      }
+      expect(task?.status, task?.history.map((h) => h.status).join('\n')).toMatchObject({
+        completed: true,
+        failed: false,
+      });
+      const inApi = await node.kubectl(['-n', 'payments', 'get', 'configmap', 'from-orca', '-o', 'jsonpath={.data.k}']);
+      expect(inApi.stdout).toBe('v');
+      // The cache is fed by the agent's watch, so the read may trail the task by a moment.
+      let read: { status: number; body: string } | undefined;
+      for (let i = 0; i < 60 && read?.status !== 200; i++) {
+        if (i > 0) await new Promise((r) => setTimeout(r, 500));
+        read = await rest(
+          'GET',
+          `/manifests/prod-east/payments/${encodeURIComponent('configMap from-orca')}?includeEvents=false`,
+        );
+      }
+      expect(read?.status, read?.body).toBe(200);
+      const m = JSON.parse(read!.body) as {
+        account: string;
+        location: string;
+        manifest: { data: Record<string, string> };
+      };
+      expect(m).toMatchObject({ account: 'prod-east', location: 'payments', manifest: { data: { k: 'v' } } });
+    },
+  );
 });
