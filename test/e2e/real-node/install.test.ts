@@ -254,5 +254,33 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
         expect(m).toMatchObject({ account: 'prod-east', location: 'payments', manifest: { data: { k: 'v' } } });
       },
     );
+
+    // The chart's own test (a pod from the same image asking the plugin-server's /readyz through its Service),
+    // as `helm test` runs it for each release that has one.
+    if (form === 'helm install') {
+      it('passes helm test for every release', { timeout: 200_000 }, async () => {
+        const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { places: Place[] };
+        const helm = join(await resolveK8sBinDir(), 'helm');
+        for (const place of summary.places) {
+          const words = place.apply.find((a) => a.startsWith('helm '))!.split(/\s+/);
+          const release = words[3]!;
+          const namespace = words[words.indexOf('--namespace') + 1]!;
+          const r = await run(helm, ['test', release, '--namespace', namespace, '--timeout=150s'], {
+            env: {
+              KUBECONFIG: node.kubeconfig,
+              HELM_CACHE_HOME: join(out, '.helm'),
+              HELM_CONFIG_HOME: join(out, '.helm'),
+            },
+            timeoutMs: 180_000,
+            allowFail: true,
+          });
+          expect({ release, code: r.code, out: r.code === 0 ? '' : r.stdout + r.stderr }).toEqual({
+            release,
+            code: 0,
+            out: '',
+          });
+        }
+      });
+    }
   },
 );
