@@ -123,6 +123,17 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
         'scale-agent-rest-tokens',
         `--from-literal=tokens=${restToken} tester admin`,
       ]);
+      // The example's http artifact accounts read their credentials from a Secret the summary lists as needed.
+      await node.kubectl([
+        '-n',
+        'spinnaker',
+        'create',
+        'secret',
+        'generic',
+        'artifact-credentials',
+        '--from-literal=team-manifests=deployer:not-a-real-password',
+        '--from-literal=releases-token=not-a-real-token',
+      ]);
       for (const ns of ['payments', 'web']) await node.kubectl(['create', 'namespace', ns], { allowFail: true });
       for (const place of summary.places) {
         if (form === 'helm install') await helmInstall(out, place, node.kubeconfig);
@@ -185,6 +196,14 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
         expect(last?.status).toBe(200);
         const accounts = JSON.parse(last!.body) as { name: string; type?: string }[];
         expect(accounts.map((a) => a.name).sort()).toEqual(['prod-east', 'staging']);
+        // The artifact accounts of the topology reached the plugin-server's config, their Secret mounted.
+        const artifacts = await rest('GET', '/artifacts/credentials');
+        expect(artifacts.status).toBe(200);
+        expect((JSON.parse(artifacts.body) as { name: string }[]).map((a) => a.name)).toEqual([
+          'embedded-artifact',
+          'team-manifests',
+          'releases',
+        ]);
       },
     );
 
