@@ -103,37 +103,25 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
         user: 'target',
       });
       await node.kubectl(['create', 'namespace', 'spinnaker']);
-      await node.kubectl([
-        '-n',
-        'spinnaker',
-        'create',
-        'secret',
-        'generic',
-        'kubeconfigs',
-        `--from-literal=prod-east=${kubeconfig}`,
-        `--from-literal=staging=${kubeconfig}`,
-      ]);
-      // The REST tokens Secret the summary says the operator provides ("<token> <name> [read|admin]" lines).
-      await node.kubectl([
-        '-n',
-        'spinnaker',
-        'create',
-        'secret',
-        'generic',
-        'scale-agent-rest-tokens',
-        `--from-literal=tokens=${restToken} tester admin`,
-      ]);
-      // The example's http artifact accounts read their credentials from a Secret the summary lists as needed.
-      await node.kubectl([
-        '-n',
-        'spinnaker',
-        'create',
-        'secret',
-        'generic',
-        'artifact-credentials',
-        '--from-literal=team-manifests=deployer:not-a-real-password',
-        '--from-literal=releases-token=not-a-real-token',
-      ]);
+      // The Secrets the summary says the operator provides, in the plugin-server's and agent's namespace.
+      const secret = (name: string, data: Record<string, string>) =>
+        node.kubectl([
+          '-n',
+          'spinnaker',
+          'create',
+          'secret',
+          'generic',
+          name,
+          ...Object.entries(data).map(([k, v]) => `--from-literal=${k}=${v}`),
+        ]);
+      await secret('kubeconfigs', { 'prod-east': kubeconfig, staging: kubeconfig });
+      // REST tokens: "<token> <name> [read|admin]" lines.
+      await secret('scale-agent-rest-tokens', { tokens: `${restToken} tester admin` });
+      // The example's http artifact accounts read their credentials from this one.
+      await secret('artifact-credentials', {
+        'team-manifests': 'deployer:not-a-real-password',
+        'releases-token': 'not-a-real-token',
+      });
       for (const ns of ['payments', 'web']) await node.kubectl(['create', 'namespace', ns], { allowFail: true });
       for (const place of summary.places) {
         if (form === 'helm install') await helmInstall(out, place, node.kubeconfig);
