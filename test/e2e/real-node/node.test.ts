@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RealNode, layout } from '../../infra/real-node/index.js';
+import { waitFor } from '../../infra/wait.js';
 
 const ns = 'node-test';
 
@@ -98,9 +99,30 @@ describe('a real node', () => {
     const webPods = names.stdout.split(' ').filter(Boolean);
     // The API server proxies to the client pod, which fetches from `web` by name: cluster DNS gives the Service's
     // ClusterIP, kube-proxy's rules send it to a web pod, whose host name comes back.
+    // Available pods are not yet reachable through the Service: the endpoints controller publishes them and
+    // kube-proxy then rewrites its rules on its own schedule; until then the ClusterIP rejects (connection
+    // refused), as it would for any client. So wait for the published endpoints, then for the first answer.
+    await waitFor('2 ready endpoints of Service web', async () => {
+      const { stdout } = await node.kubectl([
+        '-n',
+        ns,
+        'get',
+        'endpointslices',
+        '-l',
+        'kubernetes.io/service-name=web',
+        '-o',
+        'json',
+      ]);
+      const slices = (JSON.parse(stdout) as { items: { endpoints?: { conditions?: { ready?: boolean } }[] }[] }).items;
+      return slices.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready).length === 2;
+    });
     for (const url of [`http://web.${ns}.svc.${layout.CLUSTER_DOMAIN}/`, 'http://web/']) {
       const path = `/api/v1/namespaces/${ns}/services/client:80/proxy/fetch?url=${encodeURIComponent(url)}`;
-      const { stdout } = await node.kubectl(['get', '--raw', path]);
+      const stdout = await waitFor(
+        `an answer from ${url}`,
+        async () => (await node.kubectl(['get', '--raw', path])).stdout,
+        30_000,
+      );
       const [status, host] = stdout.split(' ');
       expect(status).toBe('200');
       expect(webPods).toContain(host);

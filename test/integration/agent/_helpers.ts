@@ -57,6 +57,10 @@ export class RecordingSink implements ReflectorSink {
       signal.addEventListener('abort', () => resolve(), { once: true });
     });
   }
+  /** How many reflectors are parked in waitForRoom (stopped reading until there is room). */
+  waiting(): number {
+    return this.waiters.length;
+  }
   setRoom(room: boolean): void {
     this.room = room;
     if (room) for (const w of this.waiters.splice(0)) w();
