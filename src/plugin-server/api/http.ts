@@ -9,7 +9,7 @@ import type { FrontMode } from '../upstream/front.js';
 import type { FiatPermissions } from '../auth/fiat.js';
 import { installReadAccess, readableAccounts, type Allows } from '../auth/read-access.js';
 import { credentialsDetail, credentialsSummary } from './credentials.js';
-import { resolveKind, splitFullName } from './kinds.js';
+import { resolveKind, splitFullName } from '../views/kinds.js';
 import { manifestContainer } from './manifest.js';
 import { eventsOf } from '../views/events.js';
 

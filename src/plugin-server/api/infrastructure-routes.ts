@@ -5,7 +5,7 @@ import { loadAroundLoadBalancer, loadApplication, type Allows } from '../views/l
 import { loadBalancerModel, securityGroupModel, securityGroupSummary } from '../views/models.js';
 import { toResource, type Obj, type Resource } from '../views/resource.js';
 import { search } from '../views/search.js';
-import { splitFullName } from './kinds.js';
+import { splitFullName } from '../views/kinds.js';
 import { byName, viewContext, type Req, type ViewRouteDeps } from './view-routing.js';
 
 /**

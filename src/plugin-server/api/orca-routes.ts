@@ -12,7 +12,7 @@ import {
   pickByCriteria,
   type ManifestCoordinates,
 } from './cluster-manifests.js';
-import { resolveKind } from './kinds.js';
+import { resolveKind } from '../views/kinds.js';
 import { operationsFromBody, type OperationInputDeps } from './operation-input.js';
 
 export interface OrcaRouteDeps extends OperationInputDeps {
