@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { availableParallelism, hostname, networkInterfaces } from 'node:os';
 import type { ServerDuplexStream } from '@grpc/grpc-js';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { ScaleAgentError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logging.js';
 import type { AgentMessage, ServerMessage } from '../shared/proto.js';
@@ -14,10 +14,8 @@ import {
   type DynamicAccountStore,
 } from './accounts/dynamic-store.js';
 import { SecretBox } from './accounts/secret-box.js';
-import { registerAccountManagementRoutes, type ForwardRequest } from './api/account-management.js';
-import { registerDynamicAccountRoutes } from './api/dynamic-routes.js';
+import type { ForwardRequest } from './api/account-management.js';
 import { AuditLog } from './audit.js';
-import { installAdminAuth } from './auth/admin-auth.js';
 import { AuthorizationPolicy } from './auth/policy.js';
 import { TokenFile } from './auth/tokens.js';
 import { API_BODY_LIMIT, buildApi } from './api/http.js';
@@ -27,12 +25,6 @@ import type { StoreBackend } from './cache/store.js';
 import { resolveMysqlUrl, type PluginServerConfig } from './config.js';
 import { startGrpcServer, type GrpcEndpoint } from './grpc-server.js';
 import { PluginServerMetrics } from './metrics.js';
-import { registerArtifactRoutes } from './api/artifact-routes.js';
-import { registerJobRoutes } from './api/job-routes.js';
-import { registerOpsRoutes } from './api/ops-routes.js';
-import { registerOrcaRoutes } from './api/orca-routes.js';
-import { registerPeerRoutes } from './api/peer-routes.js';
-import { registerViewRoutes } from './api/views-routes.js';
 import { CacheBarrier, LiveReader, OperationDispatcher, OperationMetrics, TaskRunner } from './ops/index.js';
 import { forwardOperation } from './ops/peer-forward.js';
 import { ReplicaViews } from './replica-views.js';
@@ -277,52 +269,26 @@ export class PluginServer {
     this.grpc = await startGrpcServer(this.config, this.log, (call) => this.connect(call), this.metrics.tls);
     this.grpcPort = this.grpc.port;
     this.http = buildApi({
+      log: this.log,
+      http: this.config.http,
+      audit: this.audit,
       store: this.store,
       accounts: this.accounts,
       metrics: this.metrics,
       views: this.views,
       ready: () => this.ready(),
-      log: this.log,
       dynamic: this.dynamic,
-      liveManifest: (account, location, kindSpec, resolved, name) =>
-        this.liveReader.get(account, location, kindSpec, resolved, name),
+      runner: this.runner,
+      live: this.liveReader,
+      dispatcher: this.dispatcher,
+      barrier: this.barrier,
+      artifacts: new ArtifactCatalogue(this.config.spinnaker?.artifacts),
+      managementPattern: this.config.accounts.management.pattern,
+      forwardAccountManagement: this.options.forwardAccountManagement,
+      upstreamClash: this.upstreamClash(),
       front: this.upstream?.front,
       fiat: this.fiat,
     });
-    installAdminAuth(this.http, this.config.http, this.audit, { proxiesUnmatched: this.upstream !== undefined });
-    this.upstream?.front.installRouting(this.http);
-    registerDynamicAccountRoutes(this.http, this.dynamic, {
-      upstreamClash: this.upstreamClash(),
-    });
-    const front = this.upstream?.front;
-    registerAccountManagementRoutes(this.http, {
-      dynamic: this.dynamic,
-      pattern: this.config.accounts.management.pattern,
-      // In front mode, definitions this server does not take go to the upstream Clouddriver, as sent.
-      forward:
-        this.options.forwardAccountManagement ??
-        (front ? (request, reply) => front.forward(request, reply) : undefined),
-    });
-    registerArtifactRoutes(this.http, {
-      catalogue: new ArtifactCatalogue(this.config.spinnaker?.artifacts),
-      forward: front ? (request: FastifyRequest, reply: FastifyReply) => front.forward(request, reply) : undefined,
-    });
-    const routeDeps = {
-      accounts: this.accounts,
-      runner: this.runner,
-      store: this.store,
-      live: this.liveReader,
-      dynamic: this.dynamic,
-    };
-    registerOpsRoutes(this.http, routeDeps);
-    registerOrcaRoutes(this.http, routeDeps);
-    registerJobRoutes(this.http, routeDeps);
-    registerViewRoutes(this.http, {
-      store: this.store,
-      accounts: this.accounts,
-      logs: (account, location, pod, container) => this.liveReader.logs(account, location, pod, container),
-    });
-    registerPeerRoutes(this.http, { dispatcher: this.dispatcher, barrier: this.barrier });
     await this.http.listen({ host: this.config.http.host, port: this.config.http.port });
     const address = this.http.server.address();
     this.httpPort = typeof address === 'object' && address ? address.port : this.config.http.port;

@@ -6,7 +6,7 @@
  *   without it are kinds Clouddriver does not register: it names them by their `kind` (native groups) or
  *   `Kind.group`, exactly as it names custom resources.
  * - `rbac`: what the compiler grants an account caching it (cached by default, writable, operation subresources).
- * The operation vocabulary (`shared/ops/kinds.ts`), the REST reads (`plugin-server/api/kinds.ts`) and the compiler's
+ * The operation vocabulary (`shared/ops/kinds.ts`), the REST reads (`plugin-server/views/kinds.ts`) and the compiler's
  * RBAC (`compiler/kinds.ts`) are views of this table, so they cannot name a kind two ways.
  */
 

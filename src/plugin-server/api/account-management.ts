@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { fromClouddriverAccount, namePattern, type AccountDefinition } from '../../shared/clouddriver-accounts.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { compileSchema } from '../../shared/yaml-config.js';
@@ -39,7 +39,7 @@ const who = (request: FastifyRequest): string => request.principal?.who ?? 'anon
  * (placed on an agent at once, as Clouddriver starts using an account it stores); anything else belongs to another
  * Clouddriver and goes to `forward`, or is refused with 400 saying how to configure that.
  */
-export function registerAccountManagementRoutes(app: FastifyInstance, opts: AccountManagementOptions): void {
+export const accountManagementRoutes: FastifyPluginAsync<AccountManagementOptions> = async (app, opts) => {
   const pattern = opts.pattern === undefined ? undefined : namePattern(opts.pattern);
   const ours = (name: unknown): name is string => typeof name === 'string' && pattern?.test(name) === true;
   const isOursDefinition = (body: unknown): body is Record<string, unknown> & { name: string } => {
@@ -102,7 +102,7 @@ export function registerAccountManagementRoutes(app: FastifyInstance, opts: Acco
     await opts.dynamic.remove(request.params.name, who(request));
     return reply.code(200).send();
   });
-}
+};
 
 /** Clouddriver answers with the definition it stored; the kubeconfig contents stay write-only here. */
 function rendered(input: AccountDefinition): Record<string, unknown> {

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { loadAroundServerGroup, loadApplication, type Allows } from '../views/load.js';
 import {
@@ -18,7 +18,7 @@ import { bool, byName, fullName, viewContext, type Req, type ViewRouteDeps } fro
  * Clouddriver's application views (ApplicationsController, ClusterController, ServerGroupController, server group
  * managers, raw resources), from the cache's application and owner indexes (docs/clouddriver-compatibility.md).
  */
-export function registerApplicationRoutes(app: FastifyInstance, deps: ViewRouteDeps): void {
+export const applicationRoutes: FastifyPluginAsync<ViewRouteDeps> = async (app, deps) => {
   const { store } = deps;
   const { allowsOf, providerOr404, objectAt } = viewContext(deps);
 
@@ -242,7 +242,7 @@ export function registerApplicationRoutes(app: FastifyInstance, deps: ViewRouteD
       .filter((o) => allows(o.account) && o.json)
       .map((o) => rawResourceModel(toResource(o)));
   });
-}
+};
 
 /**
  * TargetServerGroup as Clouddriver resolves it: current/newest, previous/ancestor, oldest, largest, fail, each also

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ArtifactCatalogue } from '../artifacts/catalogue.js';
 
 export interface ArtifactRouteDeps {
@@ -11,7 +11,7 @@ export interface ArtifactRouteDeps {
  * Clouddriver's ArtifactController as far as the plugin-server fetches artifacts itself (docs/spinnaker.md,
  * Artifacts): the list Deck's artifact pickers read, and the fetch Orca's manifest stages and Rosco call.
  */
-export function registerArtifactRoutes(app: FastifyInstance, deps: ArtifactRouteDeps): void {
+export const artifactRoutes: FastifyPluginAsync<ArtifactRouteDeps> = async (app, deps) => {
   // In front mode the list is Clouddriver's (no route here, so it is proxied): its accounts do the fetching.
   if (!deps.forward) app.get('/artifacts/credentials', async () => deps.catalogue.credentials());
 
@@ -22,4 +22,4 @@ export function registerArtifactRoutes(app: FastifyInstance, deps: ArtifactRoute
     }
     return reply.type('application/octet-stream').send(await deps.catalogue.fetch(request.body));
   });
-}
+};

@@ -2,7 +2,7 @@ import { ScaleAgentError } from '../../shared/errors.js';
 import { monikerOf } from '../../shared/ops/spinnaker.js';
 import type { KubeObject } from '../../shared/ops/types.js';
 import type { CachedObject } from '../cache/store.js';
-import { canonicalKindName } from './kinds.js';
+import { canonicalKindName } from '../views/kinds.js';
 
 /**
  * The cluster reads Orca's manifest stages resolve their targets with (docs/clouddriver-compatibility.md, Cluster

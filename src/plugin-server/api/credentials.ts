@@ -1,5 +1,5 @@
 import type { AccountPermissions, AccountRecord } from '../cache/store.js';
-import { SPINNAKER_KIND_MAP } from './kinds.js';
+import { SPINNAKER_KIND_MAP } from '../views/kinds.js';
 
 /**
  * `GET /credentials` and `/credentials/{name}` as Clouddriver renders a Kubernetes account

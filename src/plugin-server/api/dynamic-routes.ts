@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { DynamicAccountInput, DynamicAccounts } from '../accounts/dynamic.js';
 import { migrateAccounts } from '../accounts/migrate.js';
@@ -56,21 +56,20 @@ function requireObjectBody(body: unknown): void {
  * The Armory-style dynamic accounts API (armory-scale-agent.md §3). Bodies are validated by JSON Schema before
  * anything changes; kubeconfigContents is write-only (never in a response or a log line).
  */
-export function registerDynamicAccountRoutes(
-  app: FastifyInstance,
-  dynamic: DynamicAccounts,
-  options: {
-    /** Front mode: why a name may not be an agent account (the upstream Clouddriver has it), or undefined. */
-    upstreamClash?: ((name: string) => string | undefined) | undefined;
-  } = {},
-): void {
+export interface DynamicRouteDeps {
+  dynamic: DynamicAccounts;
+  /** Front mode: why a name may not be an agent account (the upstream Clouddriver has it), or undefined. */
+  upstreamClash?: ((name: string) => string | undefined) | undefined;
+}
+
+export const dynamicAccountRoutes: FastifyPluginAsync<DynamicRouteDeps> = async (app, { dynamic, upstreamClash }) => {
   app.post<{ Body: DynamicAccountInput }>(
     '/armory/accounts/dynamic',
     { schema: { body: definitionSchema } },
     async (request, reply) => {
       requireObjectBody(request.body);
       // Refused now rather than at the agent's registration, so the operator hears it from the request they made.
-      const clash = options.upstreamClash?.(request.body.name);
+      const clash = upstreamClash?.(request.body.name);
       if (clash) throw new ScaleAgentError('CONFLICT', clash);
       const view = await dynamic.create(request.body, who(request));
       return reply.code(201).send(view);
@@ -129,4 +128,4 @@ export function registerDynamicAccountRoutes(
       return reply.code(202).send([]);
     },
   );
-}
+};

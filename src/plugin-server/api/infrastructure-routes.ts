@@ -1,18 +1,18 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { instanceModel } from '../views/instance.js';
 import { loadAroundLoadBalancer, loadApplication, type Allows } from '../views/load.js';
 import { loadBalancerModel, securityGroupModel, securityGroupSummary } from '../views/models.js';
 import { toResource, type Obj, type Resource } from '../views/resource.js';
 import { search } from '../views/search.js';
-import { splitFullName } from './kinds.js';
+import { splitFullName } from '../views/kinds.js';
 import { byName, viewContext, type Req, type ViewRouteDeps } from './view-routing.js';
 
 /**
  * Clouddriver's infrastructure views (load balancers, instances and their console, security groups, search), from
  * the cache, with container logs read live (docs/clouddriver-compatibility.md).
  */
-export function registerInfrastructureRoutes(app: FastifyInstance, deps: ViewRouteDeps): void {
+export const infrastructureRoutes: FastifyPluginAsync<ViewRouteDeps> = async (app, deps) => {
   const { store } = deps;
   const { allowsOf, providerOr404, objectAt } = viewContext(deps);
 
@@ -191,7 +191,7 @@ export function registerInfrastructureRoutes(app: FastifyInstance, deps: ViewRou
       ];
     },
   );
-}
+};
 
 function positive(value: string | undefined, name: string, def: number): number {
   if (value === undefined || value === '') return def;

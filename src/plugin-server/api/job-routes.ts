@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { readableAccounts } from '../auth/read-access.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
@@ -20,7 +20,7 @@ function parse(o: CachedObject): KubeObject {
  * The runJob routes Orca's Run Job stage calls (docs/clouddriver-compatibility.md, Jobs): the Job's status while it
  * waits (WaitOnJobCompletion), the properties its pod printed, and cancelling it.
  */
-export function registerJobRoutes(app: FastifyInstance, deps: JobRouteDeps): void {
+export const jobRoutes: FastifyPluginAsync<JobRouteDeps> = async (app, deps) => {
   const live = (): LiveReader => {
     if (!deps.live) throw new ScaleAgentError('UNAVAILABLE', 'live reads through the agent are not available');
     return deps.live;
@@ -129,4 +129,4 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRouteDeps): voi
     const { task } = await deps.runner.submit([op], undefined, who, request.headers.authorization);
     return { id: task.id, resourceUri: `/task/${task.id}` };
   });
-}
+};

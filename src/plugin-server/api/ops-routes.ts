@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { Endpoint } from './descriptions/index.js';
 import type { AccountRegistry } from '../accounts.js';
@@ -35,10 +35,11 @@ const submitSchema = {
  * Clouddriver's operations surface: `POST /kubernetes/ops` and `/ops` (and their single-operation forms) validate
  * synchronously (400 with `errors`) and answer `{id, resourceUri}`; `GET /task/{id}` reports progress in
  * Clouddriver's shape. Also the cache endpoints Orca calls after a deploy, which have nothing to do because a task
- * completes only once the cache holds what it wrote, and the admin view of operations in flight. The rest of what
- * Orca calls is in orca-routes.ts (task resume/restart, cluster targets, artifacts) and job-routes.ts (runJob).
+ * completes only once the cache holds what it wrote. The rest of what Orca calls is in orca-routes.ts (task
+ * resume/restart, cluster targets, artifacts) and job-routes.ts (runJob); the admin view of operations in flight is
+ * in admin-routes.ts.
  */
-export function registerOpsRoutes(app: FastifyInstance, deps: OpsRouteDeps): void {
+export const opsRoutes: FastifyPluginAsync<OpsRouteDeps> = async (app, deps) => {
   const submit = (endpoint: Endpoint) => async (request: FastifyRequest<OpsRequest>) => {
     const requestId = request.query.clientRequestId || undefined;
     const operations = operationsFromBody(request.body, endpoint, deps, request.headers, request.params.opName);
@@ -72,11 +73,4 @@ export function registerOpsRoutes(app: FastifyInstance, deps: OpsRouteDeps): voi
   // Current Clouddriver has no on-demand caching for Kubernetes either: 200, nothing pending (§5).
   app.post<{ Params: { type: string } }>('/cache/kubernetes/:type', async () => ({ cachedIdentifiersByType: {} }));
   app.get<{ Params: { type: string } }>('/cache/kubernetes/:type', async () => []);
-
-  app.get('/armory/agent/operations', async () => deps.runner.pending());
-  app.get<{ Params: { id: string } }>('/armory/agent/operations/:id', async (request) => {
-    const op = await deps.runner.operation(request.params.id);
-    if (!op) throw new ScaleAgentError('NOT_FOUND', `Operation not found (id: ${request.params.id})`);
-    return op;
-  });
-}
+};

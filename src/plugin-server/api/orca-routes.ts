@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { readableAccounts } from '../auth/read-access.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
@@ -12,7 +12,7 @@ import {
   pickByCriteria,
   type ManifestCoordinates,
 } from './cluster-manifests.js';
-import { resolveKind } from './kinds.js';
+import { resolveKind } from '../views/kinds.js';
 import { operationsFromBody, type OperationInputDeps } from './operation-input.js';
 
 export interface OrcaRouteDeps extends OperationInputDeps {
@@ -33,7 +33,7 @@ const who = (request: FastifyRequest) => request.principal?.who ?? `network:${re
  * (docs/clouddriver-compatibility.md): the manifests of a moniker cluster and the dynamic target among them,
  * and the task calls of Orca's retry paths (resume, restart, retryability).
  */
-export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): void {
+export const orcaRoutes: FastifyPluginAsync<OrcaRouteDeps> = async (app, deps) => {
   // An account the caller may not read reads as missing, like /manifests.
   const clusterObjects = async (request: FastifyRequest<{ Params: ClusterParams }>) => {
     const p = request.params;
@@ -123,4 +123,4 @@ export function registerOrcaRoutes(app: FastifyInstance, deps: OrcaRouteDeps): v
     if (!task) throw taskNotFound(request.params.id);
     return taskId(task.id);
   });
-}
+};

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { OPERATION_TYPES } from '../../shared/ops/types.js';
 import { MIN_EPOCH_DEADLINE_MS } from '../../shared/ops/wire.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
@@ -23,11 +23,13 @@ const peerRequestSchema = {
   },
 } as const;
 
+export interface PeerRouteDeps {
+  dispatcher: OperationDispatcher;
+  barrier: CacheBarrier;
+}
+
 /** The receiving side of ops/peer-forward.ts: run a peer's operation through this replica's stream, then its barrier. */
-export function registerPeerRoutes(
-  app: FastifyInstance,
-  deps: { dispatcher: OperationDispatcher; barrier: CacheBarrier },
-): void {
+export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) => {
   app.post<{ Body: PeerRequest }>(
     PEER_OPERATIONS_PATH,
     { schema: { body: peerRequestSchema } },
@@ -61,4 +63,4 @@ export function registerPeerRoutes(
       };
     },
   );
-}
+};

@@ -5,7 +5,7 @@ import { readableAccounts } from '../auth/read-access.js';
 import type { ObjectReads } from '../cache/store.js';
 import type { Allows } from '../views/load.js';
 import { toResource, type Resource } from '../views/resource.js';
-import { resolveKind, splitFullName } from './kinds.js';
+import { resolveKind, splitFullName } from '../views/kinds.js';
 
 /** What the read views need: the cache, the accounts, and live container logs. */
 export interface ViewRouteDeps {

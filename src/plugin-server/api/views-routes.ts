@@ -1,6 +1,6 @@
-import type { FastifyInstance } from 'fastify';
-import { registerApplicationRoutes } from './application-routes.js';
-import { registerInfrastructureRoutes } from './infrastructure-routes.js';
+import type { FastifyPluginAsync } from 'fastify';
+import { applicationRoutes } from './application-routes.js';
+import { infrastructureRoutes } from './infrastructure-routes.js';
 import type { ViewRouteDeps } from './view-routing.js';
 
 export type { ViewRouteDeps } from './view-routing.js';
@@ -11,7 +11,7 @@ export type { ViewRouteDeps } from './view-routing.js';
  * owner indexes. Every route shows only the accounts the caller may read (auth/read-access.ts). What each route
  * answers for unknown names follows Clouddriver (404 for single objects, empty lists for collections).
  */
-export function registerViewRoutes(app: FastifyInstance, deps: ViewRouteDeps): void {
-  registerApplicationRoutes(app, deps);
-  registerInfrastructureRoutes(app, deps);
-}
+export const viewRoutes: FastifyPluginAsync<ViewRouteDeps> = async (app, deps) => {
+  await app.register(applicationRoutes, deps);
+  await app.register(infrastructureRoutes, deps);
+};

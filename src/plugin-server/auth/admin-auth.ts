@@ -1,15 +1,19 @@
 import { BlockList, isIPv4 } from 'node:net';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler, onResponseAsyncHookHandler } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { AuditLog } from '../audit.js';
 import type { PluginServerConfig } from '../config.js';
 import { bearerToken, TokenFile, type TokenScope } from './tokens.js';
 
-/** Always open: probes and scrapers carry no credentials. */
-const OPEN_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 /** Our own admin API (Armory-style and diagnostics); everything else is the Clouddriver-compatible surface. */
 const ADMIN_PREFIXES = ['/armory', '/admin', '/agents'];
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Who may call a group of routes: `clouddriver`, a valid token or (Spinnaker calls without one) a trusted network;
+ * `admin`, a valid token only.
+ */
+export type Surface = 'clouddriver' | 'admin';
 
 export interface RequestPrincipal {
   who: string;
@@ -47,31 +51,38 @@ function fromTrusted(list: BlockList, ip: string): boolean {
   return list.check(ip, 'ipv6');
 }
 
+/** The hooks that authenticate the REST API, each added in the context whose routes it guards (api/http.ts). */
+export interface RestAuth {
+  /** onRequest of a context whose routes are all on one surface. */
+  surface(surface: Surface): onRequestAsyncHookHandler;
+  /**
+   * onRequest of the root, for requests no route matched (no context holds them): admin (a 404, but only for callers
+   * with a token), unless this server fronts a Clouddriver (upstream/front.ts), which answers them: then the
+   * Clouddriver surface, unless their path is an admin path.
+   */
+  unmatched: onRequestAsyncHookHandler;
+  /** onResponse of the root: every write goes to the audit log. */
+  audit: onResponseAsyncHookHandler;
+}
+
 /**
  * Authentication of the REST API (http.auth): bearer tokens with `read` or `admin` scope; the Clouddriver
  * surface may be opened to trusted networks because Spinnaker calls it without tokens. 401 without a valid token,
  * 403 for a read-only token on a write. Without http.auth the API is open (development) and the server warns.
- * Every write and every refusal goes to the audit log.
+ * Every write and every refusal goes to the audit log. Which rule a request meets is the context of the route that
+ * matched, not its URL, so encodings (/%61rmory) cannot dodge the rules.
  */
-export function installAdminAuth(
-  app: FastifyInstance,
+export function restAuth(
   config: PluginServerConfig['http'],
   audit: AuditLog,
   options: { proxiesUnmatched?: boolean } = {},
-): void {
+): RestAuth {
   const auth = config.auth;
   const tokens = auth ? new TokenFile(auth.tokensFile, 'read') : undefined;
   const trusted = trustedList(auth?.trustedNetworks ?? []);
 
-  const authenticate = (request: FastifyRequest): RequestPrincipal => {
-    // Classify by the route that matched, not the raw URL, so encodings (/%61rmory) cannot dodge the rules;
-    // no route matched: treated as admin (it will be a 404, but only for callers with a token), unless this server
-    // fronts a Clouddriver (upstream/front.ts), which answers it: then it is the Clouddriver surface, unless its path
-    // is an admin path.
-    const route = request.routeOptions.url;
-    const unmatched = options.proxiesUnmatched && !isAdminPath(pathOf(request.url)) ? '/' : '/armory';
-    const path = route ?? unmatched;
-    if (OPEN_PATHS.has(path) || !tokens) return { who: 'anonymous', scope: 'open' };
+  const authenticate = (request: FastifyRequest, surface: Surface): RequestPrincipal => {
+    if (!tokens) return { who: 'anonymous', scope: 'open' };
     const token = bearerToken(request.headers.authorization);
     if (token !== undefined) {
       const entry = tokens.lookup(token);
@@ -83,14 +94,14 @@ export function installAdminAuth(
       }
       return principal;
     }
-    if (!isAdminPath(path) && fromTrusted(trusted, request.ip))
+    if (surface === 'clouddriver' && fromTrusted(trusted, request.ip))
       return { who: `network:${request.ip}`, scope: 'network' };
     throw new ScaleAgentError('UNAUTHENTICATED', 'authentication required: send Authorization: Bearer <token>');
   };
 
-  app.addHook('onRequest', async (request, reply) => {
+  const check = (request: FastifyRequest, reply: FastifyReply, surface: Surface): void => {
     try {
-      request.principal = authenticate(request);
+      request.principal = authenticate(request, surface);
     } catch (e) {
       if (e instanceof ScaleAgentError) {
         audit.record({
@@ -104,21 +115,28 @@ export function installAdminAuth(
       }
       throw e;
     }
-  });
+  };
 
-  app.addHook('onResponse', async (request, reply) => {
-    if (READ_METHODS.has(request.method) || reply.statusCode === 401 || reply.statusCode === 403) return;
-    const params = (request.params ?? {}) as Record<string, unknown>;
-    const body = request.body as Record<string, unknown> | undefined;
-    const account = [params.name, params.account, body && !Array.isArray(body) ? body.name : undefined].find(
-      (v): v is string => typeof v === 'string',
-    );
-    audit.record({
-      who: request.principal?.who ?? 'anonymous',
-      what: `${request.method} ${pathOf(request.url)}`,
-      account,
-      result: reply.statusCode < 400 ? 'ok' : 'failed',
-      status: reply.statusCode,
-    });
-  });
+  return {
+    surface: (surface) => async (request, reply) => check(request, reply, surface),
+    unmatched: async (request, reply) => {
+      if (request.routeOptions.url !== undefined) return;
+      check(request, reply, options.proxiesUnmatched && !isAdminPath(pathOf(request.url)) ? 'clouddriver' : 'admin');
+    },
+    audit: async (request, reply) => {
+      if (READ_METHODS.has(request.method) || reply.statusCode === 401 || reply.statusCode === 403) return;
+      const params = (request.params ?? {}) as Record<string, unknown>;
+      const body = request.body as Record<string, unknown> | undefined;
+      const account = [params.name, params.account, body && !Array.isArray(body) ? body.name : undefined].find(
+        (v): v is string => typeof v === 'string',
+      );
+      audit.record({
+        who: request.principal?.who ?? 'anonymous',
+        what: `${request.method} ${pathOf(request.url)}`,
+        account,
+        result: reply.statusCode < 400 ? 'ok' : 'failed',
+        status: reply.statusCode,
+      });
+    },
+  };
 }

@@ -11,8 +11,6 @@ import { mergeSides, MERGED_ROUTES, shapeFits, type Side } from './merge.js';
 /** Set on merged answers that carry this server's part only. */
 export const UPSTREAM_HEADER = 'x-scale-agent-upstream';
 
-/** Routes of this server's own (health, metrics, the peer operation route); admin prefixes are checked apart. */
-const OWNED_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/internal/operations']);
 /** Operation submissions, routed by the accounts in their body. */
 const OPS_ROUTES = new Set(['/kubernetes/ops', '/kubernetes/ops/:opName', '/ops', '/ops/:opName']);
 /** On-demand cache refreshes name their account in the body (`account` or `credentials`). */
@@ -112,16 +110,25 @@ export class FrontMode {
     });
   }
 
-  /** After authentication (hooks run in the order they were added): requests not owned here are proxied. */
+  /**
+   * In the root, after authentication (hooks run in the order they were added): requests no route matched are the
+   * upstream's, but for admin paths (a 404 here).
+   */
+  routeUnmatched(app: FastifyInstance): void {
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.routeOptions.url !== undefined || isAdminPath(pathOf(request.url))) return;
+      return this.proxy(request, reply);
+    });
+  }
+
+  /**
+   * In the context of the Clouddriver surface's routes, after its authentication: requests not about agent accounts
+   * are proxied. Health, admin and peer routes live in other contexts (api/http.ts), so they never are.
+   */
   installRouting(app: FastifyInstance): void {
     app.addHook('onRequest', async (request, reply) => {
       const route = request.routeOptions.url;
-      if (route === undefined) {
-        if (isAdminPath(pathOf(request.url))) return;
-        return this.proxy(request, reply);
-      }
-      if (OWNED_ROUTES.has(route) || isAdminPath(route) || (MERGED_ROUTES.has(route) && request.method === 'GET'))
-        return;
+      if (route === undefined || (MERGED_ROUTES.has(route) && request.method === 'GET')) return;
       if (OPS_ROUTES.has(route) || (route === CACHE_ROUTE && request.method === 'POST')) return; // decided on the body
       const params = (request.params ?? {}) as Record<string, string | undefined>;
       const task = TASK_ROUTES.has(route) ? taskOf(params) : undefined;

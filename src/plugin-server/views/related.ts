@@ -1,5 +1,5 @@
 import { ANNOTATIONS } from '../../shared/ops/spinnaker.js';
-import { resolveKind, canonicalKindName } from '../api/kinds.js';
+import { resolveKind, canonicalKindName } from './kinds.js';
 import { arr, obj, type Resource } from './resource.js';
 
 /**

@@ -1,5 +1,5 @@
 import { kindRow, type SpinnakerCategory } from '../../shared/kinds.js';
-import { canonicalKindName } from '../api/kinds.js';
+import { canonicalKindName } from './kinds.js';
 import type { CachedObject } from '../cache/store.js';
 import { monikerOf } from '../../shared/ops/spinnaker.js';
 import type { KubeObject, Moniker } from '../../shared/ops/types.js';

@@ -1,7 +1,6 @@
 import { KINDS, type SpinnakerCategory } from '../../shared/kinds.js';
-import { resolveKind } from '../api/kinds.js';
+import { canonicalKindName, resolveKind } from './kinds.js';
 import type { ObjectReads, ObjectKeyOf } from '../cache/store.js';
-import { canonicalKindName } from '../api/kinds.js';
 import type { Obj } from './resource.js';
 
 const CATEGORIES: ReadonlySet<string> = new Set<SpinnakerCategory>([

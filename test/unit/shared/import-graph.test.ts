@@ -104,4 +104,24 @@ describe('import graph of src/', () => {
   it('has no import cycle', () => {
     expect(cycles(graph)).toEqual([]);
   });
+
+  /** Edges from files under `from` to files under `to` (folders relative to src/), as "importer → imported". */
+  const edges = (from: string, to: string): string[] =>
+    [...graph].flatMap(([file, deps]) =>
+      rel(file).startsWith(from)
+        ? deps.filter((d) => rel(d).startsWith(to)).map((d) => `${rel(file)} → ${rel(d)}`)
+        : [],
+    );
+
+  it('the REST layer uses the views, never the other way round', () => {
+    expect(edges('plugin-server/api/', 'plugin-server/views/').length).toBeGreaterThan(0);
+    expect(edges('plugin-server/views/', 'plugin-server/api/')).toEqual([]);
+  });
+
+  it('the cache and ingest know nothing of the views or the REST layer that read them', () => {
+    for (const layer of ['plugin-server/cache/', 'plugin-server/ingest/']) {
+      expect(edges(layer, 'plugin-server/views/')).toEqual([]);
+      expect(edges(layer, 'plugin-server/api/')).toEqual([]);
+    }
+  });
 });

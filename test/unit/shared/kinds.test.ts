@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { lookupKind } from '../../../src/compiler/kinds.js';
 import { accountRules } from '../../../src/compiler/rbac-rules.js';
-import { resolveKind, SPINNAKER_KIND_MAP } from '../../../src/plugin-server/api/kinds.js';
+import { resolveKind, SPINNAKER_KIND_MAP } from '../../../src/plugin-server/views/kinds.js';
 import { manifestContainer } from '../../../src/plugin-server/api/manifest.js';
 import { KINDS } from '../../../src/shared/kinds.js';
 import { manifestNamesByNamespace } from '../../../src/shared/ops/results.js';
