@@ -4,14 +4,12 @@
  * when the holder is killed, the standby is promoted on its own replica, resumes, and the cache checker's diff is 0.
  * The account never goes missing while one of them is connected.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
-import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { kubectl, waitFor } from '../infra/index.js';
+import type { PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 
 interface AccountView {
   state: string;
@@ -20,31 +18,26 @@ interface AccountView {
 }
 
 describe('two agents of one group on two replicas', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
+  let stack: Stack | undefined;
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    await stack?.stop();
   });
 
   it('one writes, the other stands by on its replica and takes over when the first is killed', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-replica-ha-'));
-    const ns = await createNamespace('replica-ha');
-    cleanups.push(() => kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true }));
-    const db = await createTestDatabase('e2e_replica_ha');
-    cleanups.push(() => db.drop());
-    const storage = { type: 'mysql' as const, url: db.url };
-    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } };
-    const a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
-    cleanups.push(() => a.stop());
-    const b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
-    cleanups.push(() => b.stop());
-    const spec = { name: 'ha', kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
-    const first = await AgentProcess.start({ dir, agentId: 'ha-1', serverAddress: a.grpcAddress, accounts: [spec] });
-    cleanups.push(() => first.stop());
+    const accounts = [{ name: 'ha', kinds: ['ConfigMap'] }];
+    stack = await startStack({
+      name: 'replica-ha',
+      store: 'mysql',
+      replicas: 2,
+      server: { extra: { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } } },
+      agent: { agentId: 'ha-1', accounts },
+    });
+    const [a, b] = stack.replicas as [PluginServerProcess, PluginServerProcess];
+    const { ns, agent: first } = stack;
     await waitFor('B to see ha-1 holding the account', async () =>
       (await b.get<AccountView>('/armory/accounts/ha')).body.agentId === 'ha-1' ? true : undefined,
     );
-    const second = await AgentProcess.start({ dir, agentId: 'ha-2', serverAddress: b.grpcAddress, accounts: [spec] });
-    cleanups.push(() => second.stop());
+    await stack.addAgent({ agentId: 'ha-2', serverAddress: b.grpcAddress, accounts });
 
     // Never two writers: ha-2 on B is standby for the account ha-1 holds through A.
     const onB = (
@@ -53,13 +46,7 @@ describe('two agents of one group on two replicas', () => {
     expect(onB?.rejectedAccounts).toEqual([{ name: 'ha', reason: expect.stringMatching(/^standby: .*ha-1/) }]);
     expect((await a.get<AccountView>('/armory/accounts/ha')).body).toMatchObject({ agentId: 'ha-1', heldBy: 'local' });
 
-    const check = {
-      httpBase: b.httpBase,
-      account: 'ha',
-      kubeconfig: testEnv().kubeconfig,
-      namespaces: [ns],
-      kinds: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaced: true }],
-    };
+    const check = stack.cacheCheck('ha', { httpBase: b.httpBase });
     let stop = false;
     const missing: string[] = [];
     const watch = (async () => {

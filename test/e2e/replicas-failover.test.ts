@@ -6,15 +6,13 @@
  * every task ends (succeeded, or failed as retryable), none lost; then a rolling restart of every replica, one at a
  * time, during churn: no account is ever removed, the diff is 0 after.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitForCacheToMatch, type CacheCheckOptions } from '../infra/cache-checker.js';
-import { Haproxy } from '../infra/haproxy.js';
-import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { waitForCacheToMatch } from '../infra/cache-checker.js';
+import { kubectl, waitFor } from '../infra/index.js';
+import { configMapList } from '../infra/manifests.js';
+import type { PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import type { Obj, TaskBody } from './operations-helpers.js';
 
 const ACCOUNTS = ['fleet-0', 'fleet-1', 'fleet-2'];
@@ -26,72 +24,33 @@ interface AccountView {
   heldBy: 'local' | { replica: string } | null;
 }
 
-function configMaps(ns: string, prefix: string, from: number, to: number): string {
-  const items = [];
-  for (let i = from; i < to; i++) {
-    items.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${prefix}-${i}`, namespace: ns }, data: {} });
-  }
-  return JSON.stringify({ apiVersion: 'v1', kind: 'List', items });
-}
-
-async function getJson<T>(base: string, path: string): Promise<{ status: number; body: T }> {
-  const res = await fetch(base + path);
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
-}
-
 describe('three replicas behind HAProxy', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const replicas: PluginServerProcess[] = [];
-  let lb: Haproxy;
+  let stack: Stack;
+  let replicas: PluginServerProcess[];
   let ns: string;
-  const check = (account: string): CacheCheckOptions => ({
-    httpBase: lb.httpBase,
-    account,
-    kubeconfig: testEnv().kubeconfig,
-    namespaces: [ns],
-    kinds: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaced: true }],
-  });
   const allMatch = async () => {
-    for (const a of ACCOUNTS) await waitForCacheToMatch(check(a));
+    for (const a of ACCOUNTS) await waitForCacheToMatch(stack.cacheCheck(a));
   };
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-failover-'));
-    ns = await createNamespace('failover');
-    const db = await createTestDatabase('e2e_failover');
-    cleanups.push(() => db.drop());
-    const storage = { type: 'mysql' as const, url: db.url };
-    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } };
-    // Started at once against the empty database: the migrations race.
-    replicas.push(
-      ...(await Promise.all(
-        [0, 1, 2].map((i) => PluginServerProcess.start({ dir, name: `replica-${i}`, storage, extra })),
-      )),
-    );
-    for (const r of replicas) cleanups.push(() => r.stop());
-    lb = await Haproxy.start({
-      dir,
-      backends: replicas.map((r, i) => ({ name: `r${i}`, grpcPort: r.grpcPort, httpPort: r.httpPort })),
+    stack = await startStack({
+      name: 'failover',
+      store: 'mysql',
+      // Started at once against the empty database: the migrations race.
+      replicas: 3,
+      loadBalancer: true,
+      server: { extra: { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } } },
     });
-    cleanups.push(() => lb.stop());
-    await kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'seed', 0, 30) });
+    ({ replicas, ns } = stack);
+    await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'seed', 0, 30) });
     for (const [i, name] of ACCOUNTS.entries()) {
-      const spec = { name, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
-      const agent = await AgentProcess.start({
-        dir,
-        agentId: `fleet-agent-${i}`,
-        serverAddress: lb.grpcAddress,
-        accounts: [spec],
-      });
-      cleanups.push(() => agent.stop());
+      await stack.addAgent({ agentId: `fleet-agent-${i}`, accounts: [{ name, kinds: ['ConfigMap'] }] });
     }
     await allMatch();
   });
 
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
-    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+    await stack?.stop();
   });
 
   it('agents spread over the replicas, and every replica answers every read route identically', async () => {
@@ -158,7 +117,7 @@ describe('three replicas behind HAProxy', () => {
             },
           },
         ];
-        const res = await fetch(`${lb.httpBase}/kubernetes/ops?clientRequestId=failover-${i}`, {
+        const res = await fetch(`${stack.httpBase}/kubernetes/ops?clientRequestId=failover-${i}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify(body),
@@ -169,7 +128,7 @@ describe('three replicas behind HAProxy', () => {
     })();
     const churn = (async () => {
       for (let round = 0; !stop; round++) {
-        await kubectl(['apply', '-f', '-'], { input: configMaps(ns, `churn-${round}`, 0, 10) });
+        await kubectl(['apply', '-f', '-'], { input: configMapList(ns, `churn-${round}`, 0, 10) });
         await sleep(100);
       }
     })();
@@ -199,7 +158,7 @@ describe('three replicas behind HAProxy', () => {
         waitFor(
           `task ${id} to end`,
           async () => {
-            const t = await getJson<TaskBody>(lb.httpBase, `/task/${id}`);
+            const t = await stack.get<TaskBody>(`/task/${id}`);
             return t.status === 200 && t.body.status.completed ? t.body : undefined;
           },
           60_000,
@@ -217,7 +176,7 @@ describe('three replicas behind HAProxy', () => {
     const seenMissing: string[] = [];
     const watch = (async () => {
       while (!stop) {
-        const r = await getJson<{ name: string }[]>(lb.httpBase, '/credentials').catch(() => undefined);
+        const r = await stack.get<{ name: string }[]>('/credentials').catch(() => undefined);
         if (r?.status === 200) {
           const names = new Set(r.body.map((c) => c.name));
           for (const a of ACCOUNTS) if (!names.has(a)) seenMissing.push(a);
@@ -227,7 +186,7 @@ describe('three replicas behind HAProxy', () => {
     })();
     const churn = (async () => {
       for (let round = 0; !stop; round++) {
-        await kubectl(['apply', '-f', '-'], { input: configMaps(ns, `roll-${round}`, 0, 5) });
+        await kubectl(['apply', '-f', '-'], { input: configMapList(ns, `roll-${round}`, 0, 5) });
         await sleep(200);
       }
     })();
@@ -242,12 +201,12 @@ describe('three replicas behind HAProxy', () => {
     await Promise.all([watch, churn]);
     expect(seenMissing).toEqual([]);
     for (const a of ACCOUNTS) {
-      const v = await getJson<Obj>(lb.httpBase, `/armory/accounts/${a}`);
+      const v = await stack.get<Obj>(`/armory/accounts/${a}`);
       expect(v.status).toBe(200);
     }
     await waitFor('every account held again', async () => {
       const states = await Promise.all(
-        ACCOUNTS.map(async (a) => (await getJson<AccountView>(lb.httpBase, `/armory/accounts/${a}`)).body.state),
+        ACCOUNTS.map(async (a) => (await stack.get<AccountView>(`/armory/accounts/${a}`)).body.state),
       );
       return states.every((s) => s === 'ACTIVE') ? true : undefined;
     });

@@ -4,28 +4,18 @@
  * which resumes it from the stored resume points (no relist) with no change lost during the hand-off.
  */
 import { connect, constants, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_SERVICE_NAME } from '../../src/shared/proto.js';
 import { waitForCacheToMatch, type CacheCheckOptions } from '../infra/cache-checker.js';
-import { Haproxy } from '../infra/haproxy.js';
-import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { kubectl, waitFor } from '../infra/index.js';
+import { configMapList } from '../infra/manifests.js';
+import type { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 
 const ACCOUNT = 'goaway-0';
 const SYNC_STARTS = 'scale_agent_plugin_server_messages_received_total{type="syncStart"}';
 const RELISTS = 'scale_agent_agent_watch_restarts_total{reason="gone"}';
-
-function configMaps(ns: string, prefix: string, from: number, to: number): string {
-  const items = [];
-  for (let i = from; i < to; i++) {
-    items.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${prefix}-${i}`, namespace: ns }, data: {} });
-  }
-  return JSON.stringify({ apiVersion: 'v1', kind: 'List', items });
-}
 
 /**
  * A bare HTTP/2 connection with one open AgentService stream (no Hello), as an agent's looks on the wire; it records
@@ -58,47 +48,29 @@ async function rawAgentConnection(address: string): Promise<{ session: ClientHtt
 }
 
 describe('SIGTERM of a replica behind HAProxy', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const replicas: PluginServerProcess[] = [];
-  let lb: Haproxy;
+  let stack: Stack;
+  let replicas: PluginServerProcess[];
   let agent: AgentProcess;
   let ns: string;
   let check: CacheCheckOptions;
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-goaway-'));
-    ns = await createNamespace('goaway');
-    const db = await createTestDatabase('e2e_goaway');
-    cleanups.push(() => db.drop());
-    const storage = { type: 'mysql' as const, url: db.url };
-    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } };
-    for (const i of [0, 1]) {
-      const r = await PluginServerProcess.start({ dir, name: `replica-${i}`, storage, extra });
-      replicas.push(r);
-      cleanups.push(() => r.stop());
-    }
-    lb = await Haproxy.start({
-      dir,
-      backends: replicas.map((r, i) => ({ name: `r${i}`, grpcPort: r.grpcPort, httpPort: r.httpPort })),
+    stack = await startStack({
+      name: 'goaway',
+      store: 'mysql',
+      replicas: 2,
+      loadBalancer: true,
+      server: { extra: { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } } },
     });
-    cleanups.push(() => lb.stop());
-    await kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'seed', 0, 20) });
-    const spec = { name: ACCOUNT, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
-    agent = await AgentProcess.start({ dir, agentId: 'goaway-agent', serverAddress: lb.grpcAddress, accounts: [spec] });
-    cleanups.push(() => agent.stop());
-    check = {
-      httpBase: lb.httpBase,
-      account: ACCOUNT,
-      kubeconfig: testEnv().kubeconfig,
-      namespaces: [ns],
-      kinds: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaced: true }],
-    };
+    ({ replicas, ns } = stack);
+    await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'seed', 0, 20) });
+    agent = await stack.addAgent({ agentId: 'goaway-agent', accounts: [{ name: ACCOUNT, kinds: ['ConfigMap'] }] });
+    check = stack.cacheCheck(ACCOUNT);
     await waitForCacheToMatch(check);
   });
 
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
-    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+    await stack?.stop();
   });
 
   it('sends GOAWAY before ending the stream; the agent resumes on the other replica, no relist, no change lost', async () => {
@@ -117,7 +89,7 @@ describe('SIGTERM of a replica behind HAProxy', () => {
     let stop = false;
     const churn = (async () => {
       for (let round = 0; !stop; round++) {
-        await kubectl(['apply', '-f', '-'], { input: configMaps(ns, `churn-${round}`, 0, 5) });
+        await kubectl(['apply', '-f', '-'], { input: configMapList(ns, `churn-${round}`, 0, 5) });
         await sleep(100);
       }
     })();

@@ -4,13 +4,11 @@
  * the cache holds what it wrote — read back from the replica it was posted to, right away (the barrier across
  * replicas) — and clientRequestId dedupes across replicas.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { kubectl } from '../infra/index.js';
+import type { PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 const configMap = (name: string, round: number): Obj => ({
@@ -22,26 +20,22 @@ const configMap = (name: string, round: number): Obj => ({
 });
 
 describe('operations posted to any replica', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
+  let stack: Stack;
   let a: PluginServerProcess;
   let b: PluginServerProcess;
   let ns: string;
   const account = 'ops-shared';
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-replica-ops-'));
-    ns = await createNamespace('replica-ops');
-    const db = await createTestDatabase('e2e_replica_ops');
-    cleanups.push(() => db.drop());
-    const storage = { type: 'mysql' as const, url: db.url };
-    const extra = { accounts: { gracePeriodSeconds: 30, leaseSeconds: 3 } };
-    a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
-    cleanups.push(() => a.stop());
-    b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
-    cleanups.push(() => b.stop());
-    const spec = { name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
-    const agent = await AgentProcess.start({ dir, serverAddress: a.grpcAddress, accounts: [spec] });
-    cleanups.push(() => agent.stop());
+    stack = await startStack({
+      name: 'replica-ops',
+      store: 'mysql',
+      replicas: 2,
+      server: { extra: { accounts: { gracePeriodSeconds: 30, leaseSeconds: 3 } } },
+      agent: { accounts: [{ name: account, kinds: ['ConfigMap'] }] },
+    });
+    [a, b] = stack.replicas as [PluginServerProcess, PluginServerProcess];
+    ns = stack.ns;
     // B learns from the shared leases that A holds the account.
     for (let i = 0; ; i++) {
       const r = await b.get<{ state: string; heldBy: unknown }>(`/armory/accounts/${account}`);
@@ -52,8 +46,7 @@ describe('operations posted to any replica', () => {
   });
 
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
-    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+    await stack?.stop();
   });
 
   it('a deploy posted to the replica without the agent runs through its peer; its reads show it at once', async () => {

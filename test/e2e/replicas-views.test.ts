@@ -5,21 +5,11 @@
  * replica holding an agent is SIGKILLed, the survivor the agent reconnects to lists it as its own and no replica
  * lists anything held by the dead one.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
-import { Haproxy } from '../infra/haproxy.js';
-import {
-  createNamespace,
-  createServiceAccount,
-  createTestDatabase,
-  kubectl,
-  testEnv,
-  waitFor,
-} from '../infra/index.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { createServiceAccount, kubectl, waitFor } from '../infra/index.js';
+import type { PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 
 type HeldBy = 'local' | { replica: string; url: string } | null;
 
@@ -53,8 +43,8 @@ function comparable(body: unknown): string {
 }
 
 describe('every replica answers for every agent and account', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const replicas: PluginServerProcess[] = [];
+  let stack: Stack;
+  let replicas: PluginServerProcess[];
   let ns: string;
 
   /** The body of `path` once it reads the same on each replica (they converge within a heartbeat). */
@@ -66,23 +56,14 @@ describe('every replica answers for every agent and account', () => {
     });
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-views-'));
-    ns = await createNamespace('views');
-    const db = await createTestDatabase('e2e_views');
-    cleanups.push(() => db.drop());
-    const storage = { type: 'mysql' as const, url: db.url };
-    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } };
-    replicas.push(
-      ...(await Promise.all(
-        [0, 1, 2].map((i) => PluginServerProcess.start({ dir, name: `view-replica-${i}`, storage, extra })),
-      )),
-    );
-    for (const r of replicas) cleanups.push(() => r.stop());
-    const lb = await Haproxy.start({
-      dir,
-      backends: replicas.map((r, i) => ({ name: `r${i}`, grpcPort: r.grpcPort, httpPort: r.httpPort })),
+    stack = await startStack({
+      name: 'views',
+      store: 'mysql',
+      replicas: 3,
+      loadBalancer: true,
+      server: { extra: { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } } },
     });
-    cleanups.push(() => lb.stop());
+    ({ replicas, ns } = stack);
     await kubectl(['create', 'configmap', 'cm', '-n', ns, '--from-literal=k=v']);
     // view-0's agent may read ConfigMaps only: it reports Secret as forbidden, which every replica must show.
     const sa = await createServiceAccount({
@@ -91,32 +72,17 @@ describe('every replica answers for every agent and account', () => {
       rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }],
     });
     for (const [i, name] of ACCOUNTS.entries()) {
-      const spec =
+      const account =
         i === 0
-          ? { name, kubeconfigFile: sa.kubeconfigPath, namespaces: [ns], kinds: ['ConfigMap', 'Secret'] }
-          : { name, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
-      const agent = await AgentProcess.start({
-        dir,
-        agentId: AGENTS[i],
-        serverAddress: lb.grpcAddress,
-        accounts: [spec],
-      });
-      cleanups.push(() => agent.stop());
+          ? { name, kubeconfigFile: sa.kubeconfigPath, kinds: ['ConfigMap', 'Secret'] }
+          : { name, kinds: ['ConfigMap'] };
+      await stack.addAgent({ agentId: AGENTS[i], accounts: [account] });
     }
-    for (const account of ACCOUNTS) {
-      await waitForCacheToMatch({
-        httpBase: lb.httpBase,
-        account,
-        kubeconfig: testEnv().kubeconfig,
-        namespaces: [ns],
-        kinds: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaced: true }],
-      });
-    }
+    for (const account of ACCOUNTS) await waitForCacheToMatch(stack.cacheCheck(account));
   });
 
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
-    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+    await stack?.stop();
   });
 
   it('/armory/agents, /armory/agents/{id} and /armory/accounts/{name} read the same on every replica', async () => {

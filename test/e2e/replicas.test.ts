@@ -4,14 +4,13 @@
  * accounts a peer's agent holds, and of two agents of one group only one writes an account while the other stands by
  * and takes over when the first is killed. The cache checker compares the cache with the API server after each.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { waitForCacheToMatch, type CacheCheckOptions } from '../infra/cache-checker.js';
-import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { waitForCacheToMatch } from '../infra/cache-checker.js';
+import { kubectl, waitFor } from '../infra/index.js';
+import { configMapList } from '../infra/manifests.js';
+import type { PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 
 interface AccountView {
   name: string;
@@ -20,51 +19,32 @@ interface AccountView {
   heldBy: 'local' | { replica: string; url: string } | null;
 }
 
-function configMaps(ns: string, prefix: string, from: number, to: number): string {
-  const items = [];
-  for (let i = from; i < to; i++) {
-    items.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${prefix}-${i}`, namespace: ns }, data: {} });
-  }
-  return JSON.stringify({ apiVersion: 'v1', kind: 'List', items });
-}
-
-const checked = (httpBase: string, account: string, ns: string): CacheCheckOptions => ({
-  httpBase,
-  account,
-  kubeconfig: testEnv().kubeconfig,
-  namespaces: [ns],
-  kinds: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaced: true }],
-});
-
 async function account(server: PluginServerProcess, name: string): Promise<AccountView | undefined> {
   const r = await server.get<AccountView>(`/armory/accounts/${name}`);
   return r.status === 200 ? r.body : undefined;
 }
 
 describe('plugin-server replicas on one MySQL store', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
+  const stacks: Stack[] = [];
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    for (const s of stacks) await s.stop();
   });
 
   it("a replica without agents serves a peer's account, and restarting it never removes the live account", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-replicas-'));
-    const ns = await createNamespace('replicas');
-    const db = await createTestDatabase('e2e_replicas');
-    cleanups.push(() => db.drop());
-    // A short grace period: before leases, a restarted replica loaded the account ORPHANED and removed it, with
-    // its cache in the shared database, this long after starting, although the peer's agent held it.
-    const settings = { accounts: { gracePeriodSeconds: 2, leaseSeconds: 3 } };
-    const storage = { type: 'mysql' as const, url: db.url };
-    const a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra: settings });
-    cleanups.push(() => a.stop());
-    const b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra: settings });
-    cleanups.push(() => b.stop());
-    const spec = { name: 'shared', kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
-    const agent = await AgentProcess.start({ dir, serverAddress: a.grpcAddress, accounts: [spec] });
-    cleanups.push(() => agent.stop());
-    await kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'cm', 0, 40) });
-    await waitForCacheToMatch(checked(a.httpBase, 'shared', ns));
+    const stack = await startStack({
+      name: 'replicas',
+      store: 'mysql',
+      replicas: 2,
+      // A short grace period: before leases, a restarted replica loaded the account ORPHANED and removed it, with
+      // its cache in the shared database, this long after starting, although the peer's agent held it.
+      server: { extra: { accounts: { gracePeriodSeconds: 2, leaseSeconds: 3 } } },
+      agent: { accounts: [{ name: 'shared', kinds: ['ConfigMap'] }] },
+    });
+    stacks.push(stack);
+    const [a, b] = stack.replicas as [PluginServerProcess, PluginServerProcess];
+    const { ns } = stack;
+    await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'cm', 0, 40) });
+    await waitForCacheToMatch(stack.cacheCheck('shared'));
 
     // B answers for the account A's agent holds: listed, ACTIVE, held by A, and its cache reads are A's writes.
     const onB = await waitFor('replica B to know the account', async () => {
@@ -75,34 +55,30 @@ describe('plugin-server replicas on one MySQL store', () => {
     expect((await account(a, 'shared'))?.heldBy).toBe('local');
     const creds = await b.get<{ name: string }[]>('/credentials');
     expect(creds.body.map((c) => c.name)).toContain('shared');
-    await waitForCacheToMatch(checked(b.httpBase, 'shared', ns));
+    await waitForCacheToMatch(stack.cacheCheck('shared', { httpBase: b.httpBase }));
 
     await b.restart();
-    await kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'later', 0, 10) });
+    await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'later', 0, 10) });
     // Past the grace period plus a lease and a few sweeps of the restarted replica.
     await sleep(7_000);
     for (const server of [a, b]) {
       expect((await account(server, 'shared'))?.state).toBe('ACTIVE');
-      await waitForCacheToMatch(checked(server.httpBase, 'shared', ns));
+      await waitForCacheToMatch(stack.cacheCheck('shared', { httpBase: server.httpBase }));
     }
   });
 
   it('the account of a killed replica becomes ORPHANED on its peer once the lease lapses, then is removed', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-lease-'));
-    const ns = await createNamespace('lease');
-    const db = await createTestDatabase('e2e_lease');
-    cleanups.push(() => db.drop());
-    const settings = { accounts: { gracePeriodSeconds: 3, leaseSeconds: 3 } };
-    const storage = { type: 'mysql' as const, url: db.url };
-    const a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra: settings });
-    cleanups.push(() => a.stop());
-    const b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra: settings });
-    cleanups.push(() => b.stop());
-    const spec = { name: 'leased', kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
-    const agent = await AgentProcess.start({ dir, serverAddress: a.grpcAddress, accounts: [spec] });
-    cleanups.push(() => agent.stop());
-    await kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'cm', 0, 5) });
-    await waitForCacheToMatch(checked(a.httpBase, 'leased', ns));
+    const stack = await startStack({
+      name: 'lease',
+      store: 'mysql',
+      replicas: 2,
+      server: { extra: { accounts: { gracePeriodSeconds: 3, leaseSeconds: 3 } } },
+      agent: { accounts: [{ name: 'leased', kinds: ['ConfigMap'] }] },
+    });
+    stacks.push(stack);
+    const [a, b] = stack.replicas as [PluginServerProcess, PluginServerProcess];
+    await kubectl(['apply', '-f', '-'], { input: configMapList(stack.ns, 'cm', 0, 5) });
+    await waitForCacheToMatch(stack.cacheCheck('leased'));
     await waitFor('replica B to see the account held', async () =>
       (await account(b, 'leased'))?.state === 'ACTIVE' ? true : undefined,
     );
@@ -122,33 +98,19 @@ describe('plugin-server replicas on one MySQL store', () => {
 });
 
 describe('two agents of one group for one account', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
+  const stacks: Stack[] = [];
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    for (const s of stacks) await s.stop();
   });
 
   it('one writes, the other stands by and takes over when the first is killed; the cache equals the API server', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-agent-ha-'));
-    const ns = await createNamespace('agent-ha');
-    const server = await PluginServerProcess.start({ dir });
-    cleanups.push(() => server.stop());
-    const spec = { name: 'ha', kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
-    const first = await AgentProcess.start({
-      dir,
-      agentId: 'ha-1',
-      serverAddress: server.grpcAddress,
-      accounts: [spec],
-    });
-    cleanups.push(() => first.stop());
-    await kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'a', 0, 30) });
-    await waitForCacheToMatch(checked(server.httpBase, 'ha', ns));
-    const second = await AgentProcess.start({
-      dir,
-      agentId: 'ha-2',
-      serverAddress: server.grpcAddress,
-      accounts: [spec],
-    });
-    cleanups.push(() => second.stop());
+    const accounts = [{ name: 'ha', kinds: ['ConfigMap'] }];
+    const stack = await startStack({ name: 'agent-ha', store: 'memory', agent: { agentId: 'ha-1', accounts } });
+    stacks.push(stack);
+    const { server, ns, agent: first } = stack;
+    await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'a', 0, 30) });
+    await waitForCacheToMatch(stack.cacheCheck('ha'));
+    await stack.addAgent({ agentId: 'ha-2', accounts });
 
     // The newer stream did not take the account: ha-1 still writes it and ha-2 is told it stands by.
     const agents = (
@@ -158,7 +120,7 @@ describe('two agents of one group for one account', () => {
     expect(standby?.rejectedAccounts).toEqual([{ name: 'ha', reason: expect.stringMatching(/^standby: .*ha-1/) }]);
     expect((await account(server, 'ha'))?.agentId).toBe('ha-1');
 
-    const churn = kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'b', 0, 60) });
+    const churn = kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'b', 0, 60) });
     await first.kill();
     await churn;
     await kubectl(['delete', 'configmap', 'a-0', 'a-1', '-n', ns]);
@@ -167,7 +129,7 @@ describe('two agents of one group for one account', () => {
       return v?.agentId === 'ha-2' && v.state === 'ACTIVE' ? v : undefined;
     });
     expect(takenOver.heldBy).toBe('local');
-    await waitForCacheToMatch(checked(server.httpBase, 'ha', ns));
+    await waitForCacheToMatch(stack.cacheCheck('ha'));
 
     // ha-1 back: now it is the standby, and the account stays with ha-2.
     await first.restart();
@@ -175,8 +137,8 @@ describe('two agents of one group for one account', () => {
       await server.get<{ agentId: string; rejectedAccounts?: { name: string; reason: string }[] }[]>('/armory/agents')
     ).body.find((x) => x.agentId === 'ha-1');
     expect(back?.rejectedAccounts).toEqual([{ name: 'ha', reason: expect.stringMatching(/^standby: .*ha-2/) }]);
-    await kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'c', 0, 5) });
-    await waitForCacheToMatch(checked(server.httpBase, 'ha', ns));
+    await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'c', 0, 5) });
+    await waitForCacheToMatch(stack.cacheCheck('ha'));
     expect((await account(server, 'ha'))?.agentId).toBe('ha-2');
   });
 });

@@ -55,6 +55,13 @@ async function waitReady(
   throw new Error(`${what} not ready within ${timeoutMs} ms (${url}: ${last});${extra}\nlog tail:\n${proc.logTail()}`);
 }
 
+/** GET `url`; the status and the body parsed as JSON (undefined when empty). */
+export async function getJson<T = unknown>(url: string): Promise<{ status: number; body: T }> {
+  const res = await fetch(url);
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+}
+
 export type StorageSpec = { type: 'memory' } | { type: 'mysql'; url: string };
 
 export interface PluginServerOptions {
@@ -137,10 +144,8 @@ export class PluginServerProcess {
     await this.proc.kill();
   }
 
-  async get<T = unknown>(path: string): Promise<{ status: number; body: T }> {
-    const res = await fetch(this.httpBase + path);
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+  get<T = unknown>(path: string): Promise<{ status: number; body: T }> {
+    return getJson<T>(this.httpBase + path);
   }
 
   /** Value of a counter/gauge sample in /metrics (0 when absent). */
