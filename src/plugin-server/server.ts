@@ -18,6 +18,7 @@ import { registerAccountManagementRoutes, type ForwardRequest } from './api/acco
 import { registerDynamicAccountRoutes } from './api/dynamic-routes.js';
 import { AuditLog } from './audit.js';
 import { installAdminAuth } from './auth/admin-auth.js';
+import { PeerSecret } from './auth/peer-secret.js';
 import { AuthorizationPolicy } from './auth/policy.js';
 import { TokenFile } from './auth/tokens.js';
 import { API_BODY_LIMIT, buildApi } from './api/http.js';
@@ -103,6 +104,8 @@ export class PluginServer {
   private readonly dynamicStore: DynamicAccountStore;
   /** Front mode (spinnaker.upstream): the real Clouddriver behind this server, its accounts, the routing. */
   private readonly upstream: { client: UpstreamClient; accounts: UpstreamAccounts; front: FrontMode } | undefined;
+  /** http.peerAuth: what this replica presents to its peers on /internal/*, and checks from them. */
+  private readonly peerSecret: PeerSecret | undefined;
   /** spinnaker.fiat: per-user READ of agent accounts (auth/read-access.ts). */
   private readonly fiat: FiatPermissions | undefined;
   private readonly sessions = new Set<AgentSession>();
@@ -162,6 +165,7 @@ export class PluginServer {
       log: this.log,
     });
     const ops = config.operations;
+    this.peerSecret = config.http.peerAuth ? new PeerSecret(config.http.peerAuth.secretFile) : undefined;
     this.tasks =
       config.storage.type === 'mysql'
         ? new MysqlTaskRepository(resolveMysqlUrl(config.storage), { storageFull: this.storageFull })
@@ -173,7 +177,7 @@ export class PluginServer {
       options: { agentWaitMs: ops.agentWaitSeconds * 1000, operationTimeoutMs: ops.timeoutSeconds * 1000 },
       // Operations for accounts a peer replica's agent holds go to that replica (ops/peer-forward.ts).
       forward: (url, req, answerWithinMs) =>
-        forwardOperation(url, req, { authorization: req.authorization, answerWithinMs }),
+        forwardOperation(url, req, { peerAuthorization: this.peerSecret?.authorization(), answerWithinMs }),
     });
     // Every write is observed (onApplied): tasks wait on it for the cache to catch up with what their operation wrote.
     this.barrier = new CacheBarrier(this.store, this.accounts);
@@ -266,6 +270,11 @@ export class PluginServer {
     }
     if (!this.config.http.auth)
       this.log.warn('http.auth is not configured: the REST API is open to anyone who reaches it');
+    if (!this.peerSecret && this.config.storage.type === 'mysql') {
+      this.log.warn(
+        'http.peerAuth is not configured: peers refuse operations this replica forwards to them (and it refuses theirs)',
+      );
+    }
     if (this.upstream) {
       // Read before agents may register, so the first registrations already see the upstream's names.
       await this.upstream.accounts.start();
@@ -289,7 +298,10 @@ export class PluginServer {
       front: this.upstream?.front,
       fiat: this.fiat,
     });
-    installAdminAuth(this.http, this.config.http, this.audit, { proxiesUnmatched: this.upstream !== undefined });
+    installAdminAuth(this.http, this.config.http, this.audit, {
+      proxiesUnmatched: this.upstream !== undefined,
+      peer: this.peerSecret,
+    });
     this.upstream?.front.installRouting(this.http);
     registerDynamicAccountRoutes(this.http, this.dynamic, {
       upstreamClash: this.upstreamClash(),
@@ -322,7 +334,11 @@ export class PluginServer {
       accounts: this.accounts,
       logs: (account, location, pod, container) => this.liveReader.logs(account, location, pod, container),
     });
-    registerPeerRoutes(this.http, { dispatcher: this.dispatcher, barrier: this.barrier });
+    registerPeerRoutes(this.http, {
+      dispatcher: this.dispatcher,
+      barrier: this.barrier,
+      operation: (id) => this.runner.operation(id),
+    });
     await this.http.listen({ host: this.config.http.host, port: this.config.http.port });
     const address = this.http.server.address();
     this.httpPort = typeof address === 'object' && address ? address.port : this.config.http.port;

@@ -4,13 +4,13 @@
  * the cache holds what it wrote — read back from the replica it was posted to, right away (the barrier across
  * replicas) — and clientRequestId dedupes across replicas.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { AgentProcess, PluginServerProcess, peerSecretFile } from '../infra/processes.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 const configMap = (name: string, round: number): Obj => ({
@@ -26,10 +26,11 @@ describe('operations posted to any replica', () => {
   let a: PluginServerProcess;
   let b: PluginServerProcess;
   let ns: string;
+  let dir: string;
   const account = 'ops-shared';
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-replica-ops-'));
+    dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-replica-ops-'));
     ns = await createNamespace('replica-ops');
     const db = await createTestDatabase('e2e_replica_ops');
     cleanups.push(() => db.drop());
@@ -98,9 +99,14 @@ describe('operations posted to any replica', () => {
   });
 
   it('the forwarding route refuses a malformed request with a stable code, nothing run', async () => {
+    // As a peer replica calls it (replicas-peer-auth.test.ts: nobody else gets this far).
+    const headers = {
+      'content-type': 'application/json',
+      authorization: `Bearer ${readFileSync(peerSecretFile(dir), 'utf8').trim()}`,
+    };
     const res = await fetch(`${a.httpBase}/internal/operations`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers,
       body: JSON.stringify({ account, type: 'rmRf' }),
     });
     expect(res.status).toBe(400);
@@ -109,7 +115,7 @@ describe('operations posted to any replica', () => {
     // What a replica of the previous version forwards: a duration, no epoch deadline (docs/upgrading.md).
     const older = await fetch(`${a.httpBase}/internal/operations`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers,
       body: JSON.stringify({
         operationId: 'older-peer.0',
         account,

@@ -126,7 +126,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRouteDeps): voi
       },
     };
     const who = request.principal?.who ?? `network:${request.ip}`;
-    const { task } = await deps.runner.submit([op], undefined, who, request.headers.authorization);
+    const { task } = await deps.runner.submit([op], undefined, who);
     return { id: task.id, resourceUri: `/task/${task.id}` };
   });
 }

@@ -3,17 +3,20 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { AuditLog } from '../audit.js';
 import type { PluginServerConfig } from '../config.js';
+import { ON_BEHALF_OF_HEADER, type PeerSecret } from './peer-secret.js';
 import { bearerToken, TokenFile, type TokenScope } from './tokens.js';
 
 /** Always open: probes and scrapers carry no credentials. */
 const OPEN_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 /** Our own admin API (Armory-style and diagnostics); everything else is the Clouddriver-compatible surface. */
 const ADMIN_PREFIXES = ['/armory', '/admin', '/agents'];
+/** Replica to replica (ops/peer-forward.ts): only a caller holding the peer secret, whatever else it holds. */
+const PEER_PREFIX = '/internal/';
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export interface RequestPrincipal {
   who: string;
-  scope: TokenScope | 'network' | 'open';
+  scope: TokenScope | 'network' | 'open' | 'peer';
 }
 
 declare module 'fastify' {
@@ -57,7 +60,7 @@ export function installAdminAuth(
   app: FastifyInstance,
   config: PluginServerConfig['http'],
   audit: AuditLog,
-  options: { proxiesUnmatched?: boolean } = {},
+  options: { proxiesUnmatched?: boolean; peer?: PeerSecret | undefined } = {},
 ): void {
   const auth = config.auth;
   const tokens = auth ? new TokenFile(auth.tokensFile, 'read') : undefined;
@@ -71,6 +74,7 @@ export function installAdminAuth(
     const route = request.routeOptions.url;
     const unmatched = options.proxiesUnmatched && !isAdminPath(pathOf(request.url)) ? '/' : '/armory';
     const path = route ?? unmatched;
+    if (path.startsWith(PEER_PREFIX)) return peerPrincipal(request, options.peer);
     if (OPEN_PATHS.has(path) || !tokens) return { who: 'anonymous', scope: 'open' };
     const token = bearerToken(request.headers.authorization);
     if (token !== undefined) {
@@ -121,4 +125,29 @@ export function installAdminAuth(
       status: reply.statusCode,
     });
   });
+}
+
+/**
+ * /internal/* answers only another replica: the peer secret as bearer token, checked before anything else and
+ * never replaced by an admin token or a trusted network (a pod sharing the network is not a replica). The caller
+ * it forwards for is named in ON_BEHALF_OF_HEADER, believed because the peer authenticated it.
+ */
+function peerPrincipal(request: FastifyRequest, peer: PeerSecret | undefined): RequestPrincipal {
+  if (!peer) {
+    throw new ScaleAgentError(
+      'UNAUTHENTICATED',
+      `${pathOf(request.url)} is for plugin-server replicas and this one has no peer secret ` +
+        '(http.peerAuth.secretFile): it answers no caller',
+    );
+  }
+  if (!peer.verifies(bearerToken(request.headers.authorization))) {
+    throw new ScaleAgentError(
+      'UNAUTHENTICATED',
+      `${pathOf(request.url)} is for plugin-server replicas: send the replicas' shared peer secret ` +
+        '(http.peerAuth.secretFile) as Authorization: Bearer',
+    );
+  }
+  const onBehalfOf = request.headers[ON_BEHALF_OF_HEADER];
+  const who = (Array.isArray(onBehalfOf) ? onBehalfOf[0] : onBehalfOf)?.slice(0, 256) || 'unknown';
+  return { who: `peer-for:${who}`, scope: 'peer' };
 }
