@@ -67,6 +67,7 @@ export interface PluginServerConfig {
     host: string;
     port: number;
     advertiseUrl?: string;
+    peerAuth?: { secretFile: string };
     auth?: { tokensFile: string; trustedNetworks: string[] };
   };
   storage: StorageConfig;
@@ -149,6 +150,7 @@ function validatePluginServerConfig(doc: LocatedDocument): PluginServerConfig {
   const rel = (p: string) => (isAbsolute(p) || doc.file === '<inline>' ? p : resolve(dirname(doc.file), p));
   if (tls?.crlFile) tls.crlFile = rel(tls.crlFile);
   if (config.http.auth) config.http.auth.tokensFile = rel(config.http.auth.tokensFile);
+  if (config.http.peerAuth) config.http.peerAuth.secretFile = rel(config.http.peerAuth.secretFile);
   if (config.authorization?.agentTokensFile) {
     config.authorization.agentTokensFile = rel(config.authorization.agentTokensFile);
   }

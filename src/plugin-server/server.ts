@@ -16,6 +16,7 @@ import {
 import { SecretBox } from './accounts/secret-box.js';
 import type { ForwardRequest } from './api/account-management.js';
 import { AuditLog } from './audit.js';
+import { PeerSecret } from './auth/peer-secret.js';
 import { AuthorizationPolicy } from './auth/policy.js';
 import { TokenFile } from './auth/tokens.js';
 import { API_BODY_LIMIT, buildApi } from './api/http.js';
@@ -95,6 +96,8 @@ export class PluginServer {
   private readonly dynamicStore: DynamicAccountStore;
   /** Front mode (spinnaker.upstream): the real Clouddriver behind this server, its accounts, the routing. */
   private readonly upstream: { client: UpstreamClient; accounts: UpstreamAccounts; front: FrontMode } | undefined;
+  /** http.peerAuth: what this replica presents to its peers on /internal/*, and checks from them. */
+  private readonly peerSecret: PeerSecret | undefined;
   /** spinnaker.fiat: per-user READ of agent accounts (auth/read-access.ts). */
   private readonly fiat: FiatPermissions | undefined;
   private readonly sessions = new Set<AgentSession>();
@@ -154,6 +157,7 @@ export class PluginServer {
       log: this.log,
     });
     const ops = config.operations;
+    this.peerSecret = config.http.peerAuth ? new PeerSecret(config.http.peerAuth.secretFile) : undefined;
     this.tasks =
       config.storage.type === 'mysql'
         ? new MysqlTaskRepository(resolveMysqlUrl(config.storage), { storageFull: this.storageFull })
@@ -165,7 +169,7 @@ export class PluginServer {
       options: { agentWaitMs: ops.agentWaitSeconds * 1000, operationTimeoutMs: ops.timeoutSeconds * 1000 },
       // Operations for accounts a peer replica's agent holds go to that replica (ops/peer-forward.ts).
       forward: (url, req, answerWithinMs) =>
-        forwardOperation(url, req, { authorization: req.authorization, answerWithinMs }),
+        forwardOperation(url, req, { peerAuthorization: this.peerSecret?.authorization(), answerWithinMs }),
     });
     // Every write is observed (onApplied): tasks wait on it for the cache to catch up with what their operation wrote.
     this.barrier = new CacheBarrier(this.store, this.accounts);
@@ -258,6 +262,11 @@ export class PluginServer {
     }
     if (!this.config.http.auth)
       this.log.warn('http.auth is not configured: the REST API is open to anyone who reaches it');
+    if (!this.peerSecret && this.config.storage.type === 'mysql') {
+      this.log.warn(
+        'http.peerAuth is not configured: peers refuse operations this replica forwards to them (and it refuses theirs)',
+      );
+    }
     if (this.upstream) {
       // Read before agents may register, so the first registrations already see the upstream's names.
       await this.upstream.accounts.start();
@@ -282,6 +291,7 @@ export class PluginServer {
       live: this.liveReader,
       dispatcher: this.dispatcher,
       barrier: this.barrier,
+      peer: this.peerSecret,
       artifacts: new ArtifactCatalogue(this.config.spinnaker?.artifacts),
       managementPattern: this.config.accounts.management.pattern,
       forwardAccountManagement: this.options.forwardAccountManagement,

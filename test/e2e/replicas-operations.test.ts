@@ -4,10 +4,11 @@
  * the cache holds what it wrote — read back from the replica it was posted to, right away (the barrier across
  * replicas) — and clientRequestId dedupes across replicas.
  */
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubectl } from '../infra/index.js';
-import type { PluginServerProcess } from '../infra/processes.js';
+import { peerSecretFile, type PluginServerProcess } from '../infra/processes.js';
 import { startStack, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
@@ -24,6 +25,7 @@ describe('operations posted to any replica', () => {
   let a: PluginServerProcess;
   let b: PluginServerProcess;
   let ns: string;
+  let dir: string;
   const account = 'ops-shared';
 
   beforeAll(async () => {
@@ -36,6 +38,7 @@ describe('operations posted to any replica', () => {
     });
     [a, b] = stack.replicas as [PluginServerProcess, PluginServerProcess];
     ns = stack.ns;
+    dir = stack.dir;
     // B learns from the shared leases that A holds the account.
     for (let i = 0; ; i++) {
       const r = await b.get<{ state: string; heldBy: unknown }>(`/armory/accounts/${account}`);
@@ -91,9 +94,14 @@ describe('operations posted to any replica', () => {
   });
 
   it('the forwarding route refuses a malformed request with a stable code, nothing run', async () => {
+    // As a peer replica calls it (replicas-peer-auth.test.ts: nobody else gets this far).
+    const headers = {
+      'content-type': 'application/json',
+      authorization: `Bearer ${readFileSync(peerSecretFile(dir), 'utf8').trim()}`,
+    };
     const res = await fetch(`${a.httpBase}/internal/operations`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers,
       body: JSON.stringify({ account, type: 'rmRf' }),
     });
     expect(res.status).toBe(400);
@@ -102,7 +110,7 @@ describe('operations posted to any replica', () => {
     // What a replica of the previous version forwards: a duration, no epoch deadline (docs/upgrading.md).
     const older = await fetch(`${a.httpBase}/internal/operations`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers,
       body: JSON.stringify({
         operationId: 'older-peer.0',
         account,

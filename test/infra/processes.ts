@@ -5,7 +5,8 @@
  * By default the CLI runs from source (tsx), so tests need no build; SCALE_AGENT_TEST_USE_DIST=1 runs the built
  * `bin/run.js` instead (what CI does after `npm run build`).
  */
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -73,6 +74,16 @@ export interface PluginServerOptions {
   name?: string;
 }
 
+/**
+ * The peer secret replicas started in `dir` share (http.peerAuth.secretFile), as `scale-agent synth` generates one
+ * per install: written once, so every replica of a test holds the same.
+ */
+export function peerSecretFile(dir: string): string {
+  const file = join(dir, 'peer-secret');
+  if (!existsSync(file)) writeFileSync(file, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+  return file;
+}
+
 /** A plugin-server process. restart() keeps ports, config and log file (a crash or a rolling restart). */
 export class PluginServerProcess {
   proc!: ServerProcess;
@@ -110,9 +121,11 @@ export class PluginServerProcess {
     const [grpcPort, httpPort] = [await freePort(), await freePort()];
     // grpc and http from `extra` are merged into the defaults (so tls or auth can be added and the ports stay known).
     const { grpc, http, ...rest } = (opts.extra ?? {}) as { grpc?: object; http?: object };
+    // Replicas sharing a store authenticate each other with a secret, as an install's do.
+    const peerAuth = opts.storage?.type === 'mysql' ? { peerAuth: { secretFile: peerSecretFile(opts.dir) } } : {};
     const config = {
       grpc: { host: '127.0.0.1', port: grpcPort, ...grpc },
-      http: { host: '127.0.0.1', port: httpPort, ...http },
+      http: { host: '127.0.0.1', port: httpPort, ...peerAuth, ...http },
       storage: opts.storage ?? { type: 'memory' },
       accounts: { gracePeriodSeconds: opts.gracePeriodSeconds ?? 600 },
       logLevel: 'debug',

@@ -6,6 +6,7 @@ import type { DynamicAccounts } from '../accounts/dynamic.js';
 import type { ArtifactCatalogue } from '../artifacts/catalogue.js';
 import type { AuditLog } from '../audit.js';
 import { isAdminPath, restAuth, type RestAuth } from '../auth/admin-auth.js';
+import type { PeerSecret } from '../auth/peer-secret.js';
 import type { FiatPermissions } from '../auth/fiat.js';
 import { installReadAccess } from '../auth/read-access.js';
 import type { ObjectReads } from '../cache/store.js';
@@ -48,6 +49,8 @@ export interface ApiDeps {
   live: LiveReader;
   dispatcher: OperationDispatcher;
   barrier: CacheBarrier;
+  /** http.peerAuth: the secret replicas present to each other on /internal/* (auth/peer-secret.ts). */
+  peer?: PeerSecret | undefined;
   artifacts: ArtifactCatalogue;
   /** accounts.management.pattern: which Clouddriver account definitions become dynamic accounts. */
   managementPattern?: string | undefined;
@@ -134,7 +137,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     sendError(reply, new ScaleAgentError('NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`)),
   );
 
-  const auth = restAuth(deps.http, deps.audit, { proxiesUnmatched: front !== undefined });
+  const auth = restAuth(deps.http, deps.audit, { proxiesUnmatched: front !== undefined, peer: deps.peer });
   app.addHook('onRequest', auth.unmatched);
   app.addHook('onResponse', auth.audit);
   front?.routeUnmatched(app);
@@ -148,10 +151,14 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     await admin.register(dynamicAccountRoutes, { dynamic: deps.dynamic, upstreamClash: deps.upstreamClash });
   });
   void app.register(async (peers) => {
-    // Until peers authenticate as such, the Clouddriver surface's rules.
-    peers.addHook('onRequest', auth.surface('clouddriver'));
+    // Replicas only, by the peer secret: never a token or a trusted network (a pod sharing the network is no replica).
+    peers.addHook('onRequest', auth.surface('peer'));
     onlyRoutes(peers, (url) => url.startsWith('/internal/'), 'the peer API');
-    await peers.register(peerRoutes, { dispatcher: deps.dispatcher, barrier: deps.barrier });
+    await peers.register(peerRoutes, {
+      dispatcher: deps.dispatcher,
+      barrier: deps.barrier,
+      operation: (id) => deps.runner.operation(id),
+    });
   });
   return app;
 }

@@ -126,7 +126,7 @@ export const jobRoutes: FastifyPluginAsync<JobRouteDeps> = async (app, deps) => 
       },
     };
     const who = request.principal?.who ?? `network:${request.ip}`;
-    const { task } = await deps.runner.submit([op], undefined, who, request.headers.authorization);
+    const { task } = await deps.runner.submit([op], undefined, who);
     return { id: task.id, resourceUri: `/task/${task.id}` };
   });
 };

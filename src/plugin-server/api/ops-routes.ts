@@ -44,7 +44,7 @@ export const opsRoutes: FastifyPluginAsync<OpsRouteDeps> = async (app, deps) => 
     const requestId = request.query.clientRequestId || undefined;
     const operations = operationsFromBody(request.body, endpoint, deps, request.headers, request.params.opName);
     const who = request.principal?.who ?? `network:${request.ip}`;
-    const { task } = await deps.runner.submit(operations, requestId, who, request.headers.authorization);
+    const { task } = await deps.runner.submit(operations, requestId, who);
     return { id: task.id, resourceUri: `/task/${task.id}` };
   };
 

@@ -97,7 +97,7 @@ export const orcaRoutes: FastifyPluginAsync<OrcaRouteDeps> = async (app, deps) =
     }
     const id = ref.slice(0, -':resume'.length);
     await writableTask(request, id);
-    const task = await deps.runner.resume(id, who(request), request.headers.authorization);
+    const task = await deps.runner.resume(id, who(request));
     if (!task) throw taskNotFound(id);
     return taskId(task.id);
   });
@@ -119,7 +119,7 @@ export const orcaRoutes: FastifyPluginAsync<OrcaRouteDeps> = async (app, deps) =
   app.post<{ Params: { id: string } }>('/kubernetes/task/:id/restart', async (request) => {
     const operations = operationsFromBody(request.body, 'kubernetes', deps, request.headers);
     await writableTask(request, request.params.id);
-    const task = await deps.runner.restart(request.params.id, operations, who(request), request.headers.authorization);
+    const task = await deps.runner.restart(request.params.id, operations, who(request));
     if (!task) throw taskNotFound(request.params.id);
     return taskId(task.id);
   });

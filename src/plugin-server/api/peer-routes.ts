@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { ScaleAgentError } from '../../shared/errors.js';
 import { OPERATION_TYPES } from '../../shared/ops/types.js';
 import { MIN_EPOCH_DEADLINE_MS } from '../../shared/ops/wire.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
@@ -23,13 +24,25 @@ const peerRequestSchema = {
   },
 } as const;
 
+/** Answers kept for a forward sent again (the sender timed out waiting, then retried an idempotent operation). */
+const ANSWERS_KEPT = 1000;
+
+/**
+ * The receiving side of ops/peer-forward.ts: run a peer's operation through this replica's stream, then its barrier.
+ * Only replicas reach it (auth/admin-auth.ts, the peer secret). The operation must be one of a task in the shared
+ * task store, for the account it names, and not finished: the task record the sender wrote is the operation's
+ * record, and nothing runs without one. The same operation id forwarded again joins the run under way, or gets the
+ * answer it gave, so it runs once (a resumed task's operation, queued again, runs again).
+ */
 export interface PeerRouteDeps {
   dispatcher: OperationDispatcher;
   barrier: CacheBarrier;
+  /** The task store's record of an operation (ops/task-runner.ts operation()). */
+  operation(operationId: string): Promise<{ account: string; state: string; queuedAt: number } | undefined>;
 }
 
-/** The receiving side of ops/peer-forward.ts: run a peer's operation through this replica's stream, then its barrier. */
 export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) => {
+  const answers = new Map<string, Promise<PeerAnswer>>();
   app.post<{ Body: PeerRequest }>(
     PEER_OPERATIONS_PATH,
     { schema: { body: peerRequestSchema } },
@@ -37,30 +50,67 @@ export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) =
       const b = request.body;
       // Peers forward no X-SPINNAKER-ACCOUNTS (the posting replica checked it); a caller sending one is held to it.
       requireWritable(accountFilter(request.headers), [b.account]);
-      const outcome = await deps.dispatcher.execute({
-        operationId: b.operationId,
-        account: b.account,
-        type: b.type,
-        payload: b.payload,
-        deadlineMs: b.deadlineMs,
-        // Only this replica's own streams: a peer that lost the account meanwhile says so and the sender looks again.
-        localOnly: true,
-        agentWaitMs: 0,
-      });
-      if (outcome.kind === 'failed') return { ...outcome, notHeld: outcome.notHeld };
-      const r = outcome.result;
-      const barrier = r.ok
-        ? await deps.barrier.waitFor(b.account, r.resourceVersions, b.cacheWaitMs)
-        : { ok: true as const, waitedFor: [], notCached: [] };
-      return {
-        kind: 'result',
-        agentId: outcome.agentId,
-        ok: r.ok,
-        error: r.error,
-        resultJson: Buffer.from(r.resultJson).toString('base64'),
-        resourceVersions: r.resourceVersions,
-        barrier,
-      };
+      const record = await deps.operation(b.operationId);
+      if (!record || record.account !== b.account) {
+        throw new ScaleAgentError(
+          'NOT_FOUND',
+          `operation ${b.operationId} on account ${b.account} is no operation of a task in the task store: ` +
+            'a replica forwards only operations of tasks it created',
+        );
+      }
+      if (record.state === 'succeeded' || record.state === 'failed') {
+        throw new ScaleAgentError('CONFLICT', `operation ${b.operationId} has already ${record.state}`);
+      }
+      // Keyed by when the record was queued too: a resumed task's operation is queued anew under the same id and runs.
+      const key = `${b.operationId}@${record.queuedAt}`;
+      const seen = answers.get(key);
+      if (seen) return seen;
+      // A run that did not reach the agent is not kept: the sender may try again once the account is held here.
+      const forget = (): void => void answers.delete(key);
+      const answer = run(b).then(
+        (a) => {
+          if (a.kind === 'failed') forget();
+          return a;
+        },
+        (e: unknown) => {
+          forget();
+          throw e;
+        },
+      );
+      answers.set(key, answer);
+      // Bounded: the oldest answers go first (a retry comes within the sender's deadline, long before 1000 more).
+      for (const id of answers.keys()) {
+        if (answers.size <= ANSWERS_KEPT) break;
+        answers.delete(id);
+      }
+      return answer;
     },
   );
+
+  async function run(b: PeerRequest): Promise<PeerAnswer> {
+    const outcome = await deps.dispatcher.execute({
+      operationId: b.operationId,
+      account: b.account,
+      type: b.type,
+      payload: b.payload,
+      deadlineMs: b.deadlineMs,
+      // Only this replica's own streams: a peer that lost the account meanwhile says so and the sender looks again.
+      localOnly: true,
+      agentWaitMs: 0,
+    });
+    if (outcome.kind === 'failed') return { ...outcome, notHeld: outcome.notHeld };
+    const r = outcome.result;
+    const barrier = r.ok
+      ? await deps.barrier.waitFor(b.account, r.resourceVersions, b.cacheWaitMs)
+      : { ok: true as const, waitedFor: [], notCached: [] };
+    return {
+      kind: 'result',
+      agentId: outcome.agentId,
+      ok: r.ok,
+      error: r.error,
+      resultJson: Buffer.from(r.resultJson).toString('base64'),
+      resourceVersions: r.resourceVersions,
+      barrier,
+    };
+  }
 };

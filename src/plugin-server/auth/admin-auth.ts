@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler, onRespons
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { AuditLog } from '../audit.js';
 import type { PluginServerConfig } from '../config.js';
+import { ON_BEHALF_OF_HEADER, type PeerSecret } from './peer-secret.js';
 import { bearerToken, TokenFile, type TokenScope } from './tokens.js';
 
 /** Our own admin API (Armory-style and diagnostics); everything else is the Clouddriver-compatible surface. */
@@ -11,13 +12,13 @@ const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Who may call a group of routes: `clouddriver`, a valid token or (Spinnaker calls without one) a trusted network;
- * `admin`, a valid token only.
+ * `admin`, a valid token only; `peer` (/internal/*), another replica holding the peer secret, nobody else.
  */
-export type Surface = 'clouddriver' | 'admin';
+export type Surface = 'clouddriver' | 'admin' | 'peer';
 
 export interface RequestPrincipal {
   who: string;
-  scope: TokenScope | 'network' | 'open';
+  scope: TokenScope | 'network' | 'open' | 'peer';
 }
 
 declare module 'fastify' {
@@ -75,13 +76,14 @@ export interface RestAuth {
 export function restAuth(
   config: PluginServerConfig['http'],
   audit: AuditLog,
-  options: { proxiesUnmatched?: boolean } = {},
+  options: { proxiesUnmatched?: boolean; peer?: PeerSecret | undefined } = {},
 ): RestAuth {
   const auth = config.auth;
   const tokens = auth ? new TokenFile(auth.tokensFile, 'read') : undefined;
   const trusted = trustedList(auth?.trustedNetworks ?? []);
 
   const authenticate = (request: FastifyRequest, surface: Surface): RequestPrincipal => {
+    if (surface === 'peer') return peerPrincipal(request, options.peer);
     if (!tokens) return { who: 'anonymous', scope: 'open' };
     const token = bearerToken(request.headers.authorization);
     if (token !== undefined) {
@@ -139,4 +141,29 @@ export function restAuth(
       });
     },
   };
+}
+
+/**
+ * /internal/* answers only another replica: the peer secret as bearer token, checked before anything else and
+ * never replaced by an admin token or a trusted network (a pod sharing the network is not a replica). The caller
+ * it forwards for is named in ON_BEHALF_OF_HEADER, believed because the peer authenticated it.
+ */
+function peerPrincipal(request: FastifyRequest, peer: PeerSecret | undefined): RequestPrincipal {
+  if (!peer) {
+    throw new ScaleAgentError(
+      'UNAUTHENTICATED',
+      `${pathOf(request.url)} is for plugin-server replicas and this one has no peer secret ` +
+        '(http.peerAuth.secretFile): it answers no caller',
+    );
+  }
+  if (!peer.verifies(bearerToken(request.headers.authorization))) {
+    throw new ScaleAgentError(
+      'UNAUTHENTICATED',
+      `${pathOf(request.url)} is for plugin-server replicas: send the replicas' shared peer secret ` +
+        '(http.peerAuth.secretFile) as Authorization: Bearer',
+    );
+  }
+  const onBehalfOf = request.headers[ON_BEHALF_OF_HEADER];
+  const who = (Array.isArray(onBehalfOf) ? onBehalfOf[0] : onBehalfOf)?.slice(0, 256) || 'unknown';
+  return { who: `peer-for:${who}`, scope: 'peer' };
 }

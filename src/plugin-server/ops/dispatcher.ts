@@ -30,8 +30,8 @@ export interface DispatchRequest {
   localOnly?: boolean;
   /** How long the replica holding the stream waits for its cache (forwarded operations). */
   cacheWaitMs?: number;
-  /** The caller's credentials, carried to the peer a forwarded operation goes to. */
-  authorization?: string | undefined;
+  /** Who asked (the authenticated principal), named to the peer a forwarded operation goes to. */
+  requestedBy?: string | undefined;
 }
 
 export type DispatchOutcome =

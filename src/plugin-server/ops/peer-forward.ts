@@ -1,4 +1,5 @@
 import type { OperationType } from '../../shared/ops/types.js';
+import { ON_BEHALF_OF_HEADER } from '../auth/peer-secret.js';
 import type { BarrierOutcome } from './barrier.js';
 import type { DispatchRequest, ForwardOutcome } from './dispatcher.js';
 
@@ -38,11 +39,15 @@ export type PeerAnswer =
     }
   | { kind: 'failed'; message: string; retryable: boolean; notHeld?: boolean };
 
-/** Sends one operation to the replica holding its account's agent; carries the caller's credentials along. */
+/**
+ * Sends one operation to the replica holding its account's agent, authenticated as a replica (the peer secret,
+ * auth/peer-secret.ts): this replica already authenticated and authorized the caller, whom it names for the peer's
+ * audit log, so a Spinnaker call without a token (from a trusted network) runs on the peer as it would here.
+ */
 export async function forwardOperation(
   baseUrl: string,
   req: DispatchRequest & { cacheWaitMs: number; deadlineMs: number },
-  options: { authorization?: string | undefined; answerWithinMs: number },
+  options: { peerAuthorization: string | undefined; answerWithinMs: number },
 ): Promise<ForwardOutcome> {
   const body: PeerRequest = {
     operationId: req.operationId,
@@ -58,7 +63,8 @@ export async function forwardOperation(
       method: 'POST',
       headers: {
         'content-type': 'application/json',
-        ...(options.authorization ? { authorization: options.authorization } : {}),
+        ...(options.peerAuthorization ? { authorization: options.peerAuthorization } : {}),
+        ...(req.requestedBy ? { [ON_BEHALF_OF_HEADER]: req.requestedBy } : {}),
       },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(options.answerWithinMs),

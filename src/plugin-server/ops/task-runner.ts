@@ -55,8 +55,6 @@ export class TaskRunner {
   private readonly saving = new Map<string, Promise<void>>();
   /** Who asked for each running task, for its operations' audit lines. */
   private readonly requesters = new Map<string, string>();
-  /** The caller's Authorization header per running task, for operations forwarded to a peer replica. */
-  private readonly credentials = new Map<string, string>();
   private stopped = false;
 
   constructor(
@@ -102,7 +100,6 @@ export class TaskRunner {
     operations: NormalizedOperation[],
     requestId?: string,
     requestedBy = 'unknown',
-    authorization?: string,
   ): Promise<{ task: Task; created: boolean }> {
     let replaces: string | undefined;
     if (requestId) {
@@ -115,7 +112,7 @@ export class TaskRunner {
     task.submitted = operations;
     const r = await this.deps.repo.create(task, replaces ? { replaces } : {});
     if (!r.created) return r;
-    this.start(task, operations, 0, requestedBy, authorization);
+    this.start(task, operations, 0, requestedBy);
     return r;
   }
 
@@ -124,7 +121,7 @@ export class TaskRunner {
    * did not succeed run again under the same task id, on this replica (it takes the task over). Results of the
    * operations that succeeded stay; the failure's EXCEPTION goes. Undefined when the task does not exist.
    */
-  async resume(id: string, requestedBy = 'unknown', authorization?: string): Promise<Task | undefined> {
+  async resume(id: string, requestedBy = 'unknown'): Promise<Task | undefined> {
     const task = await this.get(id);
     if (!task) return undefined;
     if (!task.status.failed || !task.status.retryable) {
@@ -155,7 +152,7 @@ export class TaskRunner {
     const read = task.updatedAtMs;
     reopenTask(task, `Resuming task from operation ${from + 1} of ${task.operations.length}`);
     await this.takeOver(task, read);
-    this.start(task, task.submitted, from, requestedBy, authorization);
+    this.start(task, task.submitted, from, requestedBy);
     return structuredClone(task);
   }
 
@@ -163,12 +160,7 @@ export class TaskRunner {
    * `POST /{cloudProvider}/task/{id}/restart` (Orca's restartTaskViaOperations, for a task whose Clouddriver went
    * away): the operations given run under the existing task id, from scratch. Refused while the task runs here.
    */
-  async restart(
-    id: string,
-    operations: NormalizedOperation[],
-    requestedBy = 'unknown',
-    authorization?: string,
-  ): Promise<Task | undefined> {
+  async restart(id: string, operations: NormalizedOperation[], requestedBy = 'unknown'): Promise<Task | undefined> {
     const task = await this.get(id);
     if (!task) return undefined;
     // As Clouddriver's restartCloudProviderTask: only a task failed as retryable (by PATCH, or its replica's end).
@@ -189,7 +181,7 @@ export class TaskRunner {
     const read = task.updatedAtMs;
     reopenTask(task, `Restarting task with ${operations.length} operation(s)`);
     await this.takeOver(task, read);
-    this.start(task, operations, 0, requestedBy, authorization);
+    this.start(task, operations, 0, requestedBy);
     return structuredClone(task);
   }
 
@@ -229,20 +221,12 @@ export class TaskRunner {
     }
   }
 
-  private start(
-    task: Task,
-    operations: NormalizedOperation[],
-    from: number,
-    requestedBy: string,
-    authorization: string | undefined,
-  ): void {
+  private start(task: Task, operations: NormalizedOperation[], from: number, requestedBy: string): void {
     this.running.set(task.id, task);
     this.requesters.set(task.id, requestedBy);
-    if (authorization) this.credentials.set(task.id, authorization);
     void this.run(task, operations, from).finally(() => {
       this.running.delete(task.id);
       this.requesters.delete(task.id);
-      this.credentials.delete(task.id);
     });
   }
 
@@ -351,7 +335,7 @@ export class TaskRunner {
         type: op.type,
         payload: op.payload,
         cacheWaitMs: this.deps.options.cacheWaitMs,
-        authorization: this.credentials.get(task.id),
+        requestedBy: this.requesters.get(task.id),
       },
       {
         waitingForAgent: () => {

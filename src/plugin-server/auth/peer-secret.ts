@@ -1,0 +1,77 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import { ScaleAgentError } from '../../shared/errors.js';
+
+/** Below this a secret could be guessed; `openssl rand -hex 32` and the compiler's secret are 64 characters. */
+export const MIN_PEER_SECRET_LENGTH = 32;
+
+/**
+ * Who a peer replica forwards a request for (the principal the forwarding replica authenticated), for the audit
+ * log of the replica that runs it. Believed only from a caller that presented the peer secret.
+ */
+export const ON_BEHALF_OF_HEADER = 'x-scale-agent-on-behalf-of';
+
+const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
+
+/**
+ * The secret every replica sharing a store holds (http.peerAuth.secretFile, a Secret mounted into each replica):
+ * replicas present it to each other as a bearer token on /internal/*, and nobody else can, whatever network they
+ * call from. Re-read when the file changes, so a rotated Secret applies without a restart; while a rotation rolls
+ * out, the previous secret is still accepted, so old and new replicas keep forwarding to each other.
+ */
+export class PeerSecret {
+  private current!: Buffer;
+  private previous: Buffer | undefined;
+  private text!: string;
+  private stamp = '';
+
+  constructor(readonly file: string) {
+    this.reload();
+  }
+
+  /** The Authorization header value this replica sends to its peers. */
+  authorization(): string {
+    this.refresh();
+    return `Bearer ${this.text}`;
+  }
+
+  /** Whether `token` is the peer secret (compared as digests, so timing says nothing about a prefix). */
+  verifies(token: string | undefined): boolean {
+    if (token === undefined) return false;
+    this.refresh();
+    const d = digest(token);
+    return timingSafeEqual(d, this.current) || (this.previous !== undefined && timingSafeEqual(d, this.previous));
+  }
+
+  private refresh(): void {
+    try {
+      const st = statSync(this.file);
+      if (`${st.mtimeMs}:${st.size}` !== this.stamp) this.reload();
+    } catch {
+      // A Secret being swapped (symlink flip) can vanish for a moment: keep the last good secret.
+    }
+  }
+
+  private reload(): void {
+    let text: string;
+    let stamp: string;
+    try {
+      const st = statSync(this.file);
+      stamp = `${st.mtimeMs}:${st.size}`;
+      text = readFileSync(this.file, 'utf8').trim();
+    } catch (e) {
+      throw new ScaleAgentError('FILE_UNREADABLE', `cannot read http.peerAuth.secretFile ${this.file}`, { cause: e });
+    }
+    if (text.length < MIN_PEER_SECRET_LENGTH || /\s/.test(text)) {
+      const why = `http.peerAuth.secretFile ${this.file}: the peer secret must be one word of at least ${MIN_PEER_SECRET_LENGTH} characters`;
+      if (this.stamp === '') throw new ScaleAgentError('INVALID_INPUT', why);
+      // A bad rotation must not lock the replicas out of each other: keep the secret they share.
+      this.stamp = stamp;
+      return;
+    }
+    if (this.stamp !== '' && text !== this.text) this.previous = this.current;
+    this.current = digest(text);
+    this.text = text;
+    this.stamp = stamp;
+  }
+}

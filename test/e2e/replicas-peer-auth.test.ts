@@ -1,0 +1,168 @@
+/**
+ * Replicas authenticate each other by the peer secret they share (http.peerAuth.secretFile), not by network, end to
+ * end with two real plugin-server processes on one MariaDB and a real agent. Spinnaker calls from a trusted network
+ * without a token (127.0.0.2 here, a loopback address of its own); the replicas themselves call from 127.0.0.1, which
+ * is not trusted — as pod IPs outside the configured networks are. A token-less deploy posted to the replica
+ * without the agent runs through its peer; /internal/* refuses every caller without the peer secret, whatever its
+ * network or token, and with it runs only operations of tasks in the task store.
+ */
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
+import { AgentProcess, PluginServerProcess, peerSecretFile } from '../infra/processes.js';
+import type { Obj, TaskBody } from './operations-helpers.js';
+
+const ADMIN_TOKEN = 'peer-auth-admin-token-0123456789';
+
+/** An HTTP call from `localAddress` (the trusted Spinnaker network, or not), with optional headers. */
+function call(
+  base: string,
+  method: string,
+  path: string,
+  options: { body?: unknown; headers?: Record<string, string>; localAddress?: string } = {},
+): Promise<{ status: number; body: Obj }> {
+  const url = new URL(path, base);
+  const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method,
+        localAddress: options.localAddress ?? '127.0.0.2',
+        headers: { ...(payload ? { 'content-type': 'application/json' } : {}), ...options.headers },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: (text ? JSON.parse(text) : {}) as Obj }));
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+describe('replicas authenticate each other by the peer secret, not by network', () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  let dir: string;
+  let a: PluginServerProcess;
+  let b: PluginServerProcess;
+  let ns: string;
+  const account = 'peer-auth';
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-peer-auth-'));
+    ns = await createNamespace('peer-auth');
+    const db = await createTestDatabase('e2e_peer_auth');
+    cleanups.push(() => db.drop());
+    const tokensFile = join(dir, 'tokens');
+    writeFileSync(tokensFile, `${ADMIN_TOKEN} operator admin\n`);
+    const storage = { type: 'mysql' as const, url: db.url };
+    const extra = {
+      accounts: { gracePeriodSeconds: 30, leaseSeconds: 3 },
+      // Spinnaker's network only: the replicas' own address (127.0.0.1) is not in it.
+      http: { auth: { tokensFile, trustedNetworks: ['127.0.0.2/32'] } },
+    };
+    a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
+    cleanups.push(() => a.stop());
+    b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
+    cleanups.push(() => b.stop());
+    const spec = { name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
+    const agent = await AgentProcess.start({ dir, serverAddress: a.grpcAddress, accounts: [spec] });
+    cleanups.push(() => agent.stop());
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    for (let i = 0; ; i++) {
+      const r = await call(b.httpBase, 'GET', `/armory/accounts/${account}`, { headers: admin });
+      if (r.status === 200 && r.body.state === 'ACTIVE') break;
+      if (i > 300) throw new Error(`replica B never saw ${account} held: ${JSON.stringify(r.body)}`);
+      await sleep(100);
+    }
+  });
+
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+  });
+
+  it('a token-less deploy from the trusted network, posted to the replica without the agent, runs through its peer', async () => {
+    const body = [
+      {
+        deployManifest: {
+          account,
+          moniker: { app: 'peer' },
+          namespaceOverride: ns,
+          manifests: [
+            {
+              apiVersion: 'v1',
+              kind: 'ConfigMap',
+              metadata: { name: 'via-peer', annotations: { 'strategy.spinnaker.io/versioned': 'false' } },
+              data: { from: 'spinnaker' },
+            },
+          ],
+        },
+      },
+    ];
+    const posted = await call(b.httpBase, 'POST', '/kubernetes/ops', { body });
+    expect(posted.status, JSON.stringify(posted.body)).toBe(200);
+    let task: TaskBody;
+    for (;;) {
+      const r = await call(b.httpBase, 'GET', `/task/${posted.body.id as string}`);
+      task = r.body as TaskBody;
+      if (task.status.completed) break;
+      await sleep(50);
+    }
+    expect(task.status.failed, task.history.map((h) => h.status).join('\n')).toBe(false);
+    const live = JSON.parse((await kubectl(['get', 'configmap', 'via-peer', '-n', ns, '-o', 'json'])).stdout) as Obj;
+    expect(live.data).toEqual({ from: 'spinnaker' });
+  });
+
+  it('/internal/operations refuses a trusted-network caller and an admin token: 401 naming the peer secret, nothing run', async () => {
+    const op = {
+      operationId: 'not-a-peer.0',
+      account,
+      type: 'deployManifest',
+      payload: {
+        manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'not-by-peer', namespace: ns } }],
+      },
+      deadlineMs: Date.now() + 30_000,
+      cacheWaitMs: 1000,
+    };
+    const callers: Record<string, string>[] = [{}, { authorization: `Bearer ${ADMIN_TOKEN}` }];
+    for (const headers of callers) {
+      for (const localAddress of ['127.0.0.2', '127.0.0.1']) {
+        const r = await call(a.httpBase, 'POST', '/internal/operations', { body: op, headers, localAddress });
+        expect(r.status, JSON.stringify(r.body)).toBe(401);
+        expect(r.body.code).toBe('SA_ERR_UNAUTHENTICATED');
+        expect(r.body.message).toMatch(/for plugin-server replicas.*peer secret.*http\.peerAuth\.secretFile/);
+      }
+    }
+    const gone = await kubectl(['get', 'configmap', 'not-by-peer', '-n', ns], { allowFail: true });
+    expect(gone.code).not.toBe(0);
+  });
+
+  it('with the peer secret, an operation of no task in the task store is refused, nothing run', async () => {
+    const secret = readFileSync(peerSecretFile(dir), 'utf8').trim();
+    const r = await call(a.httpBase, 'POST', '/internal/operations', {
+      headers: { authorization: `Bearer ${secret}` },
+      body: {
+        operationId: 'no-such-task.0',
+        account,
+        type: 'deployManifest',
+        payload: { manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'no-task', namespace: ns } }] },
+        deadlineMs: Date.now() + 30_000,
+        cacheWaitMs: 1000,
+      },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(404);
+    expect(r.body.message).toMatch(/no-such-task\.0 .* no operation of a task in the task store/);
+    const gone = await kubectl(['get', 'configmap', 'no-task', '-n', ns], { allowFail: true });
+    expect(gone.code).not.toBe(0);
+  });
+});
