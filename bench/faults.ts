@@ -7,6 +7,9 @@
  *
  * The memory store runs the faults where the store matters (plugin-server, agent, the gRPC link); the MySQL store
  * runs all of them.
+ *
+ * `npm run faults -- --replicas 3 --agents 2 [--groups 2] [--seeds N | --seed S] [--rows all|id,...]`: the replica
+ * rows and randomized schedules instead (bench/faults-replicas.ts).
  */
 import { mkdtempSync } from 'node:fs';
 import { machine, tmpdir } from 'node:os';
@@ -22,6 +25,7 @@ import {
   type FaultResult,
   type ProcessSample,
 } from '../test/infra/faults/index.js';
+import { runReplicaFaults } from './faults-replicas.js';
 import { emit, flags, machineInfo, progress, versions } from './lib/report.js';
 
 const f = flags({
@@ -35,7 +39,34 @@ const f = flags({
   jemalloc: { type: 'string', default: `/usr/lib/${machine()}-linux-gnu/libjemalloc.so.2` },
   // NODE_OPTIONS for the agent, e.g. --max-semi-space-size=8.
   'agent-node-options': { type: 'string' },
+  // Replicated installs (bench/faults-replicas.ts): replicas, agents per group, groups, seeds and fault rows.
+  replicas: { type: 'string' },
+  agents: { type: 'string', default: '2' },
+  groups: { type: 'string', default: '2' },
+  seeds: { type: 'string' },
+  seed: { type: 'string' },
+  'first-seed': { type: 'string', default: '1' },
+  rows: { type: 'string' },
+  'duration-ms': { type: 'string', default: '20000' },
+  'lease-seconds': { type: 'string', default: '3' },
 });
+if (f.replicas !== undefined) {
+  const first = Number(f['first-seed']);
+  const seeds = f.seed
+    ? String(f.seed).split(',').map(Number)
+    : Array.from({ length: Number(f.seeds ?? (f.rows ? 0 : 10)) }, (_, i) => first + i);
+  if (!seeds.every(Number.isInteger)) throw new Error('--seed/--seeds/--first-seed: integers');
+  await runReplicaFaults({
+    replicas: Number(f.replicas),
+    agents: Number(f.agents),
+    groups: Number(f.groups),
+    seeds,
+    rows: f.rows ? String(f.rows).split(',') : [],
+    durationMs: Number(f['duration-ms']),
+    leaseSeconds: Number(f['lease-seconds']),
+  });
+  process.exit();
+}
 const repeat = Math.max(1, Number(f.repeat));
 const stores = f.store === 'both' ? (['memory', 'mysql'] as const) : ([f.store] as ('memory' | 'mysql')[]);
 if (!stores.every((s) => s === 'memory' || s === 'mysql')) throw new Error(`--store: memory, mysql or both`);

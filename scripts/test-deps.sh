@@ -3,8 +3,9 @@
 # store's test server), openssl (test PKI), HAProxy (the real load balancer in front of plugin-server
 # replicas), tmux (tests read `scale-agent status --watch` as a person sees it), jemalloc (the allocator the
 # agent's image runs it on, so bench/agent-memory.ts measures it the same way), runc (runs the project's image, and
-# the real node's containers, test/infra/real-node: Debian's runc works with containerd 2, its crun does not) and
-# iptables (the real node's Services).
+# the real node's containers, test/infra/real-node: Debian's runc works with containerd 2, its crun does not),
+# iptables (the real node's Services) and libfaketime (a plugin-server replica run with its clock skewed, for the
+# randomized schedules and replica faults in test/infra/schedules).
 # MariaDB is skipped when SCALE_AGENT_TEST_MYSQL_URL points at an existing server. Idempotent: a machine that has
 # them installs nothing.
 set -euo pipefail
@@ -20,6 +21,8 @@ command -v tmux >/dev/null || need+=(tmux)
 # runc runs the project's image (test/integration/packaging/image.test.ts) and the real node's containers.
 command -v runc >/dev/null || [ -x /usr/sbin/runc ] || need+=(runc)
 command -v iptables >/dev/null || [ -x /usr/sbin/iptables ] || need+=(iptables)
+# LD_PRELOADed into one replica (FAKETIME=+30s); the library alone, without the faketime wrapper script.
+[ -e "/usr/lib/$(uname -m)-linux-gnu/faketime/libfaketime.so.1" ] || need+=(libfaketime)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
   say "error: missing ${need[*]}; install them with: sudo apt-get install -y ${need[*]}"

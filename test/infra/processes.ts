@@ -72,6 +72,8 @@ export interface PluginServerOptions {
   /** Extra top-level config merged in (e.g. limits). */
   extra?: Record<string, unknown>;
   name?: string;
+  /** Added to the server's environment, on every (re)start (a skewed clock: test/infra/schedules/faketime.ts). */
+  env?: Record<string, string>;
 }
 
 /**
@@ -94,6 +96,7 @@ export class PluginServerProcess {
     readonly grpcPort: number,
     readonly httpPort: number,
     private readonly name: string,
+    private readonly env: Record<string, string> = {},
   ) {}
 
   get grpcAddress(): string {
@@ -133,14 +136,14 @@ export class PluginServerProcess {
     };
     const configFile = join(opts.dir, `${name}.yaml`);
     writeFileSync(configFile, stringify(config));
-    const p = new PluginServerProcess(configFile, join(opts.dir, `${name}.log`), grpcPort, httpPort, name);
+    const p = new PluginServerProcess(configFile, join(opts.dir, `${name}.log`), grpcPort, httpPort, name, opts.env);
     await p.launch();
     return p;
   }
 
   private async launch(): Promise<void> {
     const { cmd, args } = cliCommand(['plugin-server', '--config', this.configFile]);
-    this.proc = ServerProcess.start(this.name, cmd, args, this.logFile);
+    this.proc = ServerProcess.start(this.name, cmd, args, this.logFile, { ...process.env, ...this.env });
     await waitReady(this.proc, `${this.httpBase}/readyz`, 60_000, this.name);
   }
 
