@@ -183,7 +183,7 @@ export interface AccountRecord {
    */
   permissions: AccountPermissions;
   /**
-   * Clouddriver's option: only objects Spinnaker manages belong to applications (app-index.ts). Unlike
+   * Clouddriver's option: only objects Spinnaker manages belong to applications (views/app-index.ts). Unlike
    * Clouddriver, the others are still cached, so /manifests reads (live in Clouddriver) keep finding them.
    */
   onlySpinnakerManaged: boolean;
