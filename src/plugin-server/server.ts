@@ -37,6 +37,7 @@ import { UpstreamAccounts } from './upstream/accounts.js';
 import { UpstreamClient } from './upstream/client.js';
 import { FrontMode } from './upstream/front.js';
 import { ArtifactCatalogue } from './artifacts/catalogue.js';
+import { APPLICATION_INDEX } from './views/app-index.js';
 import { FiatPermissions } from './auth/fiat.js';
 
 /** Running tasks are marked alive this often; unmarked for TASK_STALE_MS, any replica fails them (retryable). */
@@ -126,6 +127,8 @@ export class PluginServer {
   ) {
     this.log = options.log ?? createLogger({ name: 'plugin-server', level: config.logLevel });
     this.store = options.store ?? createStore(config, this.storageFull);
+    // The indexes the Spinnaker views read (application, cluster, controller), before anything is written.
+    this.store.addIndex(APPLICATION_INDEX);
     this.accounts = new AccountRegistry(this.store, this.log, {
       gracePeriodMs: config.accounts.gracePeriodSeconds * 1000,
       leaseMs: config.accounts.leaseSeconds * 1000,
@@ -250,7 +253,7 @@ export class PluginServer {
     }
     await this.tasks.init();
     const threads = this.config.limits.checkThreads ?? Math.min(4, availableParallelism() - 1);
-    if (threads > 0) this.checkPool = new CheckPool(threads);
+    if (threads > 0) this.checkPool = new CheckPool(threads, this.store.indexes());
     await this.runner.heartbeat();
     await this.accounts.load();
     await this.views.heartbeat();

@@ -20,7 +20,7 @@ import {
 } from '../shared/proto.js';
 import type { AccountRegistry } from './accounts.js';
 import { ANONYMOUS, type Identity } from './auth/identity.js';
-import { indexOptionsOf } from './cache/app-index.js';
+import { indexOptionsOf } from './cache/store.js';
 import type { ObjectCache } from './cache/store.js';
 import type { CheckPool } from './ingest/check-pool.js';
 import { IngestPipeline } from './ingest/pipeline.js';
@@ -31,7 +31,7 @@ import { StreamRegistration } from './registration.js';
 import type { GatedSession, SessionGate } from './session-gate.js';
 
 export interface SessionDeps {
-  store: Pick<ObjectCache, 'type' | 'apply' | 'resumePoints'>;
+  store: Pick<ObjectCache, 'type' | 'apply' | 'resumePoints' | 'indexes'>;
   accounts: AccountRegistry;
   metrics: PluginServerMetrics;
   log: Logger;

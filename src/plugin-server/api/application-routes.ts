@@ -13,6 +13,7 @@ import {
 } from '../views/models.js';
 import { toResource, type Obj, type Resource } from '../views/resource.js';
 import { bool, byName, fullName, viewContext, type Req, type ViewRouteDeps } from './view-routing.js';
+import { applicationClusters, clusterOf, listApplication } from '../views/app-index.js';
 
 /**
  * Clouddriver's application views (ApplicationsController, ClusterController, ServerGroupController, server group
@@ -24,7 +25,7 @@ export const applicationRoutes: FastifyPluginAsync<ViewRouteDeps> = async (app, 
 
   const clusterNames = async (allows: Allows, only?: string) => {
     const apps = new Map<string, Map<string, string[]>>();
-    for (const c of await store.applicationClusters(only)) {
+    for (const c of await applicationClusters(store, only)) {
       if (!allows(c.account)) continue;
       let accounts = apps.get(c.app);
       if (!accounts) apps.set(c.app, (accounts = new Map()));
@@ -171,10 +172,10 @@ export const applicationRoutes: FastifyPluginAsync<ViewRouteDeps> = async (app, 
       wanted = new Set(clusters.split(',').filter((c) => c.includes(':')));
     }
     return rel.serverGroups
-      .filter((sg) => sg.o.index?.cluster)
-      .filter((sg) => !wanted || wanted.has(`${sg.o.account}:${sg.o.index!.cluster}`))
+      .filter((sg) => clusterOf(sg.o))
+      .filter((sg) => !wanted || wanted.has(`${sg.o.account}:${clusterOf(sg.o)}`))
       .map((sg) =>
-        expand ? expandedServerGroup(rel, sg, sg.o.index!.cluster) : serverGroupViewModel(rel, sg, sg.o.index!.cluster),
+        expand ? expandedServerGroup(rel, sg, clusterOf(sg.o)) : serverGroupViewModel(rel, sg, clusterOf(sg.o)),
       );
   };
 
@@ -238,7 +239,7 @@ export const applicationRoutes: FastifyPluginAsync<ViewRouteDeps> = async (app, 
 
   app.get('/applications/:app/rawResources', async (request: Req<{ app: string }>) => {
     const allows = await allowsOf(request);
-    return (await store.listApplication(request.params.app))
+    return (await listApplication(store, request.params.app))
       .filter((o) => allows(o.account) && o.json)
       .map((o) => rawResourceModel(toResource(o)));
   });

@@ -3,10 +3,11 @@ import {
   leaseLive,
   type AccountLease,
   type AccountRecord,
-  type AppCluster,
   type ApplyStats,
   type CachedObject,
+  type IndexDefinition,
   type IndexKeys,
+  type IndexPair,
   type ObjectKeyOf,
   type StoreBackend,
   type AppliedListener,
@@ -20,7 +21,8 @@ import {
   searchKey,
 } from './store.js';
 import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
-import { ClusterCounts, RefIndex, type KindId, type NameId } from './memory-index.js';
+import { RefIndex, type KindId, type NameId } from './memory-index.js';
+import { IndexRegistry } from './index-registry.js';
 import type { SharedText } from './shared-text.js';
 import { AppliedListeners } from './applied-listeners.js';
 
@@ -77,11 +79,11 @@ export class MemoryCacheStore implements StoreBackend {
   private readonly accounts = new Map<string, AccountRecord>();
   private readonly leases = new Map<string, AccountLease>();
   private readonly replicaViews = new Map<string, ReplicaView>();
-  /** app → account → its objects. */
-  private readonly byApp = new RefIndex();
-  /** account → controller uid → the objects it owns. */
-  private readonly byOwner = new RefIndex();
-  private readonly clusters = new ClusterCounts();
+  private readonly registry = new IndexRegistry();
+  /** Per registered index: key → account → its objects. */
+  private readonly byIndexName = new Map<string, RefIndex>();
+  /** The RefIndex of each registered name, in registration order (walked on every indexed write). */
+  private refs: [name: string, ref: RefIndex][] = [];
   /**
    * Where the previous change went: consecutive changes almost always share account, kind and namespace (a list
    * or a watch), so the group parse, scope lookup and map walk are done once per run instead of once per change.
@@ -153,6 +155,16 @@ export class MemoryCacheStore implements StoreBackend {
     return this.applied.add(listener);
   }
 
+  addIndex(definition: IndexDefinition): void {
+    this.registry.add(definition, this.objects.size > 0);
+    for (const name of definition.names) if (!this.byIndexName.has(name)) this.byIndexName.set(name, new RefIndex());
+    this.refs = [...this.byIndexName];
+  }
+
+  indexes(): readonly IndexDefinition[] {
+    return this.registry.list();
+  }
+
   private target(c: StoreChange): Target {
     const l = this.last;
     if (
@@ -212,15 +224,17 @@ export class MemoryCacheStore implements StoreBackend {
   }
 
   private reindex(account: string, kid: KindId, nid: NameId, k: IndexKeys): void {
-    if (k.app) this.byApp.add(k.app, account, kid, nid);
-    if (k.app && k.cluster) this.clusters.add(k.app, account, k.cluster, 1);
-    if (k.ownerUid) this.byOwner.add(account, k.ownerUid, kid, nid);
+    for (const [name, ref] of this.refs) {
+      const key = k[name];
+      if (key) ref.add(key, account, kid, nid);
+    }
   }
 
   private unindex(account: string, kid: KindId, nid: NameId, k: IndexKeys): void {
-    if (k.app) this.byApp.remove(k.app, account, kid, nid);
-    if (k.app && k.cluster) this.clusters.add(k.app, account, k.cluster, -1);
-    if (k.ownerUid) this.byOwner.remove(account, k.ownerUid, kid, nid);
+    for (const [name, ref] of this.refs) {
+      const key = k[name];
+      if (key) ref.remove(key, account, kid, nid);
+    }
   }
 
   private sweep(s: ScopeState): number {
@@ -303,12 +317,6 @@ export class MemoryCacheStore implements StoreBackend {
     return out.sort(compareCached);
   }
 
-  async listApplication(app: string): Promise<CachedObject[]> {
-    const out: CachedObject[] = [];
-    for (const [account, kinds] of this.byApp.get(app) ?? []) this.collect(account, kinds, out);
-    return out.sort((a, b) => (a.account < b.account ? -1 : a.account > b.account ? 1 : compareCached(a, b)));
-  }
-
   async searchKeys(
     kind: { group: string | undefined; kind: string },
     kindName: string,
@@ -333,14 +341,22 @@ export class MemoryCacheStore implements StoreBackend {
     return out;
   }
 
-  async listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]> {
-    const owners = this.byOwner.get(account);
+  async byIndex(name: string, keys: readonly string[], account?: string): Promise<CachedObject[]> {
+    this.registry.require(name);
+    const ref = this.byIndexName.get(name)!;
     const out: CachedObject[] = [];
-    for (const uid of new Set(ownerUids)) {
-      const kinds = owners?.get(uid);
-      if (kinds) this.collect(account, kinds, out);
+    for (const key of new Set(keys)) {
+      const accounts = ref.get(key);
+      if (!accounts) continue;
+      if (account !== undefined) {
+        const kinds = accounts.get(account);
+        if (kinds) this.collect(account, kinds, out);
+      } else {
+        for (const [a, kinds] of accounts) this.collect(a, kinds, out);
+      }
     }
-    return out.sort(compareCached);
+    // Several keys may name one object (it is in the index once per key it has: one).
+    return out.sort((a, b) => (a.account < b.account ? -1 : a.account > b.account ? 1 : compareCached(a, b)));
   }
 
   private collect(account: string, kinds: ReadonlyMap<KindId, ReadonlySet<NameId>>, out: CachedObject[]): void {
@@ -354,9 +370,35 @@ export class MemoryCacheStore implements StoreBackend {
     }
   }
 
-  async applicationClusters(app?: string): Promise<AppCluster[]> {
-    return [...this.clusters.entries(app)].sort(
-      (a, b) => cmp(a.app, b.app) || cmp(a.account, b.account) || cmp(a.cluster, b.cluster),
+  /** Read by walking the objects of one outer key, or of the whole inner index (server groups and managers only). */
+  async indexPairs(outer: string, inner: string, outerKey?: string): Promise<IndexPair[]> {
+    this.registry.require(outer);
+    this.registry.require(inner);
+    const seen = new Map<string, IndexPair>();
+    const visit = (walked: string, key: string, account: string, kinds: ReadonlyMap<KindId, ReadonlySet<NameId>>) => {
+      const objects = this.objects.get(account);
+      for (const [kid, nids] of kinds) {
+        const names = objects?.get(kid);
+        for (const nid of nids) {
+          const e = names?.get(nid);
+          const other = e && !e.deleted ? e.index?.[walked === outer ? inner : outer] : undefined;
+          if (!other) continue;
+          const pair = walked === outer ? { outer: key, account, inner: other } : { outer: other, account, inner: key };
+          seen.set(`${pair.outer}\u0000${account}\u0000${pair.inner}`, pair);
+        }
+      }
+    };
+    if (outerKey !== undefined) {
+      for (const [account, kinds] of this.byIndexName.get(outer)!.get(outerKey) ?? []) {
+        visit(outer, outerKey, account, kinds);
+      }
+    } else {
+      for (const [key, accounts] of this.byIndexName.get(inner)!.entries()) {
+        for (const [account, kinds] of accounts) visit(inner, key, account, kinds);
+      }
+    }
+    return [...seen.values()].sort(
+      (a, b) => cmp(a.outer, b.outer) || cmp(a.account, b.account) || cmp(a.inner, b.inner),
     );
   }
 
@@ -395,9 +437,7 @@ export class MemoryCacheStore implements StoreBackend {
     for (const names of this.objects.get(name)?.values() ?? []) for (const e of names.values()) e.text?.release(e);
     this.accounts.delete(name);
     this.objects.delete(name);
-    this.byApp.dropInner(name);
-    this.byOwner.dropOuter(name);
-    this.clusters.dropAccount(name);
+    for (const [, ref] of this.refs) ref.dropInner(name);
     this.scopes.dropAccount(name);
     this.leases.delete(name);
   }

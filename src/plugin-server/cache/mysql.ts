@@ -5,15 +5,17 @@ import { ScaleAgentError } from '../../shared/errors.js';
 import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js';
 import { StorageFullSignal } from '../storage-full.js';
 import { AppliedListeners } from './applied-listeners.js';
+import { IndexRegistry } from './index-registry.js';
 import {
   normalizeAccountRecord,
   scopeId,
   searchKey,
   type AccountLease,
   type AccountRecord,
-  type AppCluster,
   type ApplyStats,
   type CachedObject,
+  type IndexDefinition,
+  type IndexPair,
   type StoreBackend,
   type AppliedListener,
   type KindCount,
@@ -93,7 +95,7 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       KEY sa_account_leases_by_replica (replica)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
   ],
-  // 3: the application and owner indexes (app-index.ts). Rows written before have no keys, so every synced
+  // 3: the application and owner indexes (views/app-index.ts; COLUMN_OF_INDEX). Rows written before have no keys, so every synced
   // scope is marked unsynced: agents relist on their next connect and every object is written again with its keys.
   // The kind index leads with the kind: lookups by account and kind use it as before, and /search and the
   // namespaces of /credentials read one kind of every account from it alone (it covers their columns).
@@ -215,6 +217,16 @@ const SELECT_INDEXED =
 
 const FULL_UPSERT = upsertSql(MAX_ROWS_PER_STATEMENT);
 
+/**
+ * The named indexes this store keeps, each in a column of sa_objects with its own key (migration 3): the views'
+ * (views/app-index.ts) registers under these names. An index of another name would need a column of its own.
+ */
+const COLUMN_OF_INDEX: Readonly<Record<string, 'app' | 'cluster' | 'owner_uid'>> = {
+  application: 'app',
+  cluster: 'cluster',
+  owner: 'owner_uid',
+};
+
 /** MySQL (or MariaDB, or any MySQL-compatible engine) store, shared by plugin-server replicas. */
 export class MysqlCacheStore implements StoreBackend {
   readonly type = 'mysql' as const;
@@ -222,6 +234,12 @@ export class MysqlCacheStore implements StoreBackend {
   private readonly pool: Pool;
   private readonly scopes = new ScopeTable();
   private readonly loadedAccounts = new Set<string>();
+  private readonly registry = new IndexRegistry({
+    names: Object.keys(COLUMN_OF_INDEX),
+    why: `the MySQL store keeps only the indexes ${Object.keys(COLUMN_OF_INDEX).join(', ')} (columns of sa_objects)`,
+  });
+  /** Whether this process has written: indexes are registered before (rows it wrote would lack their keys). */
+  private written = false;
 
   /** Writes refused for lack of space are noted here (readiness reports them; see storage-full.ts). */
   private readonly storageFull: StorageFullSignal;
@@ -330,6 +348,7 @@ export class MysqlCacheStore implements StoreBackend {
    * states were dropped with the rollback and are reloaded), a few times, after a short random pause.
    */
   async apply(ops: readonly StoreOp[]): Promise<ApplyStats> {
+    this.written = true;
     for (let attempt = 1; ; attempt++) {
       let stats: ApplyStats;
       try {
@@ -347,6 +366,13 @@ export class MysqlCacheStore implements StoreBackend {
 
   onApplied(listener: AppliedListener): () => void {
     return this.applied.add(listener);
+  }
+  addIndex(definition: IndexDefinition): void {
+    this.registry.add(definition, this.written);
+  }
+
+  indexes(): readonly IndexDefinition[] {
+    return this.registry.list();
   }
 
   /** Transactions run again after InnoDB chose them as a deadlock victim (for tests and diagnostics). */
@@ -511,9 +537,9 @@ export class MysqlCacheStore implements StoreBackend {
       now,
       c.resourceVersion,
       rvNumber(c.resourceVersion),
-      deleted ? '' : (c.index?.app ?? ''),
+      deleted ? '' : (c.index?.application ?? ''),
       deleted ? '' : (c.index?.cluster ?? ''),
-      deleted ? '' : (c.index?.ownerUid ?? ''),
+      deleted ? '' : (c.index?.owner ?? ''),
     );
   }
 
@@ -547,15 +573,6 @@ export class MysqlCacheStore implements StoreBackend {
     return rows.map(toCached);
   }
 
-  async listApplication(app: string): Promise<CachedObject[]> {
-    if (!app) return [];
-    const [rows] = await this.query(
-      SELECT_INDEXED + 'WHERE app = ? AND deleted = 0 ORDER BY account, grp, kind_lc, namespace, name',
-      [app],
-    );
-    return rows.map(toIndexed);
-  }
-
   async searchKeys(
     kind: { group: string | undefined; kind: string },
     kindName: string,
@@ -582,25 +599,34 @@ export class MysqlCacheStore implements StoreBackend {
     }));
   }
 
-  async listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]> {
-    const uids = [...new Set(ownerUids)].filter(Boolean);
-    if (uids.length === 0) return [];
-    const [rows] = await this.query(
-      SELECT_INDEXED + 'WHERE account = ? AND owner_uid IN (?) AND deleted = 0 ORDER BY grp, kind_lc, namespace, name',
-      [account, uids],
-    );
+  async byIndex(name: string, keys: readonly string[], account?: string): Promise<CachedObject[]> {
+    this.registry.require(name);
+    const column = COLUMN_OF_INDEX[name]!;
+    const wanted = [...new Set(keys)].filter(Boolean);
+    if (wanted.length === 0) return [];
+    const params: unknown[] = [wanted];
+    let sql = SELECT_INDEXED + `WHERE ${column} IN (?) AND deleted = 0`;
+    if (account !== undefined) {
+      sql += ' AND account = ?';
+      params.push(account);
+    }
+    const [rows] = await this.query(sql + ' ORDER BY account, grp, kind_lc, namespace, name', params);
     return rows.map(toIndexed);
   }
 
-  async applicationClusters(app?: string): Promise<AppCluster[]> {
+  async indexPairs(outer: string, inner: string, outerKey?: string): Promise<IndexPair[]> {
+    this.registry.require(outer);
+    this.registry.require(inner);
+    const o = COLUMN_OF_INDEX[outer]!;
+    const i = COLUMN_OF_INDEX[inner]!;
     // Tombstones carry no keys, so the index alone answers (no row is read).
     const [rows] = await this.query(
-      'SELECT DISTINCT app, account, cluster FROM sa_objects WHERE ' +
-        (app === undefined ? "app <> ''" : 'app = ?') +
-        " AND cluster <> '' ORDER BY app, account, cluster",
-      app === undefined ? [] : [app],
+      `SELECT DISTINCT ${o} AS o, account, ${i} AS i FROM sa_objects WHERE ` +
+        (outerKey === undefined ? `${o} <> ''` : `${o} = ?`) +
+        ` AND ${i} <> '' ORDER BY o, account, i`,
+      outerKey === undefined ? [] : [outerKey],
     );
-    return rows.map((r) => ({ app: r.app as string, account: r.account as string, cluster: r.cluster as string }));
+    return rows.map((r) => ({ outer: r.o as string, account: r.account as string, inner: r.i as string }));
   }
 
   async resumePoints(account: string): Promise<ResumePointRecord[]> {
@@ -797,6 +823,6 @@ function toCached(r: RowDataPacket): CachedObject {
 function toIndexed(r: RowDataPacket): CachedObject {
   return {
     ...toCached(r),
-    index: { app: r.app as string, cluster: r.cluster as string, ownerUid: r.owner_uid as string },
+    index: { application: r.app as string, cluster: r.cluster as string, owner: r.owner_uid as string },
   };
 }

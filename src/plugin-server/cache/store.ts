@@ -38,16 +38,57 @@ export interface ObjectKey {
 }
 
 /**
- * Where an object is found besides its key (app-index.ts computes them on ingest): the application Spinnaker
- * shows it under, and the controller that owns it.
+ * An object's keys under the cache's named indexes: index name → key ('' or absent: not in that index). Which
+ * indexes exist is up to their consumers (IndexDefinition); the cache only keeps and answers them.
  */
-export interface IndexKeys {
-  /** The application it belongs to ('' when none). */
-  app: string;
-  /** Its cluster, for server groups and their managers only ('' otherwise): what /applications lists. */
-  cluster: string;
-  /** uid of its controller (ownerReferences[controller=true]), '' when none: how Pods find their server group. */
-  ownerUid: string;
+export type IndexKeys = Readonly<Record<string, string>>;
+
+export const NO_KEYS: IndexKeys = Object.freeze({});
+
+/** Whether the object is in none of the indexes. */
+export function noKeys(keys: IndexKeys): boolean {
+  for (const name in keys) if (keys[name]) return false;
+  return true;
+}
+
+/** The account's settings an index function may read (its registered record; Clouddriver's account options). */
+export type IndexOptions = Pick<AccountRecord, 'onlySpinnakerManaged' | 'cacheAllApplicationRelationships'>;
+
+export const DEFAULT_INDEX_OPTIONS: IndexOptions = {
+  onlySpinnakerManaged: false,
+  cacheAllApplicationRelationships: false,
+};
+
+/** The account's choices (its record, as its agent registered it), defaulting to Clouddriver's defaults. */
+export function indexOptionsOf(record: Partial<IndexOptions> | undefined): IndexOptions {
+  if (!record?.onlySpinnakerManaged && !record?.cacheAllApplicationRelationships) return DEFAULT_INDEX_OPTIONS;
+  return {
+    onlySpinnakerManaged: record.onlySpinnakerManaged === true,
+    cacheAllApplicationRelationships: record.cacheAllApplicationRelationships === true,
+  };
+}
+
+/**
+ * Named indexes, as client-go's Indexers (name → function of the object): the consumer that reads them registers
+ * them on the cache (ObjectCache.addIndex) before the first write. The function runs once per object on ingest,
+ * where the object is parsed anyway (ingest/object-check.ts): on the event loop, or in a check thread, which loads
+ * it by `module` and `export` (a function cannot cross to a thread).
+ */
+export interface IndexDefinition {
+  /** The indexes `keys` fills. */
+  readonly names: readonly string[];
+  /** The object's keys (absent or '': not in that index); NO_KEYS when in none. */
+  keys(group: string, kind: string, manifest: Record<string, unknown>, options: IndexOptions): IndexKeys;
+  /** The URL of the module that exports this definition, and the export's name. */
+  readonly module: string;
+  readonly export: string;
+}
+
+/** One (outer key, account, inner key) of live objects in two indexes (indexPairs). */
+export interface IndexPair {
+  outer: string;
+  account: string;
+  inner: string;
 }
 
 export interface CachedObject {
@@ -61,7 +102,7 @@ export interface CachedObject {
   resourceVersion: string;
   /** The object as JSON text, exactly as stored. */
   json: string;
-  /** Set by the index reads (listApplication, listOwned). */
+  /** Set by the index reads (byIndex). */
   index?: IndexKeys;
 }
 
@@ -72,13 +113,6 @@ export interface ObjectKeyOf {
   kind: string;
   namespace: string;
   name: string;
-}
-
-/** One (application, account, cluster) the cache holds a server group or manager of. */
-export interface AppCluster {
-  app: string;
-  account: string;
-  cluster: string;
 }
 
 export type ChangeKind = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -94,7 +128,7 @@ export interface StoreChange {
   resourceVersion: string;
   /** The object as JSON; may be '' for DELETED. */
   json: string;
-  /** Index keys of the object (absent: none; a DELETED change removes the object from every index anyway). */
+  /** Keys of the object under the registered indexes (absent: none; a DELETED change leaves every index anyway). */
   index?: IndexKeys;
   /**
    * Set when `json` is a slice of a batch's text: a store that keeps the string in memory holds and releases it
@@ -149,7 +183,7 @@ export interface AccountRecord {
    */
   permissions: AccountPermissions;
   /**
-   * Clouddriver's option: only objects Spinnaker manages belong to applications (app-index.ts). Unlike
+   * Clouddriver's option: only objects Spinnaker manages belong to applications (views/app-index.ts). Unlike
    * Clouddriver, the others are still cached, so /manifests reads (live in Clouddriver) keep finding them.
    */
   onlySpinnakerManaged: boolean;
@@ -248,6 +282,13 @@ export interface ObjectCache {
    * already includes the write. Returns the unsubscribe function.
    */
   onApplied(listener: AppliedListener): () => void;
+  /**
+   * Registers named indexes, before the first write (objects written before would be in none of them). The same
+   * definition again is a no-op; a name another definition fills, or one the backend cannot keep, is refused.
+   */
+  addIndex(definition: IndexDefinition): void;
+  /** The registered definitions, whose keys ingest computes for every object. */
+  indexes(): readonly IndexDefinition[];
   /** A live (not deleted) object, or undefined. */
   get(key: ObjectKey): Promise<CachedObject | undefined>;
   /** Live objects matching the filter, ordered by group, kind, namespace, name. */
@@ -266,17 +307,18 @@ export interface ObjectCache {
   reloadAccountState(name: string): void;
 }
 
-/**
- * Reads by the index keys each object carries (IndexKeys, computed on ingest by app-index.ts): the named indexes
- * the Spinnaker views need — application, controller (owner) and (application, account, cluster).
- */
+/** Reads by the registered named indexes (IndexDefinition): the views' application and owner lookups. */
 export interface ObjectIndex {
-  /** Live objects that belong to the application, in every account, ordered as list() orders them. */
-  listApplication(app: string): Promise<CachedObject[]>;
-  /** Live objects of the account owned (as controller) by one of these uids: the Pods of server groups. */
-  listOwned(account: string, ownerUids: readonly string[]): Promise<CachedObject[]>;
-  /** Every (application, account, cluster) of live server groups and managers, sorted; of one application if given. */
-  applicationClusters(app?: string): Promise<AppCluster[]>;
+  /**
+   * Live objects whose key under the index `name` is one of `keys`, of one account if given, each with its index
+   * keys; ordered by account, then as list() orders them.
+   */
+  byIndex(name: string, keys: readonly string[], account?: string): Promise<CachedObject[]>;
+  /**
+   * Every distinct (outer key, account, inner key) of live objects keyed in both indexes, sorted; of one outer key if
+   * given. No JSON is read.
+   */
+  indexPairs(outer: string, inner: string, outerKey?: string): Promise<IndexPair[]>;
 }
 
 /** What the views read: objects and their indexes. */

@@ -2,7 +2,7 @@
  * One batch of objects to check, as it crosses to a check worker: the objects' bytes in one transferred buffer (no
  * copy on the way), and what each needs besides its text in runs (a batch is mostly one account and kind).
  */
-import type { IndexOptions } from '../cache/app-index.js';
+import { noKeys, type IndexDefinition, type IndexOptions } from '../cache/store.js';
 import { checkObject, type CheckedObject } from './object-check.js';
 
 export interface CheckBatch {
@@ -20,7 +20,7 @@ export interface CheckBatchResult {
   failed?: { index: number; error: string };
 }
 
-export function checkBatch(b: CheckBatch): CheckBatchResult {
+export function checkBatch(b: CheckBatch, indexes: readonly IndexDefinition[]): CheckBatchResult {
   const buf = Buffer.from(b.bytes.buffer, b.bytes.byteOffset, b.bytes.byteLength);
   const results: (CheckedObject | undefined)[] = new Array<CheckedObject | undefined>(b.ends.length);
   let i = 0;
@@ -29,18 +29,21 @@ export function checkBatch(b: CheckBatch): CheckBatchResult {
     for (let k = 0; k < run.count; k++, i++) {
       const end = b.ends[i]!;
       if (end === start) continue; // a deletion sent without its object: nothing to check
-      const r = checkObject({
-        text: buf.toString('utf8', start, end),
-        group: run.group,
-        apiVersion: run.apiVersion,
-        kind: run.kind,
-        deleted: b.deleted[i] === 1,
-        options: run.options,
-      });
+      const r = checkObject(
+        {
+          text: buf.toString('utf8', start, end),
+          group: run.group,
+          apiVersion: run.apiVersion,
+          kind: run.kind,
+          deleted: b.deleted[i] === 1,
+          options: run.options,
+        },
+        indexes,
+      );
       start = end;
       if ('error' in r) return { results, failed: { index: i, error: r.error } };
       // Most objects index nothing and keep their text: nothing to send back for them.
-      results[i] = r.json === undefined && r.index.app === '' && r.index.ownerUid === '' ? undefined : r;
+      results[i] = r.json === undefined && noKeys(r.index) ? undefined : r;
     }
   }
   return { results };

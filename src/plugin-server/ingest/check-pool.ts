@@ -6,7 +6,9 @@
  * agents resend) and is replaced by the next batch that needs one.
  */
 import { Worker } from 'node:worker_threads';
+import type { IndexDefinition } from '../cache/store.js';
 import type { CheckBatch, CheckBatchResult } from './check-batch.js';
+import type { CheckWorkerData } from './check-worker.js';
 
 interface Pending {
   resolve: (r: CheckBatchResult) => void;
@@ -33,12 +35,19 @@ export class CheckPool {
   private nextId = 1;
   private closed = false;
 
-  /** Threads start with the first batches that need them: a server that never sees a large batch holds none. */
-  constructor(readonly size: number) {}
+  /**
+   * Threads start with the first batches that need them: a server that never sees a large batch holds none.
+   * `indexes`: the cache's registered indexes, whose keys the threads compute.
+   */
+  constructor(
+    readonly size: number,
+    private readonly indexes: readonly IndexDefinition[] = [],
+  ) {}
 
   private spawn(): Slot {
     const { url, execArgv } = workerUrl();
-    const slot: Slot = { worker: new Worker(url, { execArgv }), pending: new Map() };
+    const workerData: CheckWorkerData = { indexes: this.indexes.map((d) => ({ module: d.module, export: d.export })) };
+    const slot: Slot = { worker: new Worker(url, { execArgv, workerData }), pending: new Map() };
     slot.worker.unref();
     slot.worker.on('message', (m: { id: number; crashed?: string } & CheckBatchResult) => {
       const p = slot.pending.get(m.id);

@@ -7,14 +7,13 @@
  * (Welcome, account updates) run in the same order, so a batch never overtakes the registration before it.
  */
 import type { AgentMessage, ChangeBatch } from '../../shared/proto.js';
-import type { IndexOptions } from '../cache/app-index.js';
-import type { ObjectCache, StoreChange, StoreOp } from '../cache/store.js';
+import type { IndexOptions, ObjectCache, StoreChange, StoreOp } from '../cache/store.js';
 import type { PluginServerMetrics } from '../metrics.js';
 import type { CheckPool } from './check-pool.js';
 import { changeAt, convertBatch, nextSeq, ProtocolError, scopedMessage, type ScopedMessage } from './wire.js';
 
 export interface IngestDeps {
-  store: Pick<ObjectCache, 'type' | 'apply'>;
+  store: Pick<ObjectCache, 'type' | 'apply' | 'indexes'>;
   metrics: Pick<
     PluginServerMetrics,
     'bytesReceived' | 'objectsChecked' | 'droppedChanges' | 'storeWrite' | 'changes' | 'changeLag' | 'activity'
@@ -85,6 +84,7 @@ export class IngestPipeline {
     const { changes, bytes, deferred } = convertBatch(b, {
       maxChanges: this.deps.limits.maxChangesPerBatch,
       defer: pool !== undefined,
+      indexes: this.deps.store.indexes(),
       indexOptions: (account) => this.deps.indexOptions(account),
     });
     const metrics = this.deps.metrics;

@@ -16,9 +16,17 @@ import {
   type Hello,
   type KindKey,
 } from '../../shared/proto.js';
-import { DEFAULT_INDEX_OPTIONS, NO_KEYS, type IndexOptions } from '../cache/app-index.js';
 import type { SharedText } from '../cache/shared-text.js';
-import type { ChangeKind, IndexKeys, ScopeKey, StoreChange } from '../cache/store.js';
+import {
+  DEFAULT_INDEX_OPTIONS,
+  NO_KEYS,
+  type ChangeKind,
+  type IndexDefinition,
+  type IndexKeys,
+  type IndexOptions,
+  type ScopeKey,
+  type StoreChange,
+} from '../cache/store.js';
 import { batchText, type BatchText } from './batch-text.js';
 import { CheckBatchBuilder } from './check-batch.js';
 import { checkObject } from './object-check.js';
@@ -125,12 +133,18 @@ export interface ConvertedBatch {
 }
 
 /**
- * Converts and checks a batch's changes. `indexOptions` gives each account's indexing choices; with `defer` the
+ * Converts and checks a batch's changes. `indexes` are the cache's registered indexes, `indexOptions` gives each
+ * account's indexing choices; with `defer` the
  * objects' JSON checks are gathered for a thread instead of run here (the key fields are checked here either way).
  */
 export function convertBatch(
   b: ChangeBatch,
-  options: { maxChanges: number; defer: boolean; indexOptions: (account: string) => IndexOptions },
+  options: {
+    maxChanges: number;
+    defer: boolean;
+    indexes: readonly IndexDefinition[];
+    indexOptions: (account: string) => IndexOptions;
+  },
 ): ConvertedBatch {
   if (b.changes.length > options.maxChanges) {
     throw new ProtocolError(`batch of ${b.changes.length} changes exceeds ${options.maxChanges}`);
@@ -144,7 +158,7 @@ export function convertBatch(
   for (let i = 0; i < b.changes.length; i++) {
     const c = b.changes[i]!;
     if (c.account !== prev?.account) indexOptions = options.indexOptions(c.account);
-    const sc = toStoreChange(c, i, prev, indexOptions, deferred, text);
+    const sc = toStoreChange(c, i, prev, options.indexes, indexOptions, deferred, text);
     bytes += sc.json.length + 256;
     changes[i] = prev = sc;
   }
@@ -166,6 +180,7 @@ function toStoreChange(
   c: Change,
   index: number,
   prev: StoreChange | undefined,
+  indexes: readonly IndexDefinition[],
   options: IndexOptions,
   deferred?: CheckBatchBuilder,
   text?: BatchText,
@@ -205,14 +220,17 @@ function toStoreChange(
       // Checked by a worker before the batch is written (its keys and a Secret's stripped text filled in then).
       deferred.add(bytes, groupOf(c.apiVersion), c.apiVersion, c.kind, type === 'DELETED', options);
     } else {
-      const checked = checkObject({
-        text: json,
-        group: groupOf(c.apiVersion),
-        apiVersion: c.apiVersion,
-        kind: c.kind,
-        deleted: type === 'DELETED',
-        options,
-      });
+      const checked = checkObject(
+        {
+          text: json,
+          group: groupOf(c.apiVersion),
+          apiVersion: c.apiVersion,
+          kind: c.kind,
+          deleted: type === 'DELETED',
+          options,
+        },
+        indexes,
+      );
       if ('error' in checked) throw new ProtocolError(`${changeAt(c, index)}: ${checked.error}`);
       keys = checked.index;
       if (checked.json !== undefined) {

@@ -1,6 +1,7 @@
 import type { CachedObject, ObjectReads } from '../cache/store.js';
 import { Related } from './related.js';
 import { arr, obj, toResource, type Resource } from './resource.js';
+import { listApplication, listOwned } from './app-index.js';
 
 /** Which accounts the caller may see (auth/spinnaker-accounts.ts). */
 export type Allows = (account: string) => boolean;
@@ -14,7 +15,7 @@ async function podsOf(store: ObjectReads, serverGroups: readonly Resource[]): Pr
   }
   const out: Resource[] = [];
   for (const [account, uids] of byAccount) {
-    for (const o of await store.listOwned(account, uids)) if (o.kind === 'Pod' && o.json) out.push(toResource(o));
+    for (const o of await listOwned(store, account, uids)) if (o.kind === 'Pod' && o.json) out.push(toResource(o));
   }
   return out;
 }
@@ -25,7 +26,7 @@ function parsed(objects: readonly CachedObject[]): Resource[] {
 
 /** Everything an application's views need: its objects from the application index, and their server groups' Pods. */
 export async function loadApplication(store: ObjectReads, app: string, allows: Allows): Promise<Related> {
-  const resources = parsed((await store.listApplication(app)).filter((o) => allows(o.account)));
+  const resources = parsed((await listApplication(store, app)).filter((o) => allows(o.account)));
   const serverGroups = resources.filter((r) => r.category === 'serverGroups');
   return new Related(resources, await podsOf(store, serverGroups));
 }

@@ -2,6 +2,7 @@ import { findArtifacts, type KubeObject } from '../../shared/ops/index.js';
 import { instanceCounts, instanceModel, instanceViewModel, loadBalancerInstance } from './instance.js';
 import type { Related } from './related.js';
 import { arr, baseFields, createdTime, labelsOf, obj, type Obj, type Resource } from './resource.js';
+import { clusterOf } from './app-index.js';
 
 /**
  * Clouddriver's Kubernetes models (caching/view/model/Kubernetes*.java) and the view models its controllers make of
@@ -118,7 +119,7 @@ export function serverGroupManagerModel(rel: Related, manager: Resource): Obj {
 
 /** Server groups of one (account, cluster) of the application. */
 export function clusterServerGroups(rel: Related, account: string, cluster: string): Resource[] {
-  return rel.serverGroups.filter((sg) => sg.o.account === account && sg.o.index?.cluster === cluster);
+  return rel.serverGroups.filter((sg) => sg.o.account === account && clusterOf(sg.o) === cluster);
 }
 
 /** KubernetesCluster: with `expand`, its server groups and the load balancers in front of them. */

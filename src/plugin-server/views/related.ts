@@ -1,6 +1,7 @@
 import { ANNOTATIONS } from '../../shared/ops/spinnaker.js';
 import { resolveKind, canonicalKindName } from './kinds.js';
 import { arr, obj, type Resource } from './resource.js';
+import { ownerOf } from './app-index.js';
 
 /**
  * The relationships Clouddriver's caching agents record between objects (KubernetesCacheDataConverter and the kind
@@ -25,7 +26,7 @@ export class Related {
       else if (r.category === 'securityGroups') this.securityGroups.push(r);
     }
     for (const p of pods) {
-      const owner = p.o.index?.ownerUid;
+      const owner = ownerOf(p.o);
       if (!owner) continue;
       const list = this.podsByOwner.get(owner);
       if (list) list.push(p);

@@ -2,6 +2,7 @@ import { KINDS, type SpinnakerCategory } from '../../shared/kinds.js';
 import { canonicalKindName, resolveKind } from './kinds.js';
 import type { ObjectReads, ObjectKeyOf } from '../cache/store.js';
 import type { Obj } from './resource.js';
+import { applicationClusters } from './app-index.js';
 
 const CATEGORIES: ReadonlySet<string> = new Set<SpinnakerCategory>([
   'serverGroupManagers',
@@ -79,7 +80,7 @@ export async function search(
   const out: Obj[] = [];
   if (applications || clusters) {
     const seen = new Set<string>();
-    for (const c of await store.applicationClusters()) {
+    for (const c of await applicationClusters(store)) {
       if (!allowed.has(c.account)) continue;
       if (applications && !seen.has(c.app) && `kubernetes.v2:logical:applications:${c.app}`.includes(q)) {
         seen.add(c.app);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_INDEX_OPTIONS, indexKeys, indexOptionsOf } from '../../../src/plugin-server/cache/app-index.js';
+import { DEFAULT_INDEX_OPTIONS, indexOptionsOf } from '../../../src/plugin-server/cache/store.js';
+import { indexKeys } from '../../../src/plugin-server/views/app-index.js';
 import { healthState, podHealth } from '../../../src/plugin-server/views/instance.js';
 import { toResource } from '../../../src/plugin-server/views/resource.js';
 
@@ -11,26 +12,28 @@ const meta = (name: string, annotations: Record<string, string> = {}, extra: Rec
 describe('application index keys (what Clouddriver relates to applications and clusters)', () => {
   it('server groups and managers get an application and a cluster; load balancers and firewalls an application', () => {
     expect(indexKeys('apps', 'ReplicaSet', meta('shop-abc', managed), DEFAULT_INDEX_OPTIONS)).toEqual({
-      app: 'shop',
+      application: 'shop',
       cluster: 'deployment shop',
-      ownerUid: '',
+      owner: '',
     });
     expect(indexKeys('apps', 'Deployment', meta('shop', managed), DEFAULT_INDEX_OPTIONS).cluster).toBe(
       'deployment shop',
     );
     expect(indexKeys('', 'Service', meta('shop-lb', managed), DEFAULT_INDEX_OPTIONS)).toEqual({
-      app: 'shop',
+      application: 'shop',
       cluster: '',
-      ownerUid: '',
+      owner: '',
     });
-    expect(indexKeys('networking.k8s.io', 'NetworkPolicy', meta('deny'), DEFAULT_INDEX_OPTIONS).app).toBe('deny');
+    expect(indexKeys('networking.k8s.io', 'NetworkPolicy', meta('deny'), DEFAULT_INDEX_OPTIONS).application).toBe(
+      'deny',
+    );
   });
 
   it('without annotations the name is parsed as Frigga does: app before the first dash, cluster without -vNNN', () => {
     expect(indexKeys('apps', 'ReplicaSet', meta('legacy-web-v003'), DEFAULT_INDEX_OPTIONS)).toEqual({
-      app: 'legacy',
+      application: 'legacy',
       cluster: 'legacy-web',
-      ownerUid: '',
+      owner: '',
     });
   });
 
@@ -41,33 +44,29 @@ describe('application index keys (what Clouddriver relates to applications and c
         { kind: 'ReplicaSet', uid: 'rs-uid', controller: true },
       ],
     });
-    expect(indexKeys('', 'Pod', pod, DEFAULT_INDEX_OPTIONS)).toEqual({ app: '', cluster: '', ownerUid: 'rs-uid' });
-    expect(indexKeys('', 'ConfigMap', meta('shop-cfg', managed), DEFAULT_INDEX_OPTIONS)).toEqual({
-      app: '',
-      cluster: '',
-      ownerUid: '',
-    });
+    expect(indexKeys('', 'Pod', pod, DEFAULT_INDEX_OPTIONS)).toEqual({ owner: 'rs-uid' });
+    expect(indexKeys('', 'ConfigMap', meta('shop-cfg', managed), DEFAULT_INDEX_OPTIONS)).toEqual({});
     const all = indexOptionsOf({ cacheAllApplicationRelationships: true });
     expect(indexKeys('', 'ConfigMap', meta('shop-cfg', managed), all)).toEqual({
-      app: 'shop',
+      application: 'shop',
       cluster: '',
-      ownerUid: '',
+      owner: '',
     });
-    expect(indexKeys('', 'Pod', pod, all)).toEqual({ app: 'shop', cluster: '', ownerUid: 'rs-uid' });
+    expect(indexKeys('', 'Pod', pod, all)).toEqual({ application: 'shop', cluster: '', owner: 'rs-uid' });
   });
 
   it('onlySpinnakerManaged leaves objects without the application annotation out of every application', () => {
     const only = indexOptionsOf({ onlySpinnakerManaged: true });
-    expect(indexKeys('apps', 'ReplicaSet', meta('legacy-web-v003'), only).app).toBe('');
-    expect(indexKeys('apps', 'ReplicaSet', meta('shop-abc', managed), only).app).toBe('shop');
+    expect(indexKeys('apps', 'ReplicaSet', meta('legacy-web-v003'), only).application ?? '').toBe('');
+    expect(indexKeys('apps', 'ReplicaSet', meta('shop-abc', managed), only).application).toBe('shop');
   });
 
   it('objects without metadata or with oversized names get no keys instead of failing ingest', () => {
-    expect(indexKeys('apps', 'ReplicaSet', {}, DEFAULT_INDEX_OPTIONS)).toEqual({ app: '', cluster: '', ownerUid: '' });
+    expect(indexKeys('apps', 'ReplicaSet', {}, DEFAULT_INDEX_OPTIONS)).toEqual({});
     const long = 'a'.repeat(300);
     expect(
       indexKeys('apps', 'ReplicaSet', meta('x', { 'moniker.spinnaker.io/application': long }), DEFAULT_INDEX_OPTIONS)
-        .app,
+        .application ?? '',
     ).toBe('');
   });
 });

@@ -1,7 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CheckBatchBuilder, checkBatch } from '../../../src/plugin-server/ingest/check-batch.js';
 import { CheckPool } from '../../../src/plugin-server/ingest/check-pool.js';
-import { DEFAULT_INDEX_OPTIONS } from '../../../src/plugin-server/cache/app-index.js';
+import { DEFAULT_INDEX_OPTIONS } from '../../../src/plugin-server/cache/store.js';
+import { APPLICATION_INDEX } from '../../../src/plugin-server/views/app-index.js';
+
+/** The views' indexes, as the server registers them (server.ts). */
+const INDEXES = [APPLICATION_INDEX];
 
 const pools: CheckPool[] = [];
 afterEach(async () => {
@@ -25,9 +29,12 @@ const pod = (uid: string) =>
 
 describe('check batches', () => {
   it('point at the first object that does not parse, after checking the ones before it', () => {
-    const r = checkBatch(batch(['{"metadata":{}}', undefined, '{"a": }', '[1]']));
+    const r = checkBatch(batch(['{"metadata":{}}', undefined, '{"a": }', '[1]']), INDEXES);
     expect(r.failed).toEqual({ index: 2, error: 'object_json is not valid JSON' });
-    expect(checkBatch(batch(['{}', '[1]'])).failed).toEqual({ index: 1, error: 'object_json must be a JSON object' });
+    expect(checkBatch(batch(['{}', '[1]']), INDEXES).failed).toEqual({
+      index: 1,
+      error: 'object_json must be a JSON object',
+    });
   });
 
   it('send back only what differs from the text as sent: index keys, a Secret without its data', () => {
@@ -36,9 +43,9 @@ describe('check batches', () => {
     b.add(Buffer.from('{"metadata":{"name":"plain"}}'), '', 'v1', 'ConfigMap', false, DEFAULT_INDEX_OPTIONS);
     const secret = JSON.stringify({ metadata: { name: 's' }, data: { k: 'c2VjcmV0' }, stringData: { k: 'secret' } });
     b.add(Buffer.from(secret), '', 'v1', 'Secret', false, DEFAULT_INDEX_OPTIONS);
-    const r = checkBatch(b.build());
+    const r = checkBatch(b.build(), INDEXES);
     expect(r.failed).toBeUndefined();
-    expect(r.results[0]).toEqual({ index: { app: '', cluster: '', ownerUid: 'owner-1' } });
+    expect(r.results[0]).toEqual({ index: { owner: 'owner-1' } });
     expect(r.results[1]).toBeUndefined();
     expect(r.results[2]).toMatchObject({ json: '{"metadata":{"name":"s"}}' });
   });
@@ -46,26 +53,26 @@ describe('check batches', () => {
 
 describe('the check pool', () => {
   it('answers each batch on a thread, the same as checking it inline', async () => {
-    const pool = new CheckPool(2);
+    const pool = new CheckPool(2, INDEXES);
     pools.push(pool);
     const texts = Array.from({ length: 200 }, (_, i) => (i === 150 ? '{' : pod(`u-${i}`)));
     const [a, b] = await Promise.all([pool.check(batch(texts)), pool.check(batch(texts.slice(0, 100)))]);
-    expect(a).toEqual(checkBatch(batch(texts)));
+    expect(a).toEqual(checkBatch(batch(texts), INDEXES));
     expect(a.failed?.index).toBe(150);
     expect(b.failed).toBeUndefined();
-    expect(b.results.map((x) => (x && 'index' in x ? x.index.ownerUid : ''))).toEqual(
+    expect(b.results.map((x) => (x && 'index' in x ? x.index.owner : ''))).toEqual(
       texts.slice(0, 100).map((_, i) => `u-${i}`),
     );
   });
 
   it('fails the batches a dying thread held, and replaces the thread', async () => {
-    const pool = new CheckPool(1);
+    const pool = new CheckPool(1, INDEXES);
     pools.push(pool);
     const held = pool.check(batch(Array.from({ length: 5_000 }, (_, i) => pod(`u-${i}`))));
     // As an out-of-memory kill or a crash would: the thread goes away with the batch unanswered.
     await (pool as unknown as { slots: { worker: { terminate(): Promise<number> } }[] }).slots[0]!.worker.terminate();
     await expect(held).rejects.toThrow(/object check worker exited/);
     const after = await pool.check(batch([pod('u-after')]));
-    expect(after.results[0]).toEqual({ index: { app: '', cluster: '', ownerUid: 'u-after' } });
+    expect(after.results[0]).toEqual({ index: { owner: 'u-after' } });
   });
 });

@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
-import { DEFAULT_INDEX_OPTIONS } from '../../../src/plugin-server/cache/app-index.js';
+import { DEFAULT_INDEX_OPTIONS } from '../../../src/plugin-server/cache/store.js';
 import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import type { StoreOp } from '../../../src/plugin-server/cache/store.js';
 import { IngestPipeline } from '../../../src/plugin-server/ingest/pipeline.js';

@@ -1,6 +1,7 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_INDEX_OPTIONS, indexOptionsOf } from '../../../src/plugin-server/cache/app-index.js';
+import { DEFAULT_INDEX_OPTIONS, indexOptionsOf } from '../../../src/plugin-server/cache/store.js';
+import { APPLICATION_INDEX } from '../../../src/plugin-server/views/app-index.js';
 import {
   convertBatch,
   messageType,
@@ -16,6 +17,7 @@ const convert = (changes: Change[], over: Partial<Parameters<typeof convertBatch
   convertBatch({ seq: 1, changes, observedAtMs: 0 } as ChangeBatch, {
     maxChanges: 100,
     defer: false,
+    indexes: [APPLICATION_INDEX],
     indexOptions: () => DEFAULT_INDEX_OPTIONS,
     ...over,
   });
@@ -54,7 +56,7 @@ describe('agent message checks (ingest/wire.ts)', () => {
       ['MODIFIED', 'Secret', 'creds', '8'],
       ['DELETED', 'ConfigMap', 'old', '9'],
     ]);
-    expect(changes[0]!.index).toEqual({ app: 'shop', cluster: 'deployment web', ownerUid: '' });
+    expect(changes[0]!.index).toEqual({ application: 'shop', cluster: 'deployment web', owner: '' });
     expect(JSON.parse(changes[1]!.json)).not.toHaveProperty('data');
     expect(changes[2]!.index).toBeUndefined();
     expect(bytes).toBe(changes.reduce((n, c) => n + c.json.length + 256, 0));

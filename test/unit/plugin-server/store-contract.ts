@@ -10,6 +10,12 @@ import type {
   StoreChange,
   StoreOp,
 } from '../../../src/plugin-server/cache/store.js';
+import {
+  APPLICATION_INDEX,
+  applicationClusters,
+  listApplication,
+  listOwned,
+} from '../../../src/plugin-server/views/app-index.js';
 
 export interface StoreFactory {
   create(): Promise<StoreBackend>;
@@ -422,25 +428,36 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       expect(await store.listReplicaViews(0)).toEqual([view('r3', '{}', 5_000)]);
     });
 
-    describe('application and owner indexes', () => {
+    describe("named indexes (the views' application, cluster and owner indexes)", () => {
+      beforeEach(() => store.addIndex(APPLICATION_INDEX));
+
+      it('are registered once, before the first write, each name by one definition', async () => {
+        store.addIndex(APPLICATION_INDEX);
+        expect(store.indexes()).toEqual([APPLICATION_INDEX]);
+        expect(() => store.addIndex({ ...APPLICATION_INDEX, names: ['owner'] })).toThrow(/owner is already registered/);
+        await expect(store.byIndex('no-such-index', ['x'])).rejects.toThrow(/no-such-index is not registered/);
+        await store.apply([change('ADDED', 'a', '1')]);
+        expect(() => store.addIndex({ ...APPLICATION_INDEX, names: [] })).toThrow(/after the first write/);
+      });
+
       const rs = (name: string, rv: string, app: string, cluster: string, extra: Partial<StoreChange> = {}) =>
         change('ADDED', name, rv, {
           apiVersion: 'apps/v1',
           kind: 'ReplicaSet',
           uid: `uid-${name}`,
-          index: { app, cluster, ownerUid: '' },
+          index: { application: app, cluster, owner: '' },
           ...extra,
         });
       const pod = (name: string, rv: string, ownerUid: string, extra: Partial<StoreChange> = {}) =>
-        change('ADDED', name, rv, { kind: 'Pod', index: { app: '', cluster: '', ownerUid }, ...extra });
+        change('ADDED', name, rv, { kind: 'Pod', index: { owner: ownerUid }, ...extra });
       const appNames = async (app: string) =>
-        (await store.listApplication(app)).map((o) => `${o.account}/${o.kind}/${o.name}:${o.index?.cluster ?? '?'}`);
+        (await listApplication(store, app)).map((o) => `${o.account}/${o.kind}/${o.name}:${o.index?.cluster ?? '?'}`);
 
       it('lists an application across accounts with its keys, follows updates, deletes and resyncs', async () => {
         await store.apply([
           rs('shop-v001', '10', 'shop', 'replicaSet shop'),
           rs('shop-v000', '11', 'shop', 'replicaSet shop', { account: 'prod' }),
-          change('ADDED', 'shop', '12', { kind: 'Service', index: { app: 'shop', cluster: '', ownerUid: '' } }),
+          change('ADDED', 'shop', '12', { kind: 'Service', index: { application: 'shop', cluster: '', owner: '' } }),
           rs('cart-v000', '13', 'cart', 'replicaSet cart'),
           change('ADDED', 'plain', '14'),
         ]);
@@ -450,7 +467,7 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
           'dev/ReplicaSet/shop-v001:replicaSet shop',
           'prod/ReplicaSet/shop-v000:replicaSet shop',
         ]);
-        expect(await store.applicationClusters()).toEqual([
+        expect(await applicationClusters(store)).toEqual([
           { app: 'cart', account: 'dev', cluster: 'replicaSet cart' },
           { app: 'shop', account: 'dev', cluster: 'replicaSet shop' },
           { app: 'shop', account: 'prod', cluster: 'replicaSet shop' },
@@ -470,7 +487,7 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
           change('DELETED', 'shop-v000', '22', { account: 'prod', apiVersion: 'apps/v1', kind: 'ReplicaSet' }),
         ]);
         expect(await appNames('shop')).toEqual([]);
-        expect((await store.applicationClusters()).map((c) => `${c.app}/${c.account}`)).toEqual(['cart/dev']);
+        expect((await applicationClusters(store)).map((c) => `${c.app}/${c.account}`)).toEqual(['cart/dev']);
         // A resync that no longer lists an object sweeps it out of the index.
         const rsScope: ScopeKey = { account: 'dev', group: 'apps', kind: 'ReplicaSet', namespace: '' };
         await store.apply([
@@ -491,7 +508,7 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
           rs('web-v000', '14', 'web', 'replicaSet web', { account: 'prod' }),
         ]);
         const owned = async (account: string, uids: string[]) =>
-          (await store.listOwned(account, uids)).map((o) => `${o.name}:${o.index?.ownerUid ?? '?'}`);
+          (await listOwned(store, account, uids)).map((o) => `${o.name}:${o.index?.owner ?? '?'}`);
         expect(await owned('dev', ['uid-rs-a'])).toEqual(['web-1:uid-rs-a', 'web-2:uid-rs-a']);
         expect(await owned('dev', ['uid-rs-a', 'uid-rs-b', 'uid-rs-a'])).toEqual([
           'web-1:uid-rs-a',
@@ -504,8 +521,8 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
         expect(await owned('dev', ['uid-rs-a'])).toEqual(['web-1:uid-rs-a']);
         await store.dropAccount('prod');
         expect(await owned('prod', ['uid-rs-a'])).toEqual([]);
-        expect(await store.listApplication('web')).toEqual([]);
-        expect(await store.applicationClusters()).toEqual([]);
+        expect(await listApplication(store, 'web')).toEqual([]);
+        expect(await applicationClusters(store)).toEqual([]);
       });
     });
 
