@@ -45,7 +45,7 @@ describe('ClockSkew', () => {
       // The monotonic clock moved on steadily through the ±30 s steps: no gap between two ticks anywhere near them.
       const gaps = monos.slice(1).map((m, i) => m - monos[i]!);
       expect(Math.min(...gaps)).toBeGreaterThan(0);
-      expect(Math.max(...gaps)).toBeLessThan(10_000);
+      expect(Math.max(...gaps)).toBeLessThan(25_000);
     } finally {
       child.kill('SIGKILL');
     }
