@@ -47,7 +47,7 @@ const f = flags({
   seed: { type: 'string' },
   'first-seed': { type: 'string', default: '1' },
   rows: { type: 'string' },
-  'duration-ms': { type: 'string', default: '20000' },
+  'duration-ms': { type: 'string', default: '15000' },
   'lease-seconds': { type: 'string', default: '3' },
 });
 if (f.replicas !== undefined) {

@@ -43,6 +43,7 @@ function row(id: string, fault: string, faultSteps: (shape: ScheduleShape) => St
   };
 }
 
+/** Ids are unique once reduced to [a-z0-9] (each row's account names and agentIds are made from its id). */
 export const REPLICA_FAULT_ROWS: ReplicaFaultRow[] = [
   row('replicas:rolling-restart', 'rolling restart of every replica under churn', () => [
     { at: 5_000, do: 'rolling-restart' },
@@ -56,10 +57,10 @@ export const REPLICA_FAULT_ROWS: ReplicaFaultRow[] = [
   row('replicas:partition', "one replica's MySQL link blackholed for 2× the lease", (shape) => [
     { at: 5_000, do: 'partition', replica: 1, holdMs: 2 * shape.leaseSeconds * 1000 },
   ]),
-  row('replicas:skew+30', 'clock skew +30 s on one replica', () => [
+  row('replicas:clock-ahead', 'clock skew +30 s on one replica', () => [
     { at: 5_000, do: 'skew', replica: 2, seconds: 30, holdMs: 8_000 },
   ]),
-  row('replicas:skew-30', 'clock skew −30 s on one replica', () => [
+  row('replicas:clock-behind', 'clock skew −30 s on one replica', () => [
     { at: 5_000, do: 'skew', replica: 2, seconds: -30, holdMs: 8_000 },
   ]),
 ];

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { OwnershipJudge, type ReplicaSeen, type World } from '../../infra/schedules/ownership-judge.js';
+import { REPLICA_FAULT_ROWS } from '../../infra/schedules/fault-rows.js';
 import { planSchedule, type ScheduleShape, type Step } from '../../infra/schedules/schedule.js';
 
 const SHAPE: ScheduleShape = { replicas: 3, groups: 2, agentsPerGroup: 2, durationMs: 20_000, leaseSeconds: 3 };
@@ -186,5 +187,12 @@ describe('OwnershipJudge', () => {
     };
     play(k, w, [0, 60_000], [other, refused]);
     expect(k.violations).toEqual([]);
+  });
+});
+
+describe('REPLICA_FAULT_ROWS', () => {
+  it('each row gets names of its own (account names and agentIds are made from the id)', () => {
+    const prefixes = REPLICA_FAULT_ROWS.map((r) => r.id.replace(/[^a-z0-9]/g, ''));
+    expect(new Set(prefixes).size).toBe(prefixes.length);
   });
 });
