@@ -4,12 +4,8 @@
  * instead of hanging with the ping; once the link is back the cache equals the API server and every operation ended
  * once (MySQL store, the shared MariaDB behind Toxiproxy).
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { faultById, FaultRig, Load, runFault } from '../../infra/faults/index.js';
-import { testEnv } from '../../infra/index.js';
 import { waitFor } from '../../infra/wait.js';
 import { expectSurvived } from './_survived.js';
 
@@ -18,12 +14,7 @@ describe('faults: plugin-server ↔ MariaDB (MySQL store)', () => {
   let load: Load;
 
   beforeAll(async () => {
-    rig = await FaultRig.start({
-      dir: mkdtempSync(join(tmpdir(), 'sa-faults-mysql-')),
-      store: 'mysql',
-      controlPlane: { kubeconfig: testEnv().kubeconfig },
-      mariadb: { serverUrl: testEnv().mysqlUrl },
-    });
+    rig = await FaultRig.onSharedCluster('mysql', { store: 'mysql' });
     load = await Load.create(rig);
   });
   afterAll(async () => {

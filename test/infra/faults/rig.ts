@@ -4,12 +4,15 @@
  * a few namespaces to churn in. The control plane and MariaDB are private (so they can be killed) or the shared
  * ones of the test run (cheaper, for faults that leave them alone).
  */
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import { waitForCacheToMatch, type CacheCheckOptions, type CacheDiff, type CheckedKind } from '../cache-checker.js';
 import { ControlPlane } from '../control-plane.js';
+import { testEnv } from '../index.js';
 import { resolveK8sBinDir } from '../k8s-tools.js';
+import { customResourceDefinition } from '../manifests.js';
 import { createDatabase, MariaDb } from '../mariadb.js';
 import { AgentProcess, PluginServerProcess } from '../processes.js';
 import { waitFor } from '../wait.js';
@@ -39,24 +42,7 @@ export interface RigOptions {
   agentEnv?: Record<string, string>;
 }
 
-const CRD = {
-  apiVersion: 'apiextensions.k8s.io/v1',
-  kind: 'CustomResourceDefinition',
-  metadata: { name: `widgets.${WIDGET_GROUP}` },
-  spec: {
-    group: WIDGET_GROUP,
-    scope: 'Namespaced',
-    names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
-    versions: [
-      {
-        name: 'v1',
-        served: true,
-        storage: true,
-        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-      },
-    ],
-  },
-};
+const CRD = customResourceDefinition({ group: WIDGET_GROUP, kind: 'Widget', plural: 'widgets' });
 
 /** Creates the Widget CRD (if missing) and waits until it is served. */
 export async function installWidgetCrd(kc: KubeConfig): Promise<void> {
@@ -103,6 +89,17 @@ export class FaultRig {
       throw e;
     }
     return rig;
+  }
+
+  /** The rig on the test run's shared control plane (and shared MariaDB for the mysql store), in a temp dir. */
+  static onSharedCluster(name: string, opts: Omit<RigOptions, 'dir' | 'controlPlane' | 'mariadb'>): Promise<FaultRig> {
+    const env = testEnv();
+    return FaultRig.start({
+      ...opts,
+      dir: mkdtempSync(join(tmpdir(), `sa-faults-${name}-`)),
+      controlPlane: { kubeconfig: env.kubeconfig },
+      mariadb: { serverUrl: env.mysqlUrl },
+    });
   }
 
   kubeConfig(): KubeConfig {
