@@ -37,11 +37,11 @@ function chartObjects(id: string, build: (c: Chart) => void): Obj[] {
 export function outerObjects(p: Place): Obj[] {
   return chartObjects(`${p.name}-outer`, (c) => {
     if (p.ownNamespace) {
-      const component = p.kind === 'account-rbac' ? 'rbac' : 'agent';
-      new Namespace(c, 'ns', {
-        name: p.ownNamespace,
-        labels: { ...standardLabels(component), ...POD_SECURITY_LABELS },
-      });
+      // Several places may emit one namespace (accounts' RBAC and agent groups in the same one): the same labels
+      // from each, without a component, or applies of different places (server-side, or a GitOps tool per place)
+      // would fight over the value.
+      const { 'app.kubernetes.io/component': _, ...shared } = standardLabels('namespace');
+      new Namespace(c, 'ns', { name: p.ownNamespace, labels: { ...shared, ...POD_SECURITY_LABELS } });
     }
     const r = p.rbac;
     if (!r) return;

@@ -21,6 +21,8 @@ export interface CacheCheckOptions {
   kinds: CheckedKind[];
   /** Namespaces to compare for namespaced kinds; undefined: all namespaces. */
   namespaces?: string[];
+  /** Sent with each cache listing: an installed plugin-server's /admin wants `authorization: Bearer <token>`. */
+  headers?: Record<string, string>;
 }
 
 export interface CacheDiff {
@@ -95,6 +97,7 @@ export async function checkCache(opts: CacheCheckOptions): Promise<CacheDiff> {
     const group = groupOf(kind.apiVersion);
     const res = await fetch(
       `${opts.httpBase}/admin/cache/${encodeURIComponent(opts.account)}?kind=${kind.kind}&group=${encodeURIComponent(group)}`,
+      { headers: opts.headers ?? {} },
     );
     if (res.status === 404) continue;
     if (!res.ok) throw new Error(`cache listing failed: ${res.status} ${await res.text()}`);

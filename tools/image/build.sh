@@ -10,6 +10,9 @@
 # that makes it; the image under the base's key, the Dockerfile and the files it COPYs (as git sees them:
 # tracked or untracked, not ignored). A warm run with nothing changed takes about a second.
 #
+# With arguments DOCKERFILE REF it builds that Dockerfile instead, on the same base, tagged REF (the tests'
+# MariaDB image, test/infra/real-node/mariadb.Dockerfile): one way to make every image the real node runs.
+#
 # Needs root (mmdebstrap in root mode, buildah's storage) and Debian's buildah and mmdebstrap, installed when
 # missing. Output: progress on stderr; the archive's path and the image reference on the last line of stdout.
 set -euo pipefail
@@ -109,14 +112,23 @@ base_dir="$cache_root/base-$base_key"
 
 # The build context: the Dockerfile and what its COPY lines take from the repository (COPY --from takes from a
 # stage), as git sees the working tree, so neither node_modules nor dist nor anything ignored goes in.
-version="$(node -p 'require(process.argv[1]).version' "$root/package.json")"
-ref="$IMAGE_REPOSITORY:$version"
-mapfile -t sources < <(awk '$1 == "COPY" && $2 !~ /^--from/ { for (i = 2; i < NF; i++) if ($i !~ /^--/) print $i }' "$root/Dockerfile" | sort -u)
+if [ $# -eq 2 ]; then
+  dockerfile="$(realpath "$1")" ref="$2"
+elif [ $# -eq 0 ]; then
+  dockerfile="$root/Dockerfile"
+  ref="$IMAGE_REPOSITORY:$(node -p 'require(process.argv[1]).version' "$root/package.json")"
+else
+  fail "usage: build.sh [DOCKERFILE REF]"
+fi
+mapfile -t sources < <(awk '$1 == "COPY" && $2 !~ /^--from/ { for (i = 2; i < NF; i++) if ($i !~ /^--/) print $i }' "$dockerfile" | sort -u)
 context="$(mktemp -d "$cache_root/context.XXXXXX")"
 trap 'rm -rf "$context"' EXIT
-(cd "$root" && git ls-files -z --cached --others --exclude-standard -- Dockerfile "${sources[@]}" \
-  | xargs -0 -r -I{} sh -c '[ -e "$1" ] && printf "%s\0" "$1" || true' _ {} \
-  | tar --null -T - -cf -) | tar -xf - -C "$context"
+cp "$dockerfile" "$context/Dockerfile"
+if [ ${#sources[@]} -gt 0 ]; then
+  (cd "$root" && git ls-files -z --cached --others --exclude-standard -- "${sources[@]}" \
+    | xargs -0 -r -I{} sh -c '[ -e "$1" ] && printf "%s\0" "$1" || true' _ {} \
+    | tar --null -T - -cf -) | tar -xf - -C "$context"
+fi
 # The key: the base and every file's path, mode and content (and the reference it is tagged with).
 key="$({ echo "$base_key $ref"; cd "$context" && find . -type f -printf '%m %p\n' | LC_ALL=C sort \
   && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)"
@@ -124,7 +136,7 @@ out="$cache_root/image-$key"
 (
   flock 9
   [ -f "$out/.ok" ] && { say "image: cached in $out"; exit 0; }
-  say "image: building $ref from the Dockerfile on base $base_key (npm ci and tsc inside: several minutes cold)..."
+  say "image: building $ref from the Dockerfile on base $base_key (several minutes cold: the project's runs npm ci and tsc)..."
   start=$(date +%s)
   rm -rf "$out.tmp"; mkdir -p "$out.tmp"
   # The Dockerfile's npm ci reaches the registry the way this machine's npm and Node do (its registry, and its CA

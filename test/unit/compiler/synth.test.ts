@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { accountRules, loadTopologySource, type Account } from '../../../src/compiler/index.js';
-import { docs, find, MINIMAL, synthText, tempDir, type K8sObject } from './_helpers.js';
+import { docs, find, MINIMAL, ROOT, synthText, tempDir, type K8sObject } from './_helpers.js';
 
 const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection', '*'];
 
@@ -49,6 +51,23 @@ describe('synth', () => {
       'Secret kc (keys ops, prod: kubeconfigs) in namespace cp; `scale-agent kubeconfig TOPOLOGY --account ACCOUNT` ' +
         'mints each (accounts ops, prod)',
     ]);
+  });
+
+  it('emits a namespace that several places share with the same labels from each', async () => {
+    // examples/mixed.yaml: the RBAC places of ops and remote-prod and the agent places of remote and edge all create
+    // namespace scale-agent. Applied server-side (or by a GitOps tool per place) with different field managers, two
+    // values of one label conflict; the real node's install met that as `conflict with "scale-agent":
+    // .metadata.labels.app.kubernetes.io/component` after `scale-agent kubeconfig` had applied an account place.
+    await using certs = await tempDir();
+    const r = await synthText(readFileSync(join(ROOT, 'examples/mixed.yaml'), 'utf8'), certs.dir);
+    const byPlace = r.summary.places.flatMap((p) =>
+      docs(r.files.get(`manifests/${p.name}.yaml`) as string)
+        .filter((o) => o.kind === 'Namespace' && o.metadata.name === 'scale-agent')
+        .map((o) => ({ place: p.name, labels: o.metadata.labels })),
+    );
+    expect(byPlace.map((n) => n.place)).toEqual(['account-ops', 'account-remote-prod', 'agent-remote', 'agent-edge']);
+    for (const n of byPlace) expect(n).toEqual({ place: n.place, labels: byPlace[0]!.labels });
+    expect(byPlace[0]!.labels).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'restricted' });
   });
 
   it('gives namespaced read-only accounts Roles without write verbs and Secrets as list/watch only', async () => {
