@@ -51,6 +51,8 @@ import { FiatPermissions } from './auth/fiat.js';
 const TASK_HEARTBEAT_MS = 2000;
 const TASK_STALE_MS = 10_000;
 const TASK_PURGE_MS = 60_000;
+/** How often a replica reads the dynamic accounts' version from the store (one primary-key read). */
+const DYNAMIC_POLL_MS = 1_000;
 /**
  * /readyz answers within this even when the store does not: a MySQL behind a partition (packets dropped, no reset)
  * leaves the ping hanging until TCP gives up, and a probe that times out says nothing about why.
@@ -116,6 +118,7 @@ export class PluginServer {
   private http: FastifyInstance | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private taskTimer: NodeJS.Timeout | undefined;
+  private dynamicTimer: NodeJS.Timeout | undefined;
   private lastPurgeAt = 0;
   private stopping = false;
   /** The housekeeping pass under way, if any (stop() waits for it so nothing is published after withdrawing). */
@@ -350,6 +353,16 @@ export class PluginServer {
     );
     this.sweepTimer = setInterval(() => void this.housekeeping(), sweepMs);
     this.sweepTimer.unref();
+    if (this.config.storage.type === 'mysql') {
+      // Replicas follow the definitions in the store, the truth for all of them, well within a lease period; one
+      // replica (memory storage) is that truth itself and polls nothing.
+      this.dynamicTimer = setInterval(
+        () =>
+          void this.dynamic.sync().catch((e: unknown) => this.log.warn({ err: e }, 'dynamic accounts: store not read')),
+        Math.min(DYNAMIC_POLL_MS, this.accounts.leaseMs / 3),
+      );
+      this.dynamicTimer.unref();
+    }
     let taskHousekeeping: Promise<void> | undefined;
     this.taskTimer = setInterval(() => {
       taskHousekeeping ??= this.taskHousekeeping().finally(() => (taskHousekeeping = undefined));
@@ -510,6 +523,7 @@ export class PluginServer {
     this.stopping = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     if (this.taskTimer) clearInterval(this.taskTimer);
+    if (this.dynamicTimer) clearInterval(this.dynamicTimer);
     const endStreams = (): void => {
       for (const s of [...this.sessions]) {
         s.close(new ScaleAgentError('UNAVAILABLE', 'plugin-server is shutting down'), 'shutdown');

@@ -107,7 +107,8 @@ export function registerDynamicAccountRoutes(
     { schema: { body: stateChangeSchema } },
     async (request, reply) => {
       for (const c of request.body) {
-        if (!dynamic.has(c.name)) throw new ScaleAgentError('NOT_FOUND', `dynamic account ${c.name} does not exist`);
+        if (!(await dynamic.lookup(c.name)))
+          throw new ScaleAgentError('NOT_FOUND', `dynamic account ${c.name} does not exist`);
       }
       const out = [];
       for (const c of request.body) out.push(await dynamic.setState(c.name, c.state, who(request)));
@@ -123,7 +124,7 @@ export function registerDynamicAccountRoutes(
     { schema: { body: { ...names, minItems: 1 } } },
     async (request, reply) => {
       for (const n of request.body) {
-        if (!dynamic.has(n)) throw new ScaleAgentError('NOT_FOUND', `dynamic account ${n} does not exist`);
+        if (!(await dynamic.lookup(n))) throw new ScaleAgentError('NOT_FOUND', `dynamic account ${n} does not exist`);
       }
       for (const n of request.body) await dynamic.remove(n, who(request));
       return reply.code(202).send([]);

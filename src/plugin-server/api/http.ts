@@ -22,7 +22,13 @@ export interface ApiDeps {
   ready: () => Promise<{ ready: boolean; reasons: string[] }>;
   log: Logger;
   /** Dynamic accounts (accounts/dynamic.ts): listed with the agents' accounts, shown in their own shape. */
-  dynamic?: { has(name: string): boolean; views(): { name: string }[]; view(name: string): object | undefined };
+  dynamic?: {
+    has(name: string): boolean;
+    views(): { name: string }[];
+    view(name: string): object | undefined;
+    /** Brings the definitions up to the store (a peer may have changed them since the last poll). */
+    sync(): Promise<void>;
+  };
   /** Live read through the account's agent for kinds the cache does not hold (ops/live-read.ts). */
   liveManifest?: (
     account: string,
@@ -253,6 +259,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     const page = intQuery(request.query.page, 'page', 1, 1, 1_000_000);
     const limit = intQuery(request.query.limit, 'limit', 100, 1, 1000);
     const dynamic = deps.dynamic;
+    await dynamic?.sync();
     const all: { name: string }[] = [
       ...deps.accounts
         .list()
@@ -268,6 +275,8 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     };
   });
   app.get<{ Params: { name: string } }>('/armory/accounts/:name', async (request) => {
+    // The store's definition, not this replica's last poll of it (a peer may have changed it a moment ago).
+    await deps.dynamic?.sync();
     const dynamicView = deps.dynamic?.view(request.params.name);
     if (dynamicView) return { ...dynamicView, ...dynamicActivity(request.params.name) };
     const a = accountOr404(request.params.name);
