@@ -168,7 +168,11 @@ export class PluginServer {
       log: this.log,
     });
     const ops = config.operations;
-    this.peerSecret = config.http.peerAuth ? new PeerSecret(config.http.peerAuth.secretFile) : undefined;
+    this.peerSecret = config.http.peerAuth
+      ? PeerSecret.fromFile(config.http.peerAuth.secretFile)
+      : config.storage.type === 'mysql'
+        ? PeerSecret.fromStore(resolveMysqlUrl(config.storage))
+        : undefined;
     this.tasks =
       config.storage.type === 'mysql'
         ? new MysqlTaskRepository(resolveMysqlUrl(config.storage), { storageFull: this.storageFull })
@@ -273,11 +277,7 @@ export class PluginServer {
     }
     if (!this.config.http.auth)
       this.log.warn('http.auth is not configured: the REST API is open to anyone who reaches it');
-    if (!this.peerSecret && this.config.storage.type === 'mysql') {
-      this.log.warn(
-        'http.peerAuth is not configured: peers refuse operations this replica forwards to them (and it refuses theirs)',
-      );
-    }
+
     if (this.upstream) {
       // Read before agents may register, so the first registrations already see the upstream's names.
       await this.upstream.accounts.start();
