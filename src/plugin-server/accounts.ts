@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { FreshRead } from '../shared/fresh-read.js';
 import type { Logger } from '../shared/logging.js';
 import type { Account, KindKey } from '../shared/proto.js';
 import {
@@ -64,6 +65,11 @@ export class AccountRegistry {
   readonly replica: { id: string; url: string };
   readonly leaseMs: number;
   private readonly pendingWrites = new Set<Promise<unknown>>();
+  /** Accounts and leases as stored, for lookup() (misses at the same time share one read). */
+  private readonly storeRead = new FreshRead(async () => {
+    const [records, leases] = await Promise.all([this.store.listAccounts(), this.store.listLeases()]);
+    return { records, leases };
+  });
   /** Time of the last successful lease renewal (for readiness: a replica that lost the store holds nothing). */
   lastRenewedAt = 0;
 
@@ -287,6 +293,40 @@ export class AccountRegistry {
 
   get(name: string): RegisteredAccount | undefined {
     return this.accounts.get(name);
+  }
+
+  /**
+   * The account, reading through to the store when this replica does not know it yet: registered through a peer
+   * since the last refresh (up to leaseMs / 3 ago), it is taken in now — held by that peer, or ORPHANED — so a
+   * request for it is served (an operation forwarded to the holder) instead of refused. Only adds what is unknown
+   * here; everything else is refresh()'s. Concurrent misses share one read of the store, started after the miss.
+   */
+  async lookup(name: string): Promise<RegisteredAccount | undefined> {
+    const known = this.accounts.get(name);
+    if (known) return known;
+    const { records, leases } = await this.storeRead.get();
+    const now = this.now();
+    const record = records.find((r) => r.name === name);
+    // Learned meanwhile (a refresh, a registration here), or not in the store: the registry's answer stands.
+    if (this.accounts.has(name) || !record) return this.accounts.get(name);
+    const l = leases.find((x) => x.account === name);
+    const peerHolds = l !== undefined && l.replica !== this.replica.id && leaseLive(l, now);
+    const entry: RegisteredAccount = peerHolds
+      ? {
+          record,
+          state: l.state,
+          peer: { replica: l.replica, url: l.replicaUrl, agentId: l.agentId },
+          lastUpdated: now,
+        }
+      : {
+          record,
+          state: 'ORPHANED',
+          orphanedAt: l ? Math.min(now, l.releasedAt || l.expiresAt) : now,
+          lastUpdated: now,
+        };
+    this.accounts.set(name, entry);
+    this.emit(name, entry.state);
+    return entry;
   }
 
   list(): RegisteredAccount[] {

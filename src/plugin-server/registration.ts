@@ -168,6 +168,7 @@ export class StreamRegistration {
     const rejected: { name: string; reason: string }[] = [];
     const resumePoints: ResumePoint[] = [];
     const seen = new Set<string>();
+    await deps.gate?.prepare?.(accounts.map((a) => a.name));
     for (const account of accounts) {
       const name = account.name;
       let refusal = admit(name, {

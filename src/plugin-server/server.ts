@@ -44,6 +44,8 @@ import { FiatPermissions } from './auth/fiat.js';
 const TASK_HEARTBEAT_MS = 2000;
 const TASK_STALE_MS = 10_000;
 const TASK_PURGE_MS = 60_000;
+/** How often a replica reads the dynamic accounts' version from the store (one primary-key read). */
+const DYNAMIC_POLL_MS = 1_000;
 /**
  * /readyz answers within this even when the store does not: a MySQL behind a partition (packets dropped, no reset)
  * leaves the ping hanging until TCP gives up, and a probe that times out says nothing about why.
@@ -109,6 +111,7 @@ export class PluginServer {
   private http: FastifyInstance | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private taskTimer: NodeJS.Timeout | undefined;
+  private dynamicTimer: NodeJS.Timeout | undefined;
   private lastPurgeAt = 0;
   private stopping = false;
   /** The housekeeping pass under way, if any (stop() waits for it so nothing is published after withdrawing). */
@@ -160,7 +163,11 @@ export class PluginServer {
       log: this.log,
     });
     const ops = config.operations;
-    this.peerSecret = config.http.peerAuth ? new PeerSecret(config.http.peerAuth.secretFile) : undefined;
+    this.peerSecret = config.http.peerAuth
+      ? PeerSecret.fromFile(config.http.peerAuth.secretFile)
+      : config.storage.type === 'mysql'
+        ? PeerSecret.fromStore(resolveMysqlUrl(config.storage))
+        : undefined;
     this.tasks =
       config.storage.type === 'mysql'
         ? new MysqlTaskRepository(resolveMysqlUrl(config.storage), { storageFull: this.storageFull })
@@ -265,11 +272,7 @@ export class PluginServer {
     }
     if (!this.config.http.auth)
       this.log.warn('http.auth is not configured: the REST API is open to anyone who reaches it');
-    if (!this.peerSecret && this.config.storage.type === 'mysql') {
-      this.log.warn(
-        'http.peerAuth is not configured: peers refuse operations this replica forwards to them (and it refuses theirs)',
-      );
-    }
+
     if (this.upstream) {
       // Read before agents may register, so the first registrations already see the upstream's names.
       await this.upstream.accounts.start();
@@ -313,6 +316,16 @@ export class PluginServer {
     );
     this.sweepTimer = setInterval(() => void this.housekeeping(), sweepMs);
     this.sweepTimer.unref();
+    if (this.config.storage.type === 'mysql') {
+      // Replicas follow the definitions in the store, the truth for all of them, well within a lease period; one
+      // replica (memory storage) is that truth itself and polls nothing.
+      this.dynamicTimer = setInterval(
+        () =>
+          void this.dynamic.sync().catch((e: unknown) => this.log.warn({ err: e }, 'dynamic accounts: store not read')),
+        Math.min(DYNAMIC_POLL_MS, this.accounts.leaseMs / 3),
+      );
+      this.dynamicTimer.unref();
+    }
     let taskHousekeeping: Promise<void> | undefined;
     this.taskTimer = setInterval(() => {
       taskHousekeeping ??= this.taskHousekeeping().finally(() => (taskHousekeeping = undefined));
@@ -473,6 +486,7 @@ export class PluginServer {
     this.stopping = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     if (this.taskTimer) clearInterval(this.taskTimer);
+    if (this.dynamicTimer) clearInterval(this.dynamicTimer);
     const endStreams = (): void => {
       for (const s of [...this.sessions]) {
         s.close(new ScaleAgentError('UNAVAILABLE', 'plugin-server is shutting down'), 'shutdown');

@@ -22,6 +22,8 @@ export type GateVerdict = { ok: true } | { ok: false; code: 'unauthorized' | 'dy
  */
 export interface SessionGate {
   identify(call: ServerDuplexStream<unknown, unknown>): Identity;
+  /** Before `check` is asked about these offered names: a name known nowhere here is read from the store. */
+  prepare?(accountNames: readonly string[]): Promise<void>;
   check(session: GatedSession, accountName: string): GateVerdict;
   rejected(session: GatedSession, accountName: string, reason: string): void;
   welcomed(session: GatedSession): void;

@@ -9,7 +9,13 @@ import { streamIdentity, type Identity } from '../auth/identity.js';
 import type { AuthorizationPolicy } from '../auth/policy.js';
 import type { TokenFile } from '../auth/tokens.js';
 import type { GatedSession, GateVerdict, SessionGate } from '../session-gate.js';
-import type { DynamicAccountStore, DynamicDefinition } from './dynamic-store.js';
+import { FreshRead } from '../../shared/fresh-read.js';
+import type {
+  DynamicAccountStore,
+  DynamicDefinition,
+  ExpectedGeneration,
+  StoredDynamicAccount,
+} from './dynamic-store.js';
 import type { SecretBox } from './secret-box.js';
 import type { AccountDefinition } from '../../shared/clouddriver-accounts.js';
 
@@ -50,6 +56,8 @@ interface Entry {
   def: DynamicDefinition;
   /** Plaintext kubeconfig, in memory only. */
   kubeconfig?: string | undefined;
+  /** The store's generation of the row this entry was read from or written as. */
+  generation: number;
 }
 
 export interface DynamicAccountsDeps {
@@ -61,6 +69,7 @@ export interface DynamicAccountsDeps {
   sessions: () => Iterable<GatedSession>;
   audit: AuditLog;
   log: Logger;
+  now?: () => number;
 }
 
 /**
@@ -75,29 +84,125 @@ export class DynamicAccounts implements SessionGate {
   private readonly assignments = new Map<string, string>();
   /** Names a session announced and got refused, to tell the agent to drop the dynamic ones. */
   private readonly refused = new Map<string, Set<string>>();
+  /** Enabled definitions no agent holds, since when this replica has seen them so (placement by peers). */
+  private readonly unplacedSince = new Map<string, number>();
+  /** The store's version the entries reflect. */
+  private seenVersion = -1;
+  private readonly fresh = new FreshRead(() => this.followStore());
+  private readonly now: () => number;
 
-  constructor(private readonly deps: DynamicAccountsDeps) {}
+  constructor(private readonly deps: DynamicAccountsDeps) {
+    this.now = deps.now ?? Date.now;
+  }
 
   async load(): Promise<void> {
     await this.deps.store.init();
-    for (const row of await this.deps.store.list()) {
-      const def = row.definition;
-      let kubeconfig: string | undefined;
-      if (def.source === 'kubeconfigContents') {
-        try {
-          if (!row.sealedKubeconfig || !this.deps.secrets) throw new Error('no key configured');
-          kubeconfig = this.deps.secrets.open(row.sealedKubeconfig, def.name);
-        } catch (e) {
-          def.errorMessage = `kubeconfig contents cannot be decrypted: ${(e as Error).message}`;
-          this.deps.log.error({ account: def.name }, 'dynamic account kubeconfig cannot be decrypted');
-        }
-      }
-      this.entries.set(def.name, { def, kubeconfig });
-    }
+    this.seenVersion = await this.deps.store.version();
+    for (const row of await this.deps.store.list()) this.entries.set(row.definition.name, this.entryFrom(row));
   }
 
   has(name: string): boolean {
     return this.entries.has(name);
+  }
+
+  /**
+   * Brings this replica up to the store, the truth every replica follows: run every second or so (a primary-key
+   * read when nothing changed), and before anything that would refuse or decide on a name this replica does not
+   * know (a REST request, an agent offering it). A definition a peer created, changed or deleted is taken in, and
+   * what it means for this replica's agents is done here: the agent holding it here is told (AccountsChanged).
+   */
+  sync(): Promise<void> {
+    return this.fresh.get();
+  }
+
+  /** Whether `name` is a dynamic account, reading through to the store when this replica does not know it. */
+  async lookup(name: string): Promise<boolean> {
+    if (!this.entries.has(name)) await this.sync();
+    return this.entries.has(name);
+  }
+
+  /** Before the gate is asked about offered names: any this replica knows neither way is read through. */
+  async prepare(names: readonly string[]): Promise<void> {
+    if (names.some((n) => !this.entries.has(n) && !this.deps.registry.get(n))) await this.sync();
+  }
+
+  private entryFrom(row: StoredDynamicAccount): Entry {
+    const def = row.definition;
+    let kubeconfig: string | undefined;
+    if (def.source === 'kubeconfigContents') {
+      try {
+        if (!row.sealedKubeconfig || !this.deps.secrets) throw new Error('no key configured');
+        kubeconfig = this.deps.secrets.open(row.sealedKubeconfig, def.name);
+      } catch (e) {
+        def.errorMessage = `kubeconfig contents cannot be decrypted: ${(e as Error).message}`;
+        this.deps.log.error({ account: def.name }, 'dynamic account kubeconfig cannot be decrypted');
+      }
+    }
+    return { def, kubeconfig, generation: row.generation };
+  }
+
+  private async followStore(): Promise<void> {
+    const version = await this.deps.store.version();
+    if (version !== this.seenVersion) {
+      const rows = await this.deps.store.list();
+      this.seenVersion = version;
+      const stored = new Set<string>();
+      for (const row of rows) {
+        const name = row.definition.name;
+        stored.add(name);
+        const entry = this.entries.get(name);
+        // Written by this replica (or taken in before): nothing new.
+        if (entry && entry.generation >= row.generation) continue;
+        const next = this.entryFrom(row);
+        this.entries.set(name, next);
+        if (entry) await this.followChange(entry, next);
+      }
+      for (const name of [...this.entries.keys()]) {
+        if (stored.has(name)) continue;
+        // Deleted through a peer: the agent holding it here stops watching it, and it goes with its cache.
+        this.entries.delete(name);
+        this.unplacedSince.delete(name);
+        await this.withdraw(name);
+        this.deps.log.info({ account: name }, 'dynamic account deleted through another replica');
+      }
+    }
+    this.placeUnplaced();
+  }
+
+  /** A peer changed a definition: what update() does, done by the replica whose agent has the account. */
+  private async followChange(before: Entry, after: Entry): Promise<void> {
+    const name = after.def.name;
+    const holder = this.deps.registry.get(name)?.sessionId;
+    const here = holder !== undefined || this.liveAgent(this.assignments.get(name)) !== undefined;
+    if (!here) return;
+    if (!after.def.enabled) await this.withdraw(name);
+    else if (!before.def.enabled || wireJson(before.def, before.kubeconfig) !== wireJson(after.def, after.kubeconfig)) {
+      await this.deps.registry.forget(name);
+      this.place(name);
+    } else if (optionsJson(before.def) !== optionsJson(after.def)) this.place(name);
+  }
+
+  /**
+   * Enabled definitions no agent holds anywhere: the replica that wrote one places it on its own agents at once;
+   * when it had none, a peer whose agent may serve it places it once it stayed unheld for a lease period (its
+   * writer's agent would have registered it by then), so replicas do not race to place one account twice.
+   */
+  private placeUnplaced(): void {
+    const now = this.now();
+    for (const [name, entry] of this.entries) {
+      const reg = this.deps.registry.get(name);
+      const held = reg?.sessionId !== undefined || (reg?.peer !== undefined && reg.state !== 'ORPHANED');
+      if (!entry.def.enabled || held || this.liveAgent(this.assignments.get(name))) {
+        this.unplacedSince.delete(name);
+        continue;
+      }
+      const since = this.unplacedSince.get(name);
+      if (since === undefined) this.unplacedSince.set(name, now);
+      else if (now - since >= this.deps.registry.leaseMs) {
+        this.unplacedSince.delete(name);
+        this.place(name);
+      }
+    }
   }
 
   // ---------------------------------------------------------------------------------------------------------
@@ -105,13 +210,14 @@ export class DynamicAccounts implements SessionGate {
   // ---------------------------------------------------------------------------------------------------------
 
   async create(input: DynamicAccountInput, who: string): Promise<DynamicAccountView> {
+    await this.sync();
     if (this.entries.has(input.name) || this.deps.registry.get(input.name)) {
       throw new ScaleAgentError('CONFLICT', `account ${input.name} already exists`);
     }
     const now = Date.now();
     const { def, kubeconfig } = this.definitionFrom(input, undefined, now);
-    await this.persist(def, kubeconfig);
-    this.entries.set(def.name, { def, kubeconfig });
+    const generation = await this.persist(def, kubeconfig, 'new');
+    this.entries.set(def.name, { def, kubeconfig, generation });
     this.deps.audit.record({
       who,
       what: 'dynamic account created',
@@ -124,15 +230,18 @@ export class DynamicAccounts implements SessionGate {
   }
 
   async update(input: DynamicAccountInput, who: string): Promise<DynamicAccountView> {
+    await this.sync();
     const entry = this.entries.get(input.name);
     if (!entry) throw new ScaleAgentError('NOT_FOUND', `Account does not exist (name: ${input.name})`);
     const { def, kubeconfig } = this.definitionFrom(input, entry, Date.now());
-    await this.persist(def, kubeconfig);
+    const generation = await this.persist(def, kubeconfig, entry.generation);
     const watchChanged = wireJson(entry.def, entry.kubeconfig) !== wireJson(def, kubeconfig);
     const optionsChanged = optionsJson(entry.def) !== optionsJson(def);
-    this.entries.set(def.name, { def, kubeconfig });
+    this.entries.set(def.name, { def, kubeconfig, generation });
     this.deps.audit.record({ who, what: 'dynamic account updated', account: def.name, result: 'ok' });
-    if (!def.enabled) {
+    if (this.heldByPeer(def.name)) {
+      // The replica its agent streams to follows the change (followChange) within a second or so.
+    } else if (!def.enabled) {
       await this.withdraw(def.name);
     } else if (watchChanged) {
       // New namespaces, kinds or credentials: the old scopes' objects must go, and the agent relists.
@@ -167,7 +276,9 @@ export class DynamicAccounts implements SessionGate {
   }
 
   async remove(name: string, who: string): Promise<void> {
-    if (!this.entries.has(name)) {
+    await this.sync();
+    const entry = this.entries.get(name);
+    if (!entry) {
       if (this.deps.registry.get(name)) {
         throw new ScaleAgentError(
           'CONFLICT',
@@ -176,28 +287,32 @@ export class DynamicAccounts implements SessionGate {
       }
       throw new ScaleAgentError('NOT_FOUND', `Account does not exist (name: ${name})`);
     }
-    await this.deps.store.delete(name);
+    if (!(await this.deps.store.delete(name, entry.generation))) throw await this.changedMeanwhile(name);
     this.entries.delete(name);
-    await this.withdraw(name);
+    // Held through a peer: that replica tells its agent and drops the account when it follows the store.
+    if (!this.heldByPeer(name)) await this.withdraw(name);
     this.assignments.delete(name);
     this.deps.audit.record({ who, what: 'dynamic account deleted', account: name, result: 'ok' });
   }
 
   async setState(name: string, state: 'ACTIVE' | 'INACTIVE', who: string): Promise<DynamicAccountView> {
+    await this.sync();
     const entry = this.entries.get(name);
     if (!entry) throw new ScaleAgentError('NOT_FOUND', `Account does not exist or is not dynamic (name: ${name})`);
     const def = { ...entry.def, enabled: state === 'ACTIVE', updatedAt: Date.now() };
     // A manual activation resets the failure counter (as in the reference product).
     if (state === 'ACTIVE') Object.assign(def, { failedCount: 0, errorMessage: '' });
-    await this.persist(def, entry.kubeconfig);
-    this.entries.set(name, { ...entry, def });
+    const generation = await this.persist(def, entry.kubeconfig, entry.generation);
+    this.entries.set(name, { ...entry, def, generation });
     this.deps.audit.record({
       who,
       what: `dynamic account ${state === 'ACTIVE' ? 'activated' : 'deactivated'}`,
       account: name,
       result: 'ok',
     });
-    if (state === 'ACTIVE') this.place(name);
+    if (this.heldByPeer(name)) {
+      // Followed by the replica its agent streams to (followChange).
+    } else if (state === 'ACTIVE') this.place(name);
     else await this.withdraw(name);
     return this.view(name)!;
   }
@@ -213,8 +328,10 @@ export class DynamicAccounts implements SessionGate {
     const reg = this.deps.registry.get(name);
     let state: DynamicState;
     let error = d.errorMessage;
+    // Held by an agent streaming here, or to a peer replica (its lease, as the registry reads it).
+    const held = reg?.sessionId !== undefined || this.heldByPeer(name);
     if (!d.enabled) state = 'INACTIVE';
-    else if (reg?.sessionId) {
+    else if (reg && held) {
       state = reg.state === 'FAILED' ? 'FAILED' : 'ACTIVE';
       if (reg.state === 'FAILED') error = reg.reported?.error ?? error;
     } else if (error && this.liveAgent(this.assignments.get(name))) state = 'FAILED';
@@ -233,7 +350,7 @@ export class DynamicAccounts implements SessionGate {
       failed_count: d.failedCount,
       errorMessage: error,
       failedCount: d.failedCount,
-      agentId: reg?.sessionId ? reg.record.agentId : (this.assignments.get(name) ?? ''),
+      agentId: reg && held ? reg.record.agentId : (this.assignments.get(name) ?? ''),
       source: d.source,
       kubeconfigFile: d.kubeconfigFile,
       context: d.context,
@@ -314,7 +431,8 @@ export class DynamicAccounts implements SessionGate {
     if (!failed && !entry.def.errorMessage) return;
     if (failed && error === entry.def.errorMessage) return;
     const def = { ...entry.def, errorMessage: error, failedCount: entry.def.failedCount + (failed ? 1 : 0) };
-    this.entries.set(def.name, { ...entry, def });
+    const written = { ...entry, def };
+    this.entries.set(def.name, written);
     this.deps.audit.record({
       who: session.identity.name,
       what: 'dynamic account status',
@@ -322,8 +440,13 @@ export class DynamicAccounts implements SessionGate {
       result: failed ? 'failed' : 'active',
       reason: error || undefined,
     });
-    this.persist(def, entry.kubeconfig).catch((e: unknown) =>
-      this.deps.log.warn({ account: def.name, err: (e as Error).message }, 'cannot persist dynamic account status'),
+    // Conditional like every write: an operator's change meanwhile wins, and the agent's next report is written then.
+    this.persist(def, entry.kubeconfig, entry.generation).then(
+      (generation) => {
+        if (this.entries.get(def.name) === written) written.generation = generation;
+      },
+      (e: unknown) =>
+        this.deps.log.warn({ account: def.name, err: (e as Error).message }, 'cannot persist dynamic account status'),
     );
   }
 
@@ -332,6 +455,12 @@ export class DynamicAccounts implements SessionGate {
   }
 
   // ---------------------------------------------------------------------------------------------------------
+
+  /** An agent streaming to a peer replica holds the account (live lease). */
+  private heldByPeer(name: string): boolean {
+    const reg = this.deps.registry.get(name);
+    return !reg?.sessionId && reg?.peer !== undefined && reg.state !== 'ORPHANED';
+  }
 
   private eligible(session: GatedSession, d: DynamicDefinition): boolean {
     if (!session.open || !session.agentId) return false;
@@ -352,6 +481,8 @@ export class DynamicAccounts implements SessionGate {
   private place(name: string): void {
     const entry = this.entries.get(name);
     if (!entry?.def.enabled) return;
+    // Its agent is on a peer: that replica places it again when it follows the change (followChange).
+    if (this.heldByPeer(name)) return;
     const sessions = this.liveSessions();
     const holder = this.deps.registry.get(name)?.sessionId;
     let target = sessions.find((s) => s.id === holder) ?? this.liveAgent(this.assignments.get(name));
@@ -483,10 +614,27 @@ export class DynamicAccounts implements SessionGate {
     return { def, kubeconfig };
   }
 
-  private async persist(def: DynamicDefinition, kubeconfig: string | undefined): Promise<void> {
+  /** Writes the definition if the store still has it at `expected`; else 409 (another replica changed it first). */
+  private async persist(
+    def: DynamicDefinition,
+    kubeconfig: string | undefined,
+    expected: ExpectedGeneration,
+  ): Promise<number> {
     const sealedKubeconfig =
       kubeconfig !== undefined && this.deps.secrets ? this.deps.secrets.seal(kubeconfig, def.name) : undefined;
-    await this.deps.store.save({ definition: def, sealedKubeconfig });
+    const generation = await this.deps.store.save({ definition: def, sealedKubeconfig }, expected);
+    if (generation === undefined) throw await this.changedMeanwhile(def.name);
+    return generation;
+  }
+
+  /** The 409 of a conditional write that lost, after taking in what won (the caller may read it and retry). */
+  private async changedMeanwhile(name: string): Promise<ScaleAgentError> {
+    await this.sync().catch(() => undefined);
+    return new ScaleAgentError(
+      'CONFLICT',
+      `dynamic account ${name} was ${this.entries.has(name) ? 'changed' : 'created or deleted'} through another ` +
+        'replica while this request was applied; nothing was written: read it again and retry',
+    );
   }
 }
 

@@ -34,6 +34,8 @@ export async function migrateAccounts(
   who: string,
   opts: { dryRun: boolean },
 ): Promise<MigrationReport> {
+  // Planned against the store's definitions, not this replica's last poll of them.
+  await dynamic.sync();
   const seen = new Map<string, number>();
   const invalid: ErrorDetail[] = [];
   const conflicts: ErrorDetail[] = [];

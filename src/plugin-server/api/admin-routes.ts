@@ -13,7 +13,13 @@ export interface AdminRouteDeps {
   /** Agents of every replica, and what peers' agents reported of the accounts they hold. */
   views: ReplicaViews;
   /** Dynamic accounts (accounts/dynamic.ts): listed with the agents' accounts, shown in their own shape. */
-  dynamic?: { has(name: string): boolean; views(): { name: string }[]; view(name: string): object | undefined };
+  dynamic?: {
+    has(name: string): boolean;
+    views(): { name: string }[];
+    view(name: string): object | undefined;
+    /** Brings the definitions up to the store (a peer may have changed them since the last poll). */
+    sync(): Promise<void>;
+  };
   runner: TaskRunner;
 }
 
@@ -94,6 +100,7 @@ export const adminRoutes: FastifyPluginAsync<AdminRouteDeps> = async (app, deps)
     const page = intQuery(request.query.page, 'page', 1, 1, 1_000_000);
     const limit = intQuery(request.query.limit, 'limit', 100, 1, 1000);
     const dynamic = deps.dynamic;
+    await dynamic?.sync();
     const all: { name: string }[] = [
       ...deps.accounts
         .list()
@@ -109,6 +116,8 @@ export const adminRoutes: FastifyPluginAsync<AdminRouteDeps> = async (app, deps)
     };
   });
   app.get<{ Params: { name: string } }>('/armory/accounts/:name', async (request) => {
+    // The store's definition, not this replica's last poll of it (a peer may have changed it a moment ago).
+    await deps.dynamic?.sync();
     const dynamicView = deps.dynamic?.view(request.params.name);
     if (dynamicView) return { ...dynamicView, ...dynamicActivity(request.params.name) };
     const a = accountOr404(request.params.name);

@@ -106,7 +106,8 @@ export const dynamicAccountRoutes: FastifyPluginAsync<DynamicRouteDeps> = async 
     { schema: { body: stateChangeSchema } },
     async (request, reply) => {
       for (const c of request.body) {
-        if (!dynamic.has(c.name)) throw new ScaleAgentError('NOT_FOUND', `dynamic account ${c.name} does not exist`);
+        if (!(await dynamic.lookup(c.name)))
+          throw new ScaleAgentError('NOT_FOUND', `dynamic account ${c.name} does not exist`);
       }
       const out = [];
       for (const c of request.body) out.push(await dynamic.setState(c.name, c.state, who(request)));
@@ -122,7 +123,7 @@ export const dynamicAccountRoutes: FastifyPluginAsync<DynamicRouteDeps> = async 
     { schema: { body: { ...names, minItems: 1 } } },
     async (request, reply) => {
       for (const n of request.body) {
-        if (!dynamic.has(n)) throw new ScaleAgentError('NOT_FOUND', `dynamic account ${n} does not exist`);
+        if (!(await dynamic.lookup(n))) throw new ScaleAgentError('NOT_FOUND', `dynamic account ${n} does not exist`);
       }
       for (const n of request.body) await dynamic.remove(n, who(request));
       return reply.code(202).send([]);

@@ -12,8 +12,8 @@ import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 
 export interface OperationInputDeps {
   accounts: AccountRegistry;
-  /** Dynamic accounts the registry may not hold yet (defined, no agent connected). */
-  dynamic?: { has(name: string): boolean };
+  /** Dynamic accounts the registry may not hold yet (defined, no agent connected); lookup reads the store. */
+  dynamic?: { has(name: string): boolean; lookup?(name: string): Promise<unknown> };
 }
 
 /**
@@ -22,19 +22,26 @@ export interface OperationInputDeps {
  * X-SPINNAKER-ACCOUNTS are refused (403) before anything says whether they exist. Shared by `POST /kubernetes/ops`
  * and `POST /kubernetes/task/{id}/restart`.
  */
-export function operationsFromBody(
+export async function operationsFromBody(
   body: unknown,
   endpoint: Endpoint,
   deps: OperationInputDeps,
   headers: Record<string, string | string[] | undefined>,
   operationName?: string,
-): NormalizedOperation[] {
+): Promise<NormalizedOperation[]> {
   const parsed = parseOperations(body, { endpoint, ...(operationName ? { operationName } : {}) });
   if (parsed.ok) {
     requireWritable(
       accountFilter(headers),
       parsed.operations.map((op) => op.account),
     );
+    // An account registered through a peer replica (or defined there) since this one last looked is in the store:
+    // read through before calling it unknown (docs/architecture.md, "Replicas").
+    for (const name of new Set(parsed.operations.map((op) => op.account))) {
+      if (deps.accounts.get(name) || deps.dynamic?.has(name)) continue;
+      await deps.accounts.lookup(name);
+      await deps.dynamic?.lookup?.(name);
+    }
   }
   const issues = parsed.ok
     ? validateAccounts(parsed.operations, {

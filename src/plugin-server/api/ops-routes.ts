@@ -42,7 +42,7 @@ const submitSchema = {
 export const opsRoutes: FastifyPluginAsync<OpsRouteDeps> = async (app, deps) => {
   const submit = (endpoint: Endpoint) => async (request: FastifyRequest<OpsRequest>) => {
     const requestId = request.query.clientRequestId || undefined;
-    const operations = operationsFromBody(request.body, endpoint, deps, request.headers, request.params.opName);
+    const operations = await operationsFromBody(request.body, endpoint, deps, request.headers, request.params.opName);
     const who = request.principal?.who ?? `network:${request.ip}`;
     const { task } = await deps.runner.submit(operations, requestId, who);
     return { id: task.id, resourceUri: `/task/${task.id}` };

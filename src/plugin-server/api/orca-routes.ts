@@ -117,7 +117,7 @@ export const orcaRoutes: FastifyPluginAsync<OrcaRouteDeps> = async (app, deps) =
   });
 
   app.post<{ Params: { id: string } }>('/kubernetes/task/:id/restart', async (request) => {
-    const operations = operationsFromBody(request.body, 'kubernetes', deps, request.headers);
+    const operations = await operationsFromBody(request.body, 'kubernetes', deps, request.headers);
     await writableTask(request, request.params.id);
     const task = await deps.runner.restart(request.params.id, operations, who(request));
     if (!task) throw taskNotFound(request.params.id);

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { ScaleAgentError } from '../../shared/errors.js';
 
@@ -14,10 +14,11 @@ export const ON_BEHALF_OF_HEADER = 'x-scale-agent-on-behalf-of';
 const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
 
 /**
- * The secret every replica sharing a store holds (http.peerAuth.secretFile, a Secret mounted into each replica):
- * replicas present it to each other as a bearer token on /internal/*, and nobody else can, whatever network they
- * call from. Re-read when the file changes, so a rotated Secret applies without a restart; while a rotation rolls
- * out, the previous secret is still accepted, so old and new replicas keep forwarding to each other.
+ * The secret every replica sharing a store holds: replicas present it to each other as a bearer token on
+ * /internal/*, and nobody else can, whatever network they call from. Either a file (http.peerAuth.secretFile, a
+ * Secret mounted into each replica), re-read when it changes so a rotated Secret applies without a restart — while
+ * a rotation rolls out the previous secret is still accepted, so old and new replicas keep forwarding to each other
+ * — or, without one, derived from the MySQL URL the replicas share (fromStore).
  */
 export class PeerSecret {
   private current!: Buffer;
@@ -25,8 +26,25 @@ export class PeerSecret {
   private text!: string;
   private stamp = '';
 
-  constructor(readonly file: string) {
-    this.reload();
+  private constructor(
+    readonly file: string | undefined,
+    derived?: string,
+  ) {
+    if (derived === undefined) this.reload();
+    else this.adopt(derived, 'derived');
+  }
+
+  static fromFile(file: string): PeerSecret {
+    return new PeerSecret(file);
+  }
+
+  /**
+   * Without http.peerAuth: a secret only holders of the store's URL (its password) can compute — every replica, and
+   * nobody who could not rewrite the store anyway — so replicas of an install that names no secret still forward
+   * to each other, and a caller on their network still cannot. Changes when the URL does.
+   */
+  static fromStore(mysqlUrl: string): PeerSecret {
+    return new PeerSecret(undefined, createHmac('sha256', mysqlUrl).update('scale-agent peer secret v1').digest('hex'));
   }
 
   /** The Authorization header value this replica sends to its peers. */
@@ -44,6 +62,7 @@ export class PeerSecret {
   }
 
   private refresh(): void {
+    if (this.file === undefined) return;
     try {
       const st = statSync(this.file);
       if (`${st.mtimeMs}:${st.size}` !== this.stamp) this.reload();
@@ -53,6 +72,7 @@ export class PeerSecret {
   }
 
   private reload(): void {
+    if (this.file === undefined) return;
     let text: string;
     let stamp: string;
     try {
@@ -69,6 +89,10 @@ export class PeerSecret {
       this.stamp = stamp;
       return;
     }
+    this.adopt(text, stamp);
+  }
+
+  private adopt(text: string, stamp: string): void {
     if (this.stamp !== '' && text !== this.text) this.previous = this.current;
     this.current = digest(text);
     this.text = text;

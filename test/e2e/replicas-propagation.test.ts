@@ -1,0 +1,191 @@
+/**
+ * What one replica learns, every replica answers for: two real plugin-server processes on one MariaDB, a real agent
+ * on each. Dynamic accounts live in the store, the truth every replica follows (read through on a miss, polled
+ * otherwise), and are written conditionally; an account an agent registers through one replica is served by the
+ * other before that one's next lease refresh (it reads through to the store and forwards the operation).
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
+import { AgentProcess, PluginServerProcess, type AgentAccountSpec } from '../infra/processes.js';
+import { OpsClient, type Obj } from './operations-helpers.js';
+
+async function send(server: PluginServerProcess, method: string, path: string, body?: unknown) {
+  const res = await fetch(server.httpBase + path, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Obj };
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+describe('replicas follow the store', () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  let a: PluginServerProcess;
+  let b: PluginServerProcess;
+  let agentA: AgentProcess;
+  let agentB: AgentProcess;
+  let ns: string;
+  const staticAccount = (name: string): AgentAccountSpec => ({
+    name,
+    kubeconfigFile: testEnv().kubeconfig,
+    namespaces: [ns],
+    kinds: ['ConfigMap'],
+  });
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-propagation-'));
+    ns = await createNamespace('propagation');
+    const db = await createTestDatabase('e2e_propagation');
+    cleanups.push(() => db.drop());
+    const storage = { type: 'mysql' as const, url: db.url };
+    // The default lease: replicas refresh every 5 s, the window case 8 is about.
+    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 15 } };
+    a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
+    cleanups.push(() => a.stop());
+    b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
+    cleanups.push(() => b.stop());
+    agentA = await AgentProcess.start({ dir, agentId: 'agent-a', serverAddress: a.grpcAddress, accounts: [] });
+    cleanups.push(() => agentA.stop());
+    agentB = await AgentProcess.start({ dir, agentId: 'agent-b', serverAddress: b.grpcAddress, accounts: [] });
+    cleanups.push(() => agentB.stop());
+  });
+
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+  });
+
+  it('a dynamic account created on A is one on B at once: get, list and update there', async () => {
+    const created = await send(a, 'POST', '/armory/accounts/dynamic', {
+      name: 'dyn-made-on-a',
+      kubeconfigFile: testEnv().kubeconfig,
+      namespaces: [ns],
+      kinds: ['ConfigMap'],
+      state: 'INACTIVE',
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    // Right away: B reads through to the store on the miss.
+    const got = await send(b, 'GET', '/armory/accounts/dyn-made-on-a');
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(got.body).toMatchObject({ name: 'dyn-made-on-a', dynamic: true, state: 'INACTIVE' });
+    const listed = await send(b, 'GET', '/armory/accounts');
+    expect((listed.body.items as Obj[]).filter((i) => i.name === 'dyn-made-on-a')).toHaveLength(1);
+    const updated = await send(b, 'PUT', '/armory/accounts/dynamic', { name: 'dyn-made-on-a', kinds: ['Secret'] });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(202);
+    // A follows B's update (polled, or read through by the next write).
+    await until('A to follow the update made on B', async () => {
+      const r = await send(a, 'GET', '/armory/accounts/dyn-made-on-a');
+      return (r.body.kinds as string[]).includes('Secret') ? r : undefined;
+    });
+  });
+
+  it('updates of one account on both replicas at once: none lost silently, a loser hears 409 naming it', async () => {
+    const name = 'dyn-contended';
+    const created = await send(a, 'POST', '/armory/accounts/dynamic', {
+      name,
+      kubeconfigFile: testEnv().kubeconfig,
+      state: 'INACTIVE',
+    });
+    expect(created.status).toBe(201);
+    for (let round = 1; round <= 10; round++) {
+      // Different fields, so both survive when applied one after the other; a lost update drops one.
+      const [viaA, viaB] = await Promise.all([
+        send(a, 'PUT', '/armory/accounts/dynamic', { name, namespaces: [`ns-${round}`] }),
+        send(b, 'PUT', '/armory/accounts/dynamic', { name, kinds: [`Kind${round}`] }),
+      ]);
+      const statuses = [viaA.status, viaB.status].sort();
+      expect([JSON.stringify([202, 202]), JSON.stringify([202, 409])]).toContain(JSON.stringify(statuses));
+      for (const r of [viaA, viaB].filter((x) => x.status === 409)) {
+        expect(r.body.code).toBe('SA_ERR_CONFLICT');
+        expect(r.body.message).toMatch(new RegExp(`dynamic account ${name} was changed through another replica`));
+      }
+      const stored = (await send(a, 'GET', `/armory/accounts/${name}`)).body;
+      if (viaA.status === 202) expect(stored.namespaces).toEqual([`ns-${round}`]);
+      if (viaB.status === 202) expect(stored.kinds).toEqual([`Kind${round}`]);
+    }
+  });
+
+  it('a delete on A drops an account B’s agent streams: the agent is told, every replica forgets it', async () => {
+    const name = 'dyn-held-on-b';
+    await kubectl(['create', 'configmap', 'held-on-b', '-n', ns, '--from-literal=k=v']);
+    // Created through B: B's agent is the one it is placed on.
+    const created = await send(b, 'POST', '/armory/accounts/dynamic', {
+      name,
+      kubeconfigFile: testEnv().kubeconfig,
+      namespaces: [ns],
+      kinds: ['ConfigMap'],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    await until('agent-b to hold it and A to see it held', async () => {
+      const r = await send(a, 'GET', `/armory/accounts/${name}`);
+      return r.status === 200 && r.body.state === 'ACTIVE' && r.body.agentId === 'agent-b' ? r : undefined;
+    });
+    const deleted = await send(a, 'DELETE', `/armory/accounts/${name}`);
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
+    await until('agent-b to stop watching it', async () => {
+      const res = await fetch(`${agentB.adminBase}/accounts`);
+      return (await res.text()).includes(name) ? undefined : true;
+    });
+    for (const server of [a, b]) {
+      await until(`${server.httpBase} to forget it`, async () => {
+        const r = await send(server, 'GET', `/armory/accounts/${name}`);
+        const cache = await send(server, 'GET', `/admin/cache/${name}`);
+        return r.status === 404 && cache.status === 404 ? true : undefined;
+      });
+    }
+  });
+
+  it('an operation posted to B right after the account registered through A runs (B reads through, forwards)', async () => {
+    // B refreshes every 5 s; each round checks B did not learn the account meanwhile, or tries a new one.
+    for (let attempt = 1; ; attempt++) {
+      const name = `registered-on-a-${attempt}`;
+      agentA.writeAccounts([staticAccount(name)]);
+      await until(`A to hold ${name}`, async () => {
+        const r = await send(a, 'GET', `/credentials/${name}`);
+        return r.status === 200 ? r : undefined;
+      });
+      if ((await send(b, 'GET', `/credentials/${name}`)).status === 200) {
+        if (attempt >= 5) throw new Error('replica B refreshed within every attempt; the window was never hit');
+        continue;
+      }
+      const task = await new OpsClient(b).run([
+        {
+          deployManifest: {
+            account: name,
+            moniker: { app: 'propagation' },
+            namespaceOverride: ns,
+            manifests: [
+              {
+                apiVersion: 'v1',
+                kind: 'ConfigMap',
+                metadata: { name: `via-b-${attempt}`, annotations: { 'strategy.spinnaker.io/versioned': 'false' } },
+                data: { attempt: String(attempt) },
+              },
+            ],
+          },
+        },
+      ]);
+      expect(task.history.map((h) => h.status).join('\n')).toMatch(/Sent deployManifest to agent /);
+      const live = JSON.parse(
+        (await kubectl(['get', 'configmap', `via-b-${attempt}`, '-n', ns, '-o', 'json'])).stdout,
+      ) as Obj;
+      expect(live.data).toEqual({ attempt: String(attempt) });
+      return;
+    }
+  });
+});
