@@ -147,7 +147,8 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   void app.register(async (admin) => {
     admin.addHook('onRequest', auth.surface('admin'));
     onlyRoutes(admin, isAdminPath, 'the admin API');
-    await admin.register(adminRoutes, deps);
+    const { store, accounts, metrics, views, dynamic, runner } = deps;
+    await admin.register(adminRoutes, { store, accounts, metrics, views, dynamic, runner });
     await admin.register(dynamicAccountRoutes, { dynamic: deps.dynamic, upstreamClash: deps.upstreamClash });
   });
   void app.register(async (peers) => {
