@@ -5,33 +5,27 @@
  * account cannot run operations on the other, while its own account works; the header filters no read (READ is
  * Fiat's, per user: test/unit/plugin-server/fiat-reads.test.ts).
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import mysql, { type RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess, type AgentAccountSpec } from '../infra/processes.js';
+import { kubectl, testEnv, waitFor } from '../infra/index.js';
+import type { AgentAccountSpec, AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 describe('account permissions and X-SPINNAKER-ACCOUNTS end to end', () => {
   let server: PluginServerProcess;
   let ops: OpsClient;
-  let db: { url: string; drop(): Promise<void> };
+  let stack: Stack;
   let nsA: string;
   let nsB: string;
   let agent: AgentProcess;
   let accounts: AgentAccountSpec[];
-  const cleanups: (() => Promise<unknown>)[] = [];
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-perms-'));
-    db = await createTestDatabase('sa_perms');
-    cleanups.push(() => db.drop());
-    [nsA, nsB] = await Promise.all([createNamespace('perm-a'), createNamespace('perm-b')]);
+    stack = await startStack({ name: 'perms', store: 'mysql', namespaces: ['perm-a', 'perm-b'] });
+    [nsA, nsB] = stack.namespaces as [string, string];
+    server = stack.server;
     for (const ns of [nsA, nsB]) await kubectl(['create', 'configmap', 'cm', '-n', ns, '--from-literal=k=v']);
-    server = await PluginServerProcess.start({ dir, storage: { type: 'mysql', url: db.url } });
-    cleanups.push(() => server.stop());
     ops = new OpsClient(server);
     const admin = testEnv().kubeconfig;
     accounts = [
@@ -52,12 +46,10 @@ describe('account permissions and X-SPINNAKER-ACCOUNTS end to end', () => {
         cacheAllApplicationRelationships: true,
       },
     ];
-    agent = await AgentProcess.start({ dir, serverAddress: server.grpcAddress, agentId: 'perms', accounts });
-    cleanups.push(() => agent.stop());
+    agent = await stack.addAgent({ agentId: 'perms', accounts });
   });
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
-    for (const ns of [nsA, nsB]) await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+    await stack?.stop();
   });
 
   const request = async (path: string, accounts?: string, body?: unknown): Promise<{ status: number; body: Obj }> => {
@@ -118,7 +110,7 @@ describe('account permissions and X-SPINNAKER-ACCOUNTS end to end', () => {
   });
 
   it('the account record in MariaDB holds the permissions and options as configured', async () => {
-    const conn = await mysql.createConnection(db.url);
+    const conn = await mysql.createConnection((stack.storage as { url: string }).url);
     try {
       const [rows] = await conn.query<RowDataPacket[]>(
         "SELECT name, record FROM sa_accounts WHERE name IN ('perm-a', 'perm-b') ORDER BY name",

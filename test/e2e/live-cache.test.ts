@@ -3,14 +3,14 @@
  * change made through the API server becomes visible through GET /manifests and disappears after delete; Secret
  * data never reaches the plugin-server; the cache equals the API server afterwards.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { createConnection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
-import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess, type StorageSpec } from '../infra/processes.js';
+import { kubectl } from '../infra/index.js';
+import { customResourceDefinition } from '../infra/manifests.js';
+import type { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import { eventually } from '../unit/plugin-server/helpers.js';
 
 const CANARY = `canary-${Math.random().toString(36).slice(2)}-do-not-leak`;
@@ -21,43 +21,27 @@ async function apply(doc: object): Promise<void> {
 
 for (const storeType of ['memory', 'mysql'] as const) {
   describe(`live cache end to end (${storeType} store)`, () => {
-    let dir: string;
+    let stack: Stack;
     let ns: string;
     let server: PluginServerProcess;
     let agent: AgentProcess;
-    let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
     const account = `e2e-${storeType}`;
     const group = `e2e${Math.random().toString(36).slice(2, 8)}.example.com`;
 
     beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), `scale-agent-e2e-${storeType}-`));
-      ns = await createNamespace(`live-${storeType}`);
-      let storage: StorageSpec = { type: 'memory' };
-      if (storeType === 'mysql') {
-        db = await createTestDatabase('e2e_live');
-        storage = { type: 'mysql', url: db.url };
-      }
-      server = await PluginServerProcess.start({ dir, storage });
-      agent = await AgentProcess.start({
-        dir,
-        serverAddress: server.grpcAddress,
-        accounts: [
-          {
-            name: account,
-            kubeconfigFile: testEnv().kubeconfig,
-            namespaces: [ns],
-            kinds: ['Deployment', 'ReplicaSet', 'ConfigMap', 'Secret', `CronTab.${group}`],
-          },
-        ],
+      stack = await startStack({
+        name: `live-${storeType}`,
+        store: storeType,
+        agent: {
+          accounts: [{ name: account, kinds: ['Deployment', 'ReplicaSet', 'ConfigMap', 'Secret', `CronTab.${group}`] }],
+        },
       });
+      ({ ns, server, agent } = stack);
+      stack.defer(() => kubectl(['delete', 'crd', `crontabs.${group}`, '--wait=false'], { allowFail: true }));
     });
 
     afterAll(async () => {
-      await agent?.stop();
-      await server?.stop();
-      await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
-      await kubectl(['delete', 'crd', `crontabs.${group}`, '--wait=false'], { allowFail: true });
-      await db?.drop();
+      await stack?.stop();
     });
 
     const manifest = (location: string, name: string) =>
@@ -177,8 +161,8 @@ for (const storeType of ['memory', 'mysql'] as const) {
         expect(text).not.toContain(CANARY);
         expect(text).not.toContain(encoded);
       }
-      if (db) {
-        const conn = await createConnection(db.url);
+      if (stack.storage.type === 'mysql') {
+        const conn = await createConnection(stack.storage.url);
         try {
           const [rows] = await conn.query('SELECT object_json FROM sa_objects');
           const dump = JSON.stringify(rows);
@@ -197,24 +181,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
     });
 
     it('a CRD created mid-test: its custom resources are cached', async () => {
-      await apply({
-        apiVersion: 'apiextensions.k8s.io/v1',
-        kind: 'CustomResourceDefinition',
-        metadata: { name: `crontabs.${group}` },
-        spec: {
-          group,
-          scope: 'Namespaced',
-          names: { plural: 'crontabs', singular: 'crontab', kind: 'CronTab' },
-          versions: [
-            {
-              name: 'v1',
-              served: true,
-              storage: true,
-              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-            },
-          ],
-        },
-      });
+      await apply(customResourceDefinition({ group, kind: 'CronTab', plural: 'crontabs' }));
       await kubectl(['wait', '--for=condition=Established', `crd/crontabs.${group}`, '--timeout=30s']);
       // kubectl's discovery cache may lag the new CRD for a moment; retry the apply until the type is served.
       await until(
@@ -253,18 +220,16 @@ for (const storeType of ['memory', 'mysql'] as const) {
         metadata: { name: 'final', namespace: ns },
         data: { a: 'b' },
       });
-      const diff = await waitForCacheToMatch({
-        httpBase: server.httpBase,
-        account,
-        kubeconfig: testEnv().kubeconfig,
-        namespaces: [ns],
-        kinds: [
-          { apiVersion: 'apps/v1', kind: 'Deployment', namespaced: true },
-          { apiVersion: 'apps/v1', kind: 'ReplicaSet', namespaced: true },
-          { apiVersion: 'v1', kind: 'ConfigMap', namespaced: true },
-          { apiVersion: 'v1', kind: 'Secret', namespaced: true },
-        ],
-      });
+      const diff = await waitForCacheToMatch(
+        stack.cacheCheck(account, {
+          kinds: [
+            { apiVersion: 'apps/v1', kind: 'Deployment', namespaced: true },
+            { apiVersion: 'apps/v1', kind: 'ReplicaSet', namespaced: true },
+            { apiVersion: 'v1', kind: 'ConfigMap', namespaced: true },
+            { apiVersion: 'v1', kind: 'Secret', namespaced: true },
+          ],
+        }),
+      );
       expect(diff.compared).toBeGreaterThan(0);
     });
   });

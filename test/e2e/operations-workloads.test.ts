@@ -4,13 +4,12 @@
  * rollouts (undo, pause, resume, restart) with the Deployment status Clouddriver reports, traffic, runJob and a CRD
  * with its custom resource (read live: the agent does not cache the new kind).
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNamespace, kubectl, testEnv } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { kubectl } from '../infra/index.js';
+import type { PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import { fixture, OpsClient, type Obj } from './operations-helpers.js';
 
 async function getJson(args: string[]): Promise<Obj> {
@@ -45,33 +44,25 @@ const deployment = (name: string, replicas: number, image: string, labels: Recor
 });
 
 describe('operations: every Clouddriver operation (memory store)', () => {
-  let dir: string;
+  let stack: Stack;
   let ns: string;
   let other: string;
   let server: PluginServerProcess;
-  let agent: AgentProcess;
   let ops: OpsClient;
   const account = 'ops-all';
   const group = `ops${Math.random().toString(36).slice(2, 8)}.example.com`;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'scale-agent-ops-all-'));
-    ns = await createNamespace('ops-all');
-    other = await createNamespace('ops-other');
-    server = await PluginServerProcess.start({ dir });
-    agent = await AgentProcess.start({
-      dir,
-      serverAddress: server.grpcAddress,
-      accounts: [{ name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] }],
-    });
+    stack = await startStack({ name: 'ops-all', store: 'memory', agent: { accounts: [{ name: account }] } });
+    ({ ns, server } = stack);
+    // Not the account's: operations that name it are refused.
+    other = await stack.addNamespace('ops-other');
+    stack.defer(() => kubectl(['delete', 'crd', `crontabs.${group}`, '--wait=false'], { allowFail: true }));
     ops = new OpsClient(server);
   });
 
   afterAll(async () => {
-    await agent?.stop();
-    await server?.stop();
-    for (const n of [ns, other]) await kubectl(['delete', 'namespace', n, '--wait=false'], { allowFail: true });
-    await kubectl(['delete', 'crd', `crontabs.${group}`, '--wait=false'], { allowFail: true });
+    await stack?.stop();
   });
 
   const deploy = (manifests: object[], extra: Obj = {}) => [

@@ -3,12 +3,9 @@
  * control plane, checked with kubectl and through the REST read API; the consistency barrier (a read right after a
  * task completes never shows the previous generation), with the memory and the MySQL store.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess, type StorageSpec } from '../infra/processes.js';
+import { kubectl } from '../infra/index.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import { fixture, OpsClient, type Obj } from './operations-helpers.js';
 
 async function getJson(args: string[]): Promise<Obj> {
@@ -29,36 +26,23 @@ const deployment = (name: string, replicas: number, image = 'registry.example.co
 
 for (const storeType of ['memory', 'mysql'] as const) {
   describe(`operations (${storeType} store)`, () => {
-    let dir: string;
+    let stack: Stack;
     let ns: string;
-    let server: PluginServerProcess;
-    let agent: AgentProcess;
     let ops: OpsClient;
-    let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
     const account = `ops-${storeType}`;
 
     beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), `scale-agent-ops-${storeType}-`));
-      ns = await createNamespace(`ops-${storeType}`);
-      let storage: StorageSpec = { type: 'memory' };
-      if (storeType === 'mysql') {
-        db = await createTestDatabase('e2e_ops');
-        storage = { type: 'mysql', url: db.url };
-      }
-      server = await PluginServerProcess.start({ dir, storage });
-      agent = await AgentProcess.start({
-        dir,
-        serverAddress: server.grpcAddress,
-        accounts: [{ name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] }],
+      stack = await startStack({
+        name: `ops-${storeType}`,
+        store: storeType,
+        agent: { accounts: [{ name: account }] },
       });
-      ops = new OpsClient(server);
+      ns = stack.ns;
+      ops = new OpsClient(stack.server);
     });
 
     afterAll(async () => {
-      await agent?.stop();
-      await server?.stop();
-      await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
-      await db?.drop();
+      await stack?.stop();
     });
 
     it('deploys a ConfigMap, Deployment and Service (Orca payload) with Clouddriver result objects', async () => {

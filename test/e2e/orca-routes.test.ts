@@ -5,14 +5,13 @@
  * under its id (its account's agent was down, then came back), restart and retryability, and a Run Job's status,
  * property file and cancellation.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
+import { kubectl, waitFor } from '../infra/index.js';
 import { KwokNode } from '../infra/kwok.js';
-import { AgentProcess, PluginServerProcess, type StorageSpec } from '../infra/processes.js';
+import type { PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 async function exists(args: string[]): Promise<boolean> {
@@ -33,12 +32,10 @@ const replicaSet = (replicas: number, image: string) => ({
 
 for (const storeType of ['memory', 'mysql'] as const) {
   describe(`Orca routes (${storeType} store)`, () => {
-    let dir: string;
+    let stack: Stack;
     let ns: string;
     let server: PluginServerProcess;
-    let agent: AgentProcess;
     let ops: OpsClient;
-    let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
     const account = `orca-routes-${storeType}`;
     const uncached = `orca-live-${storeType}`;
 
@@ -62,32 +59,25 @@ for (const storeType of ['memory', 'mysql'] as const) {
     }
 
     beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'scale-agent-orca-routes-'));
-      ns = await createNamespace('orca-routes');
-      let storage: StorageSpec = { type: 'memory' };
-      if (storeType === 'mysql') {
-        db = await createTestDatabase('e2e_orca');
-        storage = { type: 'mysql', url: db.url };
-      }
-      // A short wait for an agent, so an operation for an account whose agent is down fails (retryable) quickly.
-      server = await PluginServerProcess.start({ dir, storage, extra: { operations: { agentWaitSeconds: 2 } } });
-      agent = await AgentProcess.start({
-        dir,
-        serverAddress: server.grpcAddress,
-        accounts: [
-          { name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] },
-          // The same namespace without ReplicaSets in the cache: its cluster reads go live through the agent.
-          { name: uncached, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], omitKinds: ['ReplicaSet'] },
-        ],
+      stack = await startStack({
+        name: `orca-routes-${storeType}`,
+        store: storeType,
+        // A short wait for an agent, so an operation for an account whose agent is down fails (retryable) quickly.
+        server: { extra: { operations: { agentWaitSeconds: 2 } } },
+        agent: {
+          accounts: [
+            { name: account },
+            // The same namespace without ReplicaSets in the cache: its cluster reads go live through the agent.
+            { name: uncached, omitKinds: ['ReplicaSet'] },
+          ],
+        },
       });
+      ({ ns, server } = stack);
       ops = new OpsClient(server);
     });
 
     afterAll(async () => {
-      await agent?.stop();
-      await server?.stop();
-      await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
-      await db?.drop();
+      await stack?.stop();
     });
 
     it('lists a versioned ReplicaSet cluster and picks the dynamic targets Orca asks for', async () => {
@@ -201,12 +191,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
 
     it('resumes a failed, retryable task under its id once the agent is back; restart and retryability', async () => {
       const resumable = `orca-resume-${storeType}`;
-      const second = await AgentProcess.start({
-        dir,
-        agentId: 'agent-2',
-        serverAddress: server.grpcAddress,
-        accounts: [{ name: resumable, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] }],
-      });
+      const second = await stack.addAgent({ agentId: 'agent-2', accounts: [{ name: resumable }] });
       await second.stop();
       await waitFor('the account to lose its agent', async () => {
         const a = await server.get<Obj>(`/armory/accounts/${resumable}`);
@@ -251,12 +236,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
       expect((await request('PATCH', `/kubernetes/task/${failedA.id}`, { retry: 'no' })).status).toBe(400);
       expect((await request('PATCH', `/kubernetes/task/${failedA.id}`, { retryable: true })).status).toBe(400);
 
-      const back = await AgentProcess.start({
-        dir,
-        agentId: 'agent-2',
-        serverAddress: server.grpcAddress,
-        accounts: [{ name: resumable, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] }],
-      });
+      const back = await stack.addAgent({ agentId: 'agent-2', accounts: [{ name: resumable }] });
       try {
         await waitFor('the account to be held again', async () => {
           const a = await server.get<Obj>(`/armory/accounts/${resumable}`);
@@ -413,7 +393,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
         },
       ];
       const node = await KwokNode.start({
-        dir: join(dir, 'kwok'),
+        dir: join(stack.dir, 'kwok'),
         name: `kwok-${ns}`,
         logs: [{ namespace: ns, containers: ['migrate'], text: log }],
       });
@@ -460,19 +440,14 @@ for (const storeType of ['memory', 'mysql'] as const) {
 }
 
 describe('Orca routes: a task resumed on another replica', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
+  let stack: Stack;
   let a: PluginServerProcess;
   let b: PluginServerProcess;
-  let dir: string;
   let ns: string;
   const account = 'orca-xr';
 
   const agentFor = (serverAddress: string) =>
-    AgentProcess.start({
-      dir,
-      serverAddress,
-      accounts: [{ name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] }],
-    });
+    stack.addAgent({ serverAddress, accounts: [{ name: account, kinds: ['ConfigMap'] }] });
 
   /** Until `server` sees the account in `state` (replicas learn about peers' accounts from the shared leases). */
   const accountState = (server: PluginServerProcess, state: string) =>
@@ -482,21 +457,20 @@ describe('Orca routes: a task resumed on another replica', () => {
     });
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'scale-agent-orca-xr-'));
-    ns = await createNamespace('orca-xr');
-    const db = await createTestDatabase('e2e_orca_xr');
-    cleanups.push(() => db.drop());
-    const storage = { type: 'mysql' as const, url: db.url };
-    const extra = { accounts: { gracePeriodSeconds: 120, leaseSeconds: 3 }, operations: { agentWaitSeconds: 2 } };
-    a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
-    cleanups.push(() => a.stop());
-    b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
-    cleanups.push(() => b.stop());
+    stack = await startStack({
+      name: 'orca-xr',
+      store: 'mysql',
+      replicas: 2,
+      server: {
+        extra: { accounts: { gracePeriodSeconds: 120, leaseSeconds: 3 }, operations: { agentWaitSeconds: 2 } },
+      },
+    });
+    [a, b] = stack.replicas as [PluginServerProcess, PluginServerProcess];
+    ns = stack.ns;
   });
 
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
-    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+    await stack?.stop();
   });
 
   it('fails on one replica while the agent is away, resumes through the other once it is back', async () => {
@@ -518,8 +492,7 @@ describe('Orca routes: a task resumed on another replica', () => {
     const failed = await new OpsClient(a).waitTask(await new OpsClient(a).submit(body));
     expect(failed.status).toMatchObject({ failed: true, retryable: true });
 
-    const back = await agentFor(a.grpcAddress);
-    cleanups.push(() => back.stop());
+    await agentFor(a.grpcAddress);
     await accountState(b, 'ACTIVE');
 
     // Posted to B, which holds no agent: B takes the task over and forwards its operation to A.

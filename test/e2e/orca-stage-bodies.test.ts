@@ -4,14 +4,13 @@
  * task), posted to a real plugin-server with a real agent on the shared control plane; then the fields Orca reads
  * back, as the Orca class that reads them reads them. A kwok node runs the Pods (the Run Job's log included).
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { createNamespace, kubectl, testEnv, waitFor } from '../infra/index.js';
+import { kubectl, waitFor } from '../infra/index.js';
 import { KwokNode } from '../infra/kwok.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import type { PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import {
   bakedManifestArtifact,
   deleteManifest,
@@ -23,11 +22,9 @@ import {
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 describe('Orca stage bodies on an agent account', () => {
-  let dir: string;
+  let stack: Stack;
   let ns: string;
   let server: PluginServerProcess;
-  let agent: AgentProcess;
-  let node: KwokNode;
   let ops: OpsClient;
   const account = 'orca-bodies';
   const app = 'shop';
@@ -52,26 +49,20 @@ describe('Orca stage bodies on an agent account', () => {
   });
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'scale-agent-orca-bodies-'));
-    ns = await createNamespace('orca-bodies');
-    node = await KwokNode.start({
-      dir: join(dir, 'kwok'),
+    stack = await startStack({ name: 'orca-bodies', store: 'memory' });
+    ({ ns, server } = stack);
+    const node = await KwokNode.start({
+      dir: join(stack.dir, 'kwok'),
       name: `kwok-${ns}`,
       logs: [{ namespace: ns, containers: ['report'], text: reportLog }],
     });
-    server = await PluginServerProcess.start({ dir, storage: { type: 'memory' } });
-    agent = await AgentProcess.start({
-      dir,
-      serverAddress: server.grpcAddress,
-      accounts: [{ name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] }],
-    });
+    stack.defer(() => node.stop());
+    await stack.addAgent({ accounts: [{ name: account }] });
     ops = new OpsClient(server);
   });
 
   afterAll(async () => {
-    await agent?.stop();
-    await server?.stop();
-    await node?.stop();
+    await stack?.stop();
   });
 
   it('Deploy (Manifest) with red/black: the task result PromoteManifestKatoOutputsTask and the strategy read', async () => {

@@ -9,21 +9,18 @@
  * versions (`GET /manifests/...?includeEvents=false`) and appends disableManifest (red/black, highlander) and
  * deleteManifest (highlander) stages for every version it did not just deploy.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNamespace, kubectl, testEnv, waitFor } from '../infra/index.js';
+import { kubectl, waitFor } from '../infra/index.js';
 import { KwokNode } from '../infra/kwok.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import type { PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 describe('Orca rollout strategies on an agent account (kwok node runs the Pods)', () => {
-  let dir: string;
+  let stack: Stack;
   let ns: string;
   let server: PluginServerProcess;
-  let agent: AgentProcess;
-  let node: KwokNode;
   let ops: OpsClient;
   const account = 'strategies';
   const enc = encodeURIComponent;
@@ -91,15 +88,11 @@ describe('Orca rollout strategies on an agent account (kwok node runs the Pods)'
   };
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'scale-agent-strategies-'));
-    ns = await createNamespace('strategies');
-    node = await KwokNode.start({ dir: join(dir, 'kwok'), name: `kwok-${ns}`, logs: [] });
-    server = await PluginServerProcess.start({ dir, storage: { type: 'memory' } });
-    agent = await AgentProcess.start({
-      dir,
-      serverAddress: server.grpcAddress,
-      accounts: [{ name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] }],
-    });
+    stack = await startStack({ name: 'strategies', store: 'memory' });
+    ({ ns, server } = stack);
+    const node = await KwokNode.start({ dir: join(stack.dir, 'kwok'), name: `kwok-${ns}`, logs: [] });
+    stack.defer(() => node.stop());
+    await stack.addAgent({ accounts: [{ name: account }] });
     ops = new OpsClient(server);
     for (const name of ['web', 'api']) {
       await ops.run([
@@ -124,10 +117,7 @@ describe('Orca rollout strategies on an agent account (kwok node runs the Pods)'
   }, 120_000);
 
   afterAll(async () => {
-    await agent?.stop();
-    await server?.stop();
-    await node?.stop();
-    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+    await stack?.stop();
   });
 
   it('red/black: v001 takes the traffic, v000 is disabled and stays, scaled as it was', async () => {

@@ -3,56 +3,35 @@
  * reconnects through HAProxy to the replica that still has the database, which resumes the account; the cache
  * checker's diff is 0 through that replica.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
-import { Haproxy } from '../infra/haproxy.js';
-import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { kubectl, waitFor } from '../infra/index.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import { Toxiproxy } from '../infra/toxiproxy.js';
 
 describe('a replica that loses MySQL', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
+  let stack: Stack | undefined;
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    await stack?.stop();
   });
 
   it('reports not ready and lets its agent go to a replica that has the database', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-store-loss-'));
-    const ns = await createNamespace('store-loss');
-    cleanups.push(() => kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true }));
-    const db = await createTestDatabase('e2e_store_loss');
-    cleanups.push(() => db.drop());
+    stack = await startStack({
+      name: 'store-loss',
+      store: 'mysql',
+      server: { extra: { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } } },
+    });
+    const { ns, server: a, storage } = stack;
+    if (storage.type !== 'mysql') throw new Error('a mysql stack without a database URL');
 
     // Toxiproxy between replica B and MariaDB.
-    const toxi = await Toxiproxy.start(dir);
-    cleanups.push(() => toxi.stop());
-    const viaProxy = new URL(db.url);
-    viaProxy.host = await toxi.createProxy('mysql', new URL(db.url).host);
-
-    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } };
-    const a = await PluginServerProcess.start({
-      dir,
-      name: 'replica-a',
-      storage: { type: 'mysql', url: db.url },
-      extra,
-    });
-    cleanups.push(() => a.stop());
-    const b = await PluginServerProcess.start({
-      dir,
-      name: 'replica-b',
-      storage: { type: 'mysql', url: viaProxy.toString() },
-      extra,
-    });
-    cleanups.push(() => b.stop());
-    const lb = await Haproxy.start({
-      dir,
-      backends: [a, b].map((r, i) => ({ name: `r${i}`, grpcPort: r.grpcPort, httpPort: r.httpPort })),
-    });
-    cleanups.push(() => lb.stop());
+    const toxi = await Toxiproxy.start(stack.dir);
+    stack.defer(() => toxi.stop());
+    const viaProxy = new URL(storage.url);
+    viaProxy.host = await toxi.createProxy('mysql', viaProxy.host);
+    const b = await stack.addReplica({ name: 'replica-b', storage: { type: 'mysql', url: viaProxy.toString() } });
+    const lb = await stack.addLoadBalancer();
 
     // A down for a moment, so the agent's stream lands on B through the load balancer.
     await a.stop();
@@ -62,21 +41,13 @@ describe('a replica that loses MySQL', () => {
         : undefined,
     );
     await sleep(1000);
-    const spec = { name: 'cut', kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
-    const agent = await AgentProcess.start({ dir, serverAddress: lb.grpcAddress, accounts: [spec] });
-    cleanups.push(() => agent.stop());
+    await stack.addAgent({ accounts: [{ name: 'cut', kinds: ['ConfigMap'] }] });
     await waitFor('B to hold the account', async () =>
       (await b.get<{ heldBy: unknown }>('/armory/accounts/cut')).body.heldBy === 'local' ? true : undefined,
     );
     await a.restart();
     await kubectl(['create', 'configmap', 'before', '-n', ns, '--from-literal=k=v']);
-    const check = {
-      httpBase: a.httpBase,
-      account: 'cut',
-      kubeconfig: testEnv().kubeconfig,
-      namespaces: [ns],
-      kinds: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaced: true }],
-    };
+    const check = stack.cacheCheck('cut', { httpBase: a.httpBase });
     await waitForCacheToMatch(check);
 
     // Cut B's database link.

@@ -10,17 +10,17 @@
  * upstream, and that a slow or stopped upstream never holds up agent accounts. Fiat is a STAND-IN too
  * (test/infra/fiat-stand-in.ts); it grants `anonymous` (the requests that name no user) everything.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, get as httpGet, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { get as httpGet, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
+import { testEnv, waitFor } from '../infra/index.js';
 import { FiatStandIn } from '../infra/fiat-stand-in.js';
-import { AgentProcess, PluginServerProcess, type StorageSpec } from '../infra/processes.js';
+import { HttpStandIn } from '../infra/http-stand-in.js';
+import { PluginServerProcess, type AgentProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 const CLASSIC = 'classic-prod';
@@ -104,36 +104,16 @@ const GZIPPED = gzipSync(JSON.stringify([{ name: 'deployManifest', enabled: true
 const korkNotFound = (message: string) => ({ timestamp: Date.now(), status: 404, error: 'Not Found', message });
 
 /** The stand-in Clouddriver. */
-class StandIn {
+class StandIn extends HttpStandIn {
   readonly requests: Recorded[] = [];
   delayMs = 0;
-  private server: Server | undefined;
-  port = 0;
-
-  get baseUrl(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  async start(): Promise<void> {
-    this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
-    this.port = (this.server.address() as AddressInfo).port;
-  }
-
-  async stop(): Promise<void> {
-    const s = this.server;
-    if (!s) return;
-    this.server = undefined;
-    s.closeAllConnections();
-    await new Promise<void>((resolve) => s.close(() => resolve()));
-  }
 
   /** Requests for a path (without the query). */
   seen(path: string): Recorded[] {
     return this.requests.filter((r) => r.url.split('?')[0] === path);
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const rec: Recorded = {
@@ -232,8 +212,7 @@ class StandIn {
 // Both stores: tasks and agent accounts, which routing looks up, live in the store.
 for (const storeType of ['memory', 'mysql'] as const) {
   describe(`front mode (${storeType} store): the plugin-server in front of a (stand-in) Clouddriver`, () => {
-    let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
-    let dir: string;
+    let stack: Stack;
     let ns: string;
     const standIn = new StandIn();
     const fiat = new FiatStandIn();
@@ -258,40 +237,29 @@ for (const storeType of ['memory', 'mysql'] as const) {
     };
 
     beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), `scale-agent-front-${storeType}-`));
-      ns = await createNamespace(`front-${storeType}`);
       await standIn.start();
       await fiat.start();
       fiat.users.set('anonymous', { admin: true });
-      let storage: StorageSpec = { type: 'memory' };
-      if (storeType === 'mysql') {
-        db = await createTestDatabase('e2e_front');
-        storage = { type: 'mysql', url: db.url };
-      }
-      server = await PluginServerProcess.start({
-        dir,
-        storage,
-        extra: {
-          spinnaker: {
-            upstream: {
-              baseUrl: standIn.baseUrl,
-              timeoutMs: 2000,
-              connectTimeoutMs: 1000,
-              mergeTimeoutMs: 1000,
-              accountsRefreshSeconds: 1,
+      stack = await startStack({
+        name: `front-${storeType}`,
+        store: storeType,
+        server: {
+          extra: {
+            spinnaker: {
+              upstream: {
+                baseUrl: standIn.baseUrl,
+                timeoutMs: 2000,
+                connectTimeoutMs: 1000,
+                mergeTimeoutMs: 1000,
+                accountsRefreshSeconds: 1,
+              },
+              fiat: { baseUrl: fiat.baseUrl, cacheSeconds: 600, missRefreshSeconds: 0 },
             },
-            fiat: { baseUrl: fiat.baseUrl, cacheSeconds: 600, missRefreshSeconds: 0 },
           },
         },
+        agent: { accounts: [{ name: AGENT }, { name: CLASH }] },
       });
-      agent = await AgentProcess.start({
-        dir,
-        serverAddress: server.grpcAddress,
-        accounts: [
-          { name: AGENT, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] },
-          { name: CLASH, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] },
-        ],
-      });
+      ({ server, agent, ns } = stack);
       ops = new OpsClient(server);
       const task = await ops.run([
         {
@@ -322,12 +290,9 @@ for (const storeType of ['memory', 'mysql'] as const) {
       agentServerGroup = (task.resultObjects[0]!.manifestNamesByNamespace as Record<string, string[]>)[ns]![0]!;
     });
     afterAll(async () => {
-      await agent?.stop();
-      await server?.stop();
+      await stack?.stop();
       await standIn.stop();
       await fiat.stop();
-      if (ns) await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
-      await db?.drop();
     });
 
     it('an agent account whose name the upstream has is refused at registration, with the reason', async () => {
@@ -537,12 +502,10 @@ for (const storeType of ['memory', 'mysql'] as const) {
 
       const late = `front-late-${storeType}`;
       fiat.users.set('reader', { accounts: { [AGENT]: ['READ'], [CLASSIC]: ['READ'], [late]: ['READ'] } });
-      const lateAgent = await AgentProcess.start({
-        dir,
+      const lateAgent = await stack.addAgent({
         agentId: 'agent-late',
-        serverAddress: server.grpcAddress,
         // A namespace with no application in it, so the late account adds nothing to the views other tests read.
-        accounts: [{ name: late, kubeconfigFile: testEnv().kubeconfig, namespaces: ['kube-public'] }],
+        accounts: [{ name: late, namespaces: ['kube-public'] }],
       });
       try {
         await waitFor(
@@ -619,10 +582,10 @@ for (const storeType of ['memory', 'mysql'] as const) {
     });
 
     it('with REST authentication, routes the plugin-server lacks are the Clouddriver surface (trusted networks)', async () => {
-      const tokens = join(dir, 'rest-tokens');
+      const tokens = join(stack.dir, 'rest-tokens');
       writeFileSync(tokens, 'front-admin-token ops admin\n');
       const authed = await PluginServerProcess.start({
-        dir,
+        dir: stack.dir,
         name: 'plugin-server-auth',
         extra: {
           http: { auth: { tokensFile: tokens, trustedNetworks: ['127.0.0.1/32'] } },

@@ -11,13 +11,12 @@
  * assert: which applications, clusters, server groups, instances and load balancers exist, how they link, and the
  * fields Deck reads.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../infra/index.js';
+import { kubectl, waitFor } from '../infra/index.js';
 import { KwokNode } from '../infra/kwok.js';
-import { AgentProcess, PluginServerProcess, type StorageSpec } from '../infra/processes.js';
+import type { PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 const IMAGE_014 = 'registry.example.com/backend@sha256:' + 'a'.repeat(64);
@@ -92,14 +91,12 @@ function deploy(account: string, ns: string, app: string, manifests: Obj[], extr
 
 for (const storeType of ['memory', 'mysql'] as const) {
   describe(`Spinnaker read views (${storeType} store)`, () => {
-    let dir: string;
+    let stack: Stack;
     let nsBack: string;
     let nsFront: string;
     let nsOther: string;
     let server: PluginServerProcess;
-    let agent: AgentProcess;
     let ops: OpsClient;
-    let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
     const account = `views-${storeType}`;
     const account2 = `views2-${storeType}`;
 
@@ -116,22 +113,17 @@ for (const storeType of ['memory', 'mysql'] as const) {
     const enc = encodeURIComponent;
 
     beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), `scale-agent-views-${storeType}-`));
-      nsBack = await createNamespace(`views-back-${storeType}`);
-      nsFront = await createNamespace(`views-front-${storeType}`);
-      nsOther = await createNamespace(`views-other-${storeType}`);
-      let storage: StorageSpec = { type: 'memory' };
-      if (storeType === 'mysql') {
-        db = await createTestDatabase('e2e_views');
-        storage = { type: 'mysql', url: db.url };
-      }
-      server = await PluginServerProcess.start({ dir, storage });
-      agent = await AgentProcess.start({
-        dir,
-        serverAddress: server.grpcAddress,
+      stack = await startStack({
+        name: `views-${storeType}`,
+        store: storeType,
+        namespaces: [`views-back-${storeType}`, `views-front-${storeType}`, `views-other-${storeType}`],
+      });
+      [nsBack, nsFront, nsOther] = stack.namespaces as [string, string, string];
+      server = stack.server;
+      await stack.addAgent({
         accounts: [
-          { name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [nsBack, nsFront] },
-          { name: account2, kubeconfigFile: testEnv().kubeconfig, namespaces: [nsOther] },
+          { name: account, namespaces: [nsBack, nsFront] },
+          { name: account2, namespaces: [nsOther] },
         ],
       });
       ops = new OpsClient(server);
@@ -207,12 +199,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
     }, 240_000);
 
     afterAll(async () => {
-      await agent?.stop();
-      await server?.stop();
-      for (const ns of [nsBack, nsFront, nsOther]) {
-        await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
-      }
-      await db?.drop();
+      await stack?.stop();
     });
 
     it('lists applications from their clusters, in every account, and an application with its clusters', async () => {
@@ -438,7 +425,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
 
     it("an instance's console: each container's log, read live through the agent (kwok node)", async () => {
       const node = await KwokNode.start({
-        dir: join(dir, 'kwok'),
+        dir: join(stack.dir, 'kwok'),
         name: `kwok-${nsBack}`,
         logs: [{ namespace: nsBack, containers: ['init', 'main'], text: 'listening on :8080\nready\n' }],
       });

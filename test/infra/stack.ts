@@ -154,7 +154,7 @@ export class Stack {
       accounts: o.accounts.map((a) => ({
         ...a,
         kubeconfigFile: a.kubeconfigFile ?? testEnv().kubeconfig,
-        namespaces: a.namespaces ?? this.namespaces,
+        namespaces: a.namespaces ?? [...this.namespaces],
       })),
     });
     this.agents.push(agent);
@@ -173,7 +173,7 @@ export class Stack {
       httpBase: o.httpBase ?? this.httpBase,
       account,
       kubeconfig: testEnv().kubeconfig,
-      namespaces: this.namespaces,
+      namespaces: [...this.namespaces],
       kinds: o.kinds ?? [CONFIG_MAP],
     };
   }

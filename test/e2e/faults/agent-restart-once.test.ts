@@ -6,13 +6,9 @@
  * fail as retryable, a new agent process starts and Orca's resume sends the same operation ids to it. The cluster
  * must show each change once, and the resumed tasks must succeed naming the first run's Job.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCOUNT, FaultRig, WIDGET_GROUP } from '../../infra/faults/index.js';
 import { kubeRequest, objectPath } from '../../infra/faults/kube-raw.js';
-import { testEnv } from '../../infra/index.js';
 import { waitFor } from '../../infra/wait.js';
 import { OpsClient, type Obj, type TaskBody } from '../operations-helpers.js';
 
@@ -22,12 +18,7 @@ describe('faults: agent SIGKILLed between applying an operation and delivering i
   let ns: string;
 
   beforeAll(async () => {
-    rig = await FaultRig.start({
-      dir: mkdtempSync(join(tmpdir(), 'sa-faults-once-')),
-      store: 'memory',
-      controlPlane: { kubeconfig: testEnv().kubeconfig },
-      namespaces: 1,
-    });
+    rig = await FaultRig.onSharedCluster('once', { store: 'memory', namespaces: 1 });
     ops = new OpsClient(rig.server);
     ns = rig.namespaces[0]!;
   });

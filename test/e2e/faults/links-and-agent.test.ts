@@ -7,24 +7,16 @@
  * equals the API server, and every operation posted ended succeeded or failed-retryable (resumed once, as Orca
  * does), exactly once in the cluster — or, for the webhook's 500s, failed and said so.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectSurvived } from './_survived.js';
 import { faultById, FaultRig, Load, runFault } from '../../infra/faults/index.js';
-import { testEnv } from '../../infra/index.js';
 
 describe('faults: agent ↔ plugin-server, agent ↔ API server, agent process (memory store)', () => {
   let rig: FaultRig;
   let load: Load;
 
   beforeAll(async () => {
-    rig = await FaultRig.start({
-      dir: mkdtempSync(join(tmpdir(), 'sa-faults-links-')),
-      store: 'memory',
-      controlPlane: { kubeconfig: testEnv().kubeconfig },
-    });
+    rig = await FaultRig.onSharedCluster('links', { store: 'memory' });
     load = await Load.create(rig);
   });
   afterAll(async () => {
