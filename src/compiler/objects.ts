@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { App, Chart } from 'cdk8s';
 import {
   AccountRbac,
@@ -204,9 +205,19 @@ export function workloadObjects(p: Place): Obj[] {
     disableResourceNameHashes: true,
     namespace: w.namespace,
   });
-  new Workload(chart, 'workload', workloadProps(w, 'final'));
+  const props = workloadProps(w, 'final');
+  new Workload(chart, 'workload', { ...props, pod: { ...props.pod, annotations: podAnnotations(w) } });
   addGenerated(chart, p, w, 'final');
   return chart.toJson() as Obj[];
+}
+
+/**
+ * A place's pod annotations: the topology's, plus the checksum of the config file, so that applying a changed
+ * config rolls the pods (the plugin-server reads authorization and storage at start), as the chart's
+ * checksum/config does for `helm upgrade`.
+ */
+function podAnnotations(w: WorkloadModel): Record<string, string> {
+  return { 'checksum/config': createHash('sha256').update(toYaml(w.config)).digest('hex'), ...w.pod.annotations };
 }
 
 /**
@@ -235,14 +246,7 @@ export function deploymentPatch(w: WorkloadModel): Obj {
     spec: {
       replicas: w.replicas,
       template: {
-        ...(w.pod.labels || w.pod.annotations
-          ? {
-              metadata: {
-                ...(w.pod.labels ? { labels: w.pod.labels } : {}),
-                ...(w.pod.annotations ? { annotations: w.pod.annotations } : {}),
-              },
-            }
-          : {}),
+        metadata: { ...(w.pod.labels ? { labels: w.pod.labels } : {}), annotations: podAnnotations(w) },
         spec: {
           ...scheduling(w.pod),
           automountServiceAccountToken: w.automountServiceAccountToken,

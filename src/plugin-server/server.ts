@@ -71,6 +71,9 @@ function firstExternalAddress(): string | undefined {
   return (all.find((i) => !i.internal && i.family === 'IPv4') ?? all.find((i) => !i.internal))?.address;
 }
 
+/** Network errors of a store that is not up (yet): its address does not resolve or nothing answers there. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'EAI_AGAIN', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET']);
+
 export function createStore(config: PluginServerConfig, storageFull?: StorageFullSignal): StoreBackend {
   const storage = config.storage;
   if (storage.type === 'memory') return new MemoryCacheStore();
@@ -126,6 +129,8 @@ export class PluginServer {
       store?: StoreBackend;
       /** Account management requests this server does not handle (front mode: to the upstream Clouddriver). */
       forwardAccountManagement?: ForwardRequest;
+      /** How long start() waits for an unreachable store (default 60 s). */
+      storeStartWaitMs?: number;
     } = {},
   ) {
     this.log = options.log ?? createLogger({ name: 'plugin-server', level: config.logLevel });
@@ -244,20 +249,40 @@ export class PluginServer {
     return accounts ? (name) => accounts.clash(name) : undefined;
   }
 
-  async start(): Promise<{ grpcPort: number; httpPort: number }> {
-    try {
-      await this.store.init();
-    } catch (e) {
-      throw e instanceof ScaleAgentError
-        ? e
-        : new ScaleAgentError(
-            'UNAVAILABLE',
-            `cannot initialise the ${this.store.type} store: ${(e as Error).message}`,
-            {
-              cause: e,
-            },
-          );
+  /**
+   * The store's first connection and migrations. An unreachable store is waited for (up to
+   * `options.storeStartWaitMs`, default 60 s, with backoff), since in a cluster the database's Service, or cluster
+   * DNS, may come up after the plugin-server's pods: on the real node, a replica started while CoreDNS was briefly
+   * unready exited on `getaddrinfo EAI_AGAIN` and was restarted. Any other failure, or a store still unreachable
+   * then, ends the start as before (exit code 3): a refused login or a failed migration is not waited for.
+   */
+  private async initStore(): Promise<void> {
+    const deadline = Date.now() + (this.options.storeStartWaitMs ?? 60_000);
+    for (let attempt = 1, delay = 500; ; attempt++, delay = Math.min(delay * 2, 8_000)) {
+      try {
+        await this.store.init();
+        return;
+      } catch (e) {
+        const err =
+          e instanceof ScaleAgentError
+            ? e
+            : new ScaleAgentError(
+                'UNAVAILABLE',
+                `cannot initialise the ${this.store.type} store: ${(e as Error).message}`,
+                {
+                  cause: e,
+                },
+              );
+        const cause = (err.cause as { code?: unknown } | undefined)?.code;
+        if (!UNREACHABLE.has(String(cause)) || Date.now() + delay > deadline) throw err;
+        this.log.warn({ attempt, retryInMs: delay, err: err.message }, 'store unreachable at start, waiting for it');
+        await new Promise((r) => setTimeout(r, delay));
+      }
     }
+  }
+
+  async start(): Promise<{ grpcPort: number; httpPort: number }> {
+    await this.initStore();
     await this.tasks.init();
     const threads = this.config.limits.checkThreads ?? Math.min(4, availableParallelism() - 1);
     if (threads > 0) this.checkPool = new CheckPool(threads, this.store.indexes());

@@ -70,6 +70,40 @@ describe('synth', () => {
     expect(byPlace[0]!.labels).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'restricted' });
   });
 
+  it('rolls a workload whose config changed: its pod template carries the config checksum, overlay and manifests alike', async () => {
+    // `kubectl apply -k` of a changed topology updated the ConfigMap only; the plugin-server reads authorization at
+    // start, so on the real node an agent group added to the topology was refused ("matches no authorization
+    // rule") until the plugin-server restarted. The chart rolls its pods by checksum/config; the overlay must too.
+    await using certs = await tempDir();
+    const changed = MINIMAL.replace(
+      '      - name: ops\n',
+      '      - name: added\n        kubeconfigSecret: { name: kc, key: added }\n      - name: ops\n',
+    );
+    expect(changed).not.toBe(MINIMAL);
+    const checksums = async (text: string) => {
+      const r = await synthText(text, certs.dir);
+      const overlay = docs(
+        r.files.get('kustomize/overlays/plugin-server/workload/deployment-patch.yaml') as string,
+      )[0]!;
+      const manifest = find(
+        docs(r.files.get('manifests/plugin-server.yaml') as string),
+        'Deployment',
+        'scale-agent-plugin-server',
+      );
+      const of = (d: K8sObject) =>
+        ((d.spec as { template: { metadata?: { annotations?: Record<string, string> } } }).template.metadata
+          ?.annotations ?? {})['checksum/config'];
+      return { overlay: of(overlay), manifest: of(manifest) };
+    };
+    const before = await checksums(MINIMAL);
+    const after = await checksums(changed);
+    expect(before.overlay).toMatch(/^[0-9a-f]{64}$/);
+    expect(before.manifest).toBe(before.overlay);
+    expect(after.manifest).toBe(after.overlay);
+    expect(after.overlay).not.toBe(before.overlay);
+    expect(await checksums(MINIMAL)).toEqual(before);
+  });
+
   it('gives namespaced read-only accounts Roles without write verbs and Secrets as list/watch only', async () => {
     await using certs = await tempDir();
     const r = await synthText(MINIMAL, certs.dir);
