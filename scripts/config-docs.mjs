@@ -21,27 +21,50 @@ export const SCHEMAS = [
     page: 'plugin-server.md',
     what: "The plugin-server's config file (`scale-agent plugin-server --config`).",
   },
+  {
+    file: 'dynamic-account.schema.json',
+    page: 'dynamic-account.md',
+    unknownKeys: ' Unknown keys are ignored.',
+    what: "A dynamic account's definition: the body of the plugin-server's `/armory/accounts/dynamic` and `/credentials`.",
+  },
 ];
 
-function resolve(schema, node, seen) {
-  let n = node;
-  while (n && n.$ref) {
-    if (seen.has(n.$ref)) return { ...n, recursive: true };
-    seen = new Set([...seen, n.$ref]);
-    const path = n.$ref.replace(/^#\//, '').split('/');
-    const target = path.reduce((o, k) => o?.[k], schema);
-    n = { ...target, ...Object.fromEntries(Object.entries(n).filter(([k]) => k !== '$ref')) };
-  }
-  return { node: n ?? {}, seen };
+const loaded = new Map();
+function schemaFile(file) {
+  if (!loaded.has(file)) loaded.set(file, JSON.parse(readFileSync(join(root, 'schemas', file), 'utf8')));
+  return loaded.get(file);
 }
 
-function typeOf(n) {
+/**
+ * Follows $refs, within `schema` (`#/$defs/x`) or into another file of schemas/ (`account-options.schema.json#/...`),
+ * whose own refs are then read against that file. Keywords beside a $ref win over the target's.
+ */
+function resolve(schema, node, seen) {
+  let n = node;
+  let ctx = schema;
+  while (n && n.$ref) {
+    const key = `${ctx.$id}|${n.$ref}`;
+    if (seen.has(key)) return { node: { ...n, recursive: true }, seen, schema: ctx };
+    seen = new Set([...seen, key]);
+    const [file, pointer = ''] = n.$ref.split('#');
+    if (file) ctx = schemaFile(file);
+    const path = pointer.replace(/^\//, '').split('/').filter(Boolean);
+    const target = path.reduce((o, k) => o?.[k], ctx);
+    n = { ...target, ...Object.fromEntries(Object.entries(n).filter(([k]) => k !== '$ref')) };
+  }
+  return { node: n ?? {}, seen, schema: ctx };
+}
+
+function typeOf(n, ctx) {
   if (n.enum) return n.enum.map((v) => JSON.stringify(v)).join(' \\| ');
   if (n.const !== undefined) return JSON.stringify(n.const);
   const alts = n.oneOf ?? n.anyOf;
   if (!n.type && alts) return [...new Set(alts.map((a) => a.type ?? (a.properties ? 'object' : 'any')))].join(' \\| ');
   const t = Array.isArray(n.type) ? n.type.join(' \\| ') : (n.type ?? 'any');
-  if (t === 'array' && n.items) return `array of ${typeOf(n.items)}`;
+  if (t === 'array' && n.items) {
+    const items = resolve(ctx, n.items, new Set());
+    return `array of ${typeOf(items.node, items.schema)}`;
+  }
   return t;
 }
 
@@ -53,35 +76,38 @@ function cell(s) {
 }
 
 function walk(schema, node, path, required, seen, rows) {
-  const { node: n, seen: s2 } = resolve(schema, node, seen);
+  const { node: n, seen: s2, schema: ctx } = resolve(schema, node, seen);
   if (path) {
     rows.push([
       `\`${path}\``,
-      typeOf(n),
+      typeOf(n, ctx),
       n.default !== undefined ? `\`${JSON.stringify(n.default)}\`` : '',
       required ? 'yes' : '',
       cell(n.description),
     ]);
   }
-  const objects = [n, ...(n.oneOf ?? []), ...(n.anyOf ?? [])];
-  if (n.type === 'array' && n.items) objects.push(n.items);
-  for (const o0 of objects) {
-    const { node: o, seen: s3 } = o0 === n ? { node: n, seen: s2 } : resolve(schema, o0, s2);
-    const isItems = o0 === n.items;
-    const prefix = isItems ? `${path}[]` : path;
+  // The object's own keys, its alternatives' (oneOf, anyOf), its items' for an array, and those of allOf members
+  // (the shared account options), each resolved in its own file.
+  const queue = [[n, path, ctx, s2], ...[...(n.oneOf ?? []), ...(n.anyOf ?? [])].map((o) => [o, path, ctx, s2])];
+  if (n.type === 'array' && n.items) queue.push([n.items, `${path}[]`, ctx, s2]);
+  for (let i = 0; i < queue.length; i++) {
+    const [o0, prefix, c0, seen0] = queue[i];
+    const { node: o, seen: s3, schema: octx } = o0 === n ? { node: n, seen: s2, schema: ctx } : resolve(c0, o0, seen0);
+    for (const m of o.allOf ?? []) queue.push([m, prefix, octx, s3]);
     for (const [k, child] of Object.entries(o.properties ?? {})) {
       const p = prefix ? `${prefix}.${k}` : k;
       const seenRow = rows.find((r) => r[0] === `\`${p}\``);
       if (seenRow) {
         // The same key in another oneOf alternative: one row, with every alternative's type.
-        const t = typeOf(resolve(schema, child, s3).node);
+        const c = resolve(octx, child, s3);
+        const t = typeOf(c.node, c.schema);
         if (!seenRow[1].split(' \\| ').includes(t)) seenRow[1] = `${seenRow[1]} \\| ${t}`;
         continue;
       }
-      walk(schema, child, p, (o.required ?? []).includes(k), s3, rows);
+      walk(octx, child, p, (o.required ?? []).includes(k), s3, rows);
     }
     if (o.additionalProperties && typeof o.additionalProperties === 'object') {
-      walk(schema, o.additionalProperties, `${prefix}.<name>`, false, s3, rows);
+      walk(octx, o.additionalProperties, `${prefix}.<name>`, false, s3, rows);
     }
   }
 }
@@ -99,7 +125,7 @@ export function render(entry) {
     '',
     cell(schema.description),
     '',
-    `Schema: [\`schemas/${entry.file}\`](../../schemas/${entry.file}). Unknown keys are refused.`,
+    `Schema: [\`schemas/${entry.file}\`](../../schemas/${entry.file}).${entry.unknownKeys ?? ' Unknown keys are refused.'}`,
     '',
     '| key | type | default | required | description |',
     '|---|---|---|---|---|',

@@ -1,67 +1,24 @@
 import { hostname } from 'node:os';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { ScaleAgentError, type ErrorDetail } from '../shared/errors.js';
-import {
-  detailAt,
-  packagedSchemaValidator,
-  parseYamlFile,
-  parseYamlText,
-  schemaErrorDetails,
-  type LocatedDocument,
-} from '../shared/yaml-config.js';
+import type {
+  AccountConfig as AccountSchema,
+  AgentConfig as AgentConfigSchema,
+} from '../shared/config-types/agent-config.js';
+import { parseYamlText, readYamlFile, validateConfig, type LoadedYaml } from '../shared/yaml-config.js';
 
-export interface AccountConfig {
-  name: string;
-  kubeconfigFile?: string;
+/** One account (schemas/agent-config.schema.json, after defaults), or a dynamic account the plugin-server sent. */
+export type AccountConfig = AccountSchema & {
   /** The kubeconfig itself, kept in memory: dynamic accounts only (the plugin-server sends it over the stream). */
   kubeconfigContents?: string;
-  serviceAccount: boolean;
-  context?: string;
-  namespaces: string[];
-  omitNamespaces: string[];
-  kinds: string[];
-  omitKinds: string[];
-  /** Custom resource kinds (`Kind.group`) cached besides the default kinds, when `kinds` is not given. */
-  customResources?: string[];
-  onlyNamespacedResources: boolean;
-  /** Spinnaker (Fiat) roles; sent in Hello and kept in the plugin-server's account record. */
-  permissions?: { READ?: string[]; WRITE?: string[] };
-  onlySpinnakerManaged: boolean;
-  cacheAllApplicationRelationships: boolean;
-}
+};
 
-export interface AgentConfig {
-  server: {
-    address: string;
-    insecure: boolean;
-    tls?: { caFile?: string; certFile?: string; keyFile?: string; serverName?: string };
-    tokenFile?: string;
-    heartbeatSeconds: number;
-    backoff: { baseDelaySeconds: number; multiplier: number; jitter: number; maxDelaySeconds: number };
-  };
-  agentId: string;
-  zone?: string;
-  admin: { host: string; port: number };
-  /** Health-only listener for the kubelet's probes (and Prometheus when `metrics`); none when `port` is absent. */
-  health: { host: string; port?: number; metrics: boolean };
-  queue: { maxBytes: number; maxBatchBytes: number; maxInFlightBatches: number };
-  kubernetes: {
-    rediscoverySeconds: number;
-    forbiddenRetrySeconds: number;
-    listPageSize: number;
-    maxConcurrentSyncs: number;
-    streamingLists: 'auto' | 'never';
-    initialListStallSeconds: number;
-    syncProgressSeconds: number;
-    accounts: AccountConfig[];
-  };
-}
-
-const schemaValidator = packagedSchemaValidator<AgentConfig>('agent-config.schema.json');
+/** schemas/agent-config.schema.json after defaults, with agentId settled. */
+export type AgentConfig = AgentConfigSchema & { agentId: string };
 
 /** Reads, validates and completes (defaults, agentId, absolute paths) an agent config file. */
 export function loadAgentConfig(file: string, env: NodeJS.ProcessEnv = process.env): AgentConfig {
-  return configFromDocument(parseYamlFile(file), env);
+  return configFromDocument(readYamlFile(file), env);
 }
 
 /** Same as loadAgentConfig for text already in memory (`file` only names it in errors and anchors paths). */
@@ -69,57 +26,46 @@ export function parseAgentConfig(file: string, text: string, env: NodeJS.Process
   return configFromDocument(parseYamlText(file, text), env);
 }
 
-function configFromDocument(doc: LocatedDocument, env: NodeJS.ProcessEnv): AgentConfig {
-  const data = doc.data;
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
-    throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: the agent config must be a mapping`, {
-      details: [detailAt(doc, '', 'must be a mapping (key: value)')],
-    });
-  }
-  const validate = schemaValidator();
-  if (!validate(data)) {
-    const details = schemaErrorDetails(doc, validate.errors ?? []);
-    throw new ScaleAgentError('INVALID_INPUT', `${doc.file} does not match the agent config schema`, { details });
-  }
-  const config = data;
+function configFromDocument(doc: LoadedYaml, env: NodeJS.ProcessEnv): AgentConfig {
+  const config = validateConfig<AgentConfigSchema>(doc, 'agent-config', 'agent config');
   const details = semanticProblems(doc, config);
   if (details.length > 0) {
     throw new ScaleAgentError('INVALID_INPUT', `${doc.file} has invalid settings`, { details });
   }
-  config.agentId ??= env.POD_NAME || hostname();
-  resolvePaths(config, dirname(resolve(doc.file)));
-  return config;
+  const agentId = config.agentId ?? (env.POD_NAME || hostname());
+  const settled: AgentConfig = { ...config, agentId };
+  resolvePaths(settled, dirname(resolve(doc.file)));
+  return settled;
 }
 
-function semanticProblems(doc: LocatedDocument, config: AgentConfig): ErrorDetail[] {
+function semanticProblems(doc: LoadedYaml, config: AgentConfigSchema): ErrorDetail[] {
   const problems: ErrorDetail[] = [];
+  const detailAt = (pointer: string, message: string) => doc.detail(pointer, message);
   if (config.server.insecure && config.server.tls) {
-    problems.push(detailAt(doc, '/server/insecure', 'insecure: true contradicts the tls block; remove one of them'));
+    problems.push(detailAt('/server/insecure', 'insecure: true contradicts the tls block; remove one of them'));
   }
   const seen = new Map<string, number>();
   config.kubernetes.accounts.forEach((a, i) => {
     const at = `/kubernetes/accounts/${i}`;
     const first = seen.get(a.name);
     if (first !== undefined) {
-      problems.push(detailAt(doc, `${at}/name`, `duplicate account name '${a.name}' (first at index ${first})`));
+      problems.push(detailAt(`${at}/name`, `duplicate account name '${a.name}' (first at index ${first})`));
     } else {
       seen.set(a.name, i);
     }
     if (a.kubeconfigFile && a.serviceAccount) {
-      problems.push(
-        detailAt(doc, `${at}/serviceAccount`, 'give either kubeconfigFile or serviceAccount: true, not both'),
-      );
+      problems.push(detailAt(`${at}/serviceAccount`, 'give either kubeconfigFile or serviceAccount: true, not both'));
     } else if (!a.kubeconfigFile && !a.serviceAccount) {
-      problems.push(detailAt(doc, at, 'needs kubeconfigFile or serviceAccount: true'));
+      problems.push(detailAt(at, 'needs kubeconfigFile or serviceAccount: true'));
     }
     if (a.context && !a.kubeconfigFile) {
-      problems.push(detailAt(doc, `${at}/context`, 'context only applies with kubeconfigFile'));
+      problems.push(detailAt(`${at}/context`, 'context only applies with kubeconfigFile'));
     }
     if (a.namespaces.length > 0 && a.omitNamespaces.length > 0) {
-      problems.push(detailAt(doc, `${at}/omitNamespaces`, 'namespaces and omitNamespaces are exclusive'));
+      problems.push(detailAt(`${at}/omitNamespaces`, 'namespaces and omitNamespaces are exclusive'));
     }
     if (a.kinds.length > 0 && a.omitKinds.length > 0) {
-      problems.push(detailAt(doc, `${at}/omitKinds`, 'kinds and omitKinds are exclusive'));
+      problems.push(detailAt(`${at}/omitKinds`, 'kinds and omitKinds are exclusive'));
     }
   });
   return problems;

@@ -24,7 +24,7 @@ export { checkTopology, POLICY_RULES, type CheckReport, type Violation, type Sev
 export { agentConfig, pluginServerConfig, serverAddress } from './runtime-config.js';
 export { accountRules, effectiveKinds, agentKindNames } from './rbac-rules.js';
 export { writeOutput } from './write.js';
-export { schemaValidator } from './schema.js';
+export { schemaValidator } from '../shared/yaml-config.js';
 export * from './topology.js';
 export * from './names.js';
 export { accountCredentials, type AccountCredentials } from './account-credentials.js';

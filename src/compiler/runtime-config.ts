@@ -1,3 +1,5 @@
+import { isDeepStrictEqual } from 'node:util';
+import { schemaDefaults } from '../shared/yaml-config.js';
 import { agentKindNames } from './rbac-rules.js';
 import {
   AGENT_ADMIN_PORT,
@@ -9,7 +11,7 @@ import {
   PATHS,
   agentIdentityUri,
 } from './names.js';
-import type { Agent, Topology } from './topology.js';
+import { ACCOUNT_OPTIONS, type Agent, type Topology } from './topology.js';
 
 /** Where an agent group dials: the Service's cluster DNS name in mode service, else the external address. */
 export function serverAddress(t: Topology, agent: Agent): { host: string; port: number } {
@@ -106,14 +108,29 @@ export function agentConfig(t: Topology, agent: Agent): Record<string, unknown> 
         if (a.permissions.READ.length > 0) perms.READ = a.permissions.READ;
         if (a.permissions.WRITE.length > 0) perms.WRITE = a.permissions.WRITE;
         if (Object.keys(perms).length > 0) out.permissions = perms;
-        // Only when set, so configs of topologies without them stay as they were.
-        if (a.onlySpinnakerManaged) out.onlySpinnakerManaged = true;
-        if (a.cacheAllApplicationRelationships) out.cacheAllApplicationRelationships = true;
+        // Every other shared option (onlySpinnakerManaged, ...) only when it differs from its default, so configs of
+        // topologies without them stay as they were, and an option added to the schema reaches the agent as it is.
+        const defaults = schemaDefaults(ACCOUNT_OPTIONS);
+        for (const [key, value] of Object.entries(defaults)) {
+          const set = (a as unknown as Record<string, unknown>)[key];
+          if (!DECIDED_HERE.has(key) && !isDeepStrictEqual(set, value)) out[key] = set;
+        }
         return out;
       }),
     },
   };
 }
+
+/** Account options the agent config gets from the decisions above rather than as written (omitKinds: in `kinds`). */
+const DECIDED_HERE = new Set([
+  'serviceAccount',
+  'context',
+  'namespaces',
+  'omitNamespaces',
+  'kinds',
+  'omitKinds',
+  'permissions',
+]);
 
 /**
  * The plugin-server's `spinnaker` section: in front mode, the existing Clouddriver it passes on to what is not about

@@ -2,6 +2,20 @@
  * The topology as written (`TopologyInput`, what the schema accepts) and as the compiler uses it (`Topology`,
  * every default applied once, here, so later stages never guess).
  */
+import type {
+  AccountInput,
+  AgentInput,
+  ExposureInput,
+  Pod,
+  SecretKeyRef,
+  TopologyInput,
+} from '../shared/config-types/topology.js';
+import type { AccountOptions as AppliedAccountOptions } from '../shared/config-types/agent-config.js';
+import { schemaDefaults } from '../shared/yaml-config.js';
+
+/** The options every account declaration shares (schemas/account-options.schema.json). */
+export const ACCOUNT_OPTIONS = 'account-options.schema.json#/$defs/options';
+
 export const MODES = ['service', 'infrastructure', 'agent'] as const;
 export type Mode = (typeof MODES)[number];
 
@@ -11,107 +25,13 @@ export type TlsMode = (typeof TLS_MODES)[number];
 export type Access = 'read-write' | 'read-only';
 export type Provider = 'aws' | 'gcp' | 'azure' | 'generic';
 
-export interface SecretKeyRef {
-  name: string;
-  key: string;
-}
-
-export interface PolicyRuleInput {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
-
-export interface AccountInput {
-  name: string;
-  kubeconfigSecret?: SecretKeyRef;
-  context?: string;
-  serviceAccount?: boolean;
-  namespaces?: string[];
-  omitNamespaces?: string[];
-  kinds?: string[];
-  omitKinds?: string[];
-  access?: Access;
-  permissions?: { READ?: string[]; WRITE?: string[] };
-  onlySpinnakerManaged?: boolean;
-  cacheAllApplicationRelationships?: boolean;
-  rbac?: { create?: boolean; serviceAccountNamespace?: string; extraRules?: PolicyRuleInput[] };
-}
+export type { AccountInput, AgentInput, ExposureInput, SecretKeyRef, TopologyInput };
 
 /** Scheduling and metadata of a component's pods (schema $defs/pod). */
-export interface PodSettings {
-  nodeSelector?: Record<string, string>;
-  tolerations?: Record<string, unknown>[];
-  affinity?: Record<string, unknown>;
-  topologySpreadConstraints?: Record<string, unknown>[];
-  priorityClassName?: string;
-  annotations?: Record<string, string>;
-  labels?: Record<string, string>;
-  serviceAccountAnnotations?: Record<string, string>;
-}
-
-export interface AgentInput {
-  name: string;
-  mode: Mode;
-  namespace?: string;
-  replicas?: number;
-  image?: string;
-  zone?: string;
-  accounts: AccountInput[];
-  pod?: PodSettings;
-}
-
-export type ExposureInput =
-  | { type: 'ClusterIP' }
-  | {
-      type: 'LoadBalancer';
-      provider?: Provider;
-      internal?: boolean;
-      address?: string;
-      loadBalancerSourceRanges?: string[];
-      annotations?: Record<string, string>;
-    }
-  | { type: 'External'; address: string };
-
-export type CertificatesInput =
-  | { source: 'generate'; validityDays?: number }
-  | { source: 'cert-manager'; issuerRef: { name: string; kind?: 'Issuer' | 'ClusterIssuer'; group?: string } };
-
-export interface TopologyInput {
-  apiVersion: 'scale-agent.io/v1alpha1';
-  kind: 'Topology';
-  metadata: { name: string };
-  pluginServer: {
-    namespace?: string;
-    replicas?: number;
-    image?: string;
-    storage?: { type: 'memory' } | { type: 'mysql'; secretRef: SecretKeyRef };
-    grpc?: { port?: number; exposure?: ExposureInput };
-    tls?: { mode?: TlsMode; certificates?: CertificatesInput };
-    rest?: { auth?: { enabled?: boolean; tokensSecret?: SecretKeyRef; trustedNetworks?: string[] } };
-    pod?: PodSettings;
-  };
-  spinnaker?: {
-    mode?: SpinnakerMode;
-    upstream?: { baseUrl: string };
-    fiat?: { baseUrl: string };
-    artifacts?: ArtifactsInput;
-    accountPattern?: string;
-  };
-  networkPolicies?: { enabled?: boolean; spinnakerNamespaces?: string[] };
-  agents: AgentInput[];
-}
-
-export interface ArtifactsInput {
-  http?: {
-    name: string;
-    allowedHosts: string[];
-    usernamePasswordSecret?: SecretKeyRef;
-    tokenSecret?: SecretKeyRef;
-  }[];
-  timeoutMs?: number;
-  maxBytes?: number;
-}
+export type PodSettings = Pod;
+export type PolicyRuleInput = NonNullable<NonNullable<AccountInput['rbac']>['extraRules']>[number];
+export type CertificatesInput = NonNullable<NonNullable<TopologyInput['pluginServer']['tls']>['certificates']>;
+export type ArtifactsInput = NonNullable<NonNullable<TopologyInput['spinnaker']>['artifacts']>;
 
 /** One http/file artifact account; its credential, if any, is a key of a Secret the plugin-server mounts. */
 export interface HttpArtifactAccount {
@@ -130,24 +50,19 @@ export interface Artifacts {
 /** docs/spinnaker.md: the plugin-server in front of Clouddriver, or Orca alone routing agent accounts to it. */
 export type SpinnakerMode = 'front' | 'orca-only';
 
-export interface Account {
+/**
+ * One account as the compiler uses it: the shared account options with their schema defaults (the form the agent
+ * config holds them in, schemas/account-options.schema.json), and what only a topology says.
+ */
+export type Account = Omit<AppliedAccountOptions, 'permissions'> & {
   name: string;
   /** JSON path of the account in the topology, for messages. */
   path: string;
   kubeconfigSecret?: SecretKeyRef;
-  context?: string;
-  serviceAccount: boolean;
-  /** Empty: cluster-wide. */
-  namespaces: string[];
-  omitNamespaces: string[];
-  kinds: string[];
-  omitKinds: string[];
   access: Access;
   permissions: { READ: string[]; WRITE: string[] };
-  onlySpinnakerManaged: boolean;
-  cacheAllApplicationRelationships: boolean;
   rbac: { create: boolean; serviceAccountNamespace: string; extraRules: PolicyRuleInput[] };
-}
+};
 
 export interface Agent {
   name: string;
@@ -289,25 +204,21 @@ export function normalizeTopology(input: TopologyInput, version: string): Topolo
   };
 }
 
-function normalizeAccount(a: AccountInput, path: string): Account {
+function normalizeAccount(input: AccountInput, path: string): Account {
+  const { name, kubeconfigSecret, access, permissions, rbac, ...options } = input;
   return {
-    name: a.name,
+    // Every shared option with its schema default, so an option added there needs nothing here.
+    ...(schemaDefaults(ACCOUNT_OPTIONS) as Omit<AppliedAccountOptions, 'permissions'>),
+    ...options,
+    name,
     path,
-    ...(a.kubeconfigSecret ? { kubeconfigSecret: a.kubeconfigSecret } : {}),
-    ...(a.context !== undefined ? { context: a.context } : {}),
-    serviceAccount: a.serviceAccount ?? false,
-    namespaces: a.namespaces ?? [],
-    omitNamespaces: a.omitNamespaces ?? [],
-    kinds: a.kinds ?? [],
-    omitKinds: a.omitKinds ?? [],
-    access: a.access ?? 'read-write',
-    permissions: { READ: a.permissions?.READ ?? [], WRITE: a.permissions?.WRITE ?? [] },
-    onlySpinnakerManaged: a.onlySpinnakerManaged ?? false,
-    cacheAllApplicationRelationships: a.cacheAllApplicationRelationships ?? false,
+    ...(kubeconfigSecret ? { kubeconfigSecret } : {}),
+    access: access ?? 'read-write',
+    permissions: { READ: permissions?.READ ?? [], WRITE: permissions?.WRITE ?? [] },
     rbac: {
-      create: a.rbac?.create ?? true,
-      serviceAccountNamespace: a.rbac?.serviceAccountNamespace ?? DEFAULT_REMOTE_NAMESPACE,
-      extraRules: a.rbac?.extraRules ?? [],
+      create: rbac?.create ?? true,
+      serviceAccountNamespace: rbac?.serviceAccountNamespace ?? DEFAULT_REMOTE_NAMESPACE,
+      extraRules: rbac?.extraRules ?? [],
     },
   };
 }

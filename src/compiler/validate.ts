@@ -1,7 +1,7 @@
 import { ScaleAgentError, type ErrorDetail } from '../shared/errors.js';
 import { versionInfo } from '../shared/version.js';
 import { loadYamlFile, parseYamlSource, type LoadedYaml, type LoadOptions } from './load.js';
-import { schemaErrors, schemaValidator } from './schema.js';
+import { schemaErrors, schemaValidator } from '../shared/yaml-config.js';
 import { semanticErrors } from './semantic.js';
 import { normalizeTopology, type Topology, type TopologyInput } from './topology.js';
 
@@ -15,7 +15,7 @@ export interface ValidationResult {
 
 /** Schema, then semantic rules (only on schema-valid input, so they can trust shapes); every error at once. */
 export function validateLoaded(src: LoadedYaml): ValidationResult {
-  const validate = schemaValidator('topology');
+  const validate = schemaValidator<TopologyInput>('topology');
   if (src.data === null || src.data === undefined) {
     const message = 'the file is empty: a topology starts with apiVersion: scale-agent.io/v1alpha1 and kind: Topology';
     return { ok: false, file: src.file, errors: [{ file: src.file, path: '/', message }], source: src };

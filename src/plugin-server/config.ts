@@ -1,135 +1,53 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { ScaleAgentError } from '../shared/errors.js';
-import {
-  detailAt,
-  packagedSchemaValidator,
-  parseYamlFile,
-  parseYamlText,
-  schemaErrorDetails,
-  type LocatedDocument,
-} from '../shared/yaml-config.js';
+import type { PluginServerConfig as PluginServerConfigSchema } from '../shared/config-types/plugin-server-config.js';
+import { parseYamlText, readYamlFile, validateConfig, type LoadedYaml } from '../shared/yaml-config.js';
 
-export type StorageConfig =
-  { type: 'memory' } | { type: 'mysql'; url?: string; urlFile?: string; env?: string; connectionLimit: number };
-
-export interface IdentityRule {
-  match: { uri?: string; dns?: string; subject?: string; token?: string };
-  accounts: string[];
-  zones: string[];
-}
-
+// Names for the parts of schemas/plugin-server-config.schema.json (after defaults) the code passes around.
+type Spinnaker = PluginServerConfigSchema['spinnaker'];
+type MysqlStorage = Extract<PluginServerConfigSchema['storage'], { type: 'mysql' }>;
+/** storage, with the mysql pool size the loader fills in (a default inside oneOf, which the schema cannot apply). */
+export type StorageConfig = { type: 'memory' } | (MysqlStorage & { connectionLimit: number });
+export type AuthorizationConfig = NonNullable<PluginServerConfigSchema['authorization']>;
+export type IdentityRule = AuthorizationConfig['identities'][number];
 /** spinnaker.upstream: the real Clouddriver this server fronts (front mode, docs/spinnaker.md). */
-export interface UpstreamConfig {
-  baseUrl: string;
-  timeoutMs: number;
-  connectTimeoutMs: number;
-  mergeTimeoutMs: number;
-  accountsRefreshSeconds: number;
-}
-
-/** One http/file artifact account (spinnaker.artifacts.http[]). */
-export interface HttpArtifactAccountConfig {
-  name: string;
-  allowedHosts: string[];
-  usernamePasswordFile?: string;
-  tokenFile?: string;
-}
-
+export type UpstreamConfig = NonNullable<Spinnaker['upstream']>;
 /** spinnaker.artifacts: what standalone mode fetches itself (api/artifact-routes.ts). */
-export interface ArtifactsConfig {
-  http: HttpArtifactAccountConfig[];
-  timeoutMs: number;
-  maxBytes: number;
-}
-
+export type ArtifactsConfig = Spinnaker['artifacts'];
+/** One http/file artifact account (spinnaker.artifacts.http[]). */
+export type HttpArtifactAccountConfig = ArtifactsConfig['http'][number];
 /** spinnaker.fiat: Spinnaker's Fiat, which decides which accounts a user may read (docs/spinnaker.md). */
-export interface FiatConfig {
-  baseUrl: string;
-  cacheSeconds: number;
-  missRefreshSeconds: number;
-  timeoutMs: number;
-}
+export type FiatConfig = NonNullable<Spinnaker['fiat']>;
 
-export interface AuthorizationConfig {
-  agentTokensFile?: string;
-  identities: IdentityRule[];
-}
-
-/** schemas/plugin-server-config.schema.json, after defaults. */
-export interface PluginServerConfig {
-  grpc: {
-    host: string;
-    port: number;
-    tls?: { certFile: string; keyFile: string; clientCaFile?: string; requireClientCert: boolean; crlFile?: string };
-  };
-  http: {
-    host: string;
-    port: number;
-    advertiseUrl?: string;
-    peerAuth?: { secretFile: string };
-    auth?: { tokensFile: string; trustedNetworks: string[] };
-  };
+/**
+ * schemas/plugin-server-config.schema.json after defaults. `spinnaker` is optional in the type so configs built in
+ * code need not name it; the schema defaults it to {}.
+ */
+export type PluginServerConfig = Omit<PluginServerConfigSchema, 'storage' | 'spinnaker'> & {
   storage: StorageConfig;
-  accounts: {
-    gracePeriodSeconds: number;
-    leaseSeconds: number;
-    cacheKinds: string[];
-    cacheOmitKinds: string[];
-    management: { pattern?: string };
-  };
-  operations: {
-    agentWaitSeconds: number;
-    cacheWaitSeconds: number;
-    timeoutSeconds: number;
-    liveReadTimeoutSeconds: number;
-    historyDays: number;
-    historyMaxTasks: number;
-  };
-  authorization?: AuthorizationConfig;
-  dynamicAccounts: { encryptionKeyFile?: string; encryptionKeyEnv?: string };
-  /** Optional in the type so configs built in code need not name it; the schema defaults it to {}. */
   spinnaker?: { upstream?: UpstreamConfig; artifacts?: ArtifactsConfig; fiat?: FiatConfig };
-  limits: {
-    maxMessageBytes: number;
-    maxUnackedBytes: number;
-    maxAccountsPerAgent: number;
-    maxChangesPerBatch: number;
-    heartbeatIntervalSeconds: number;
-    sessionIdleTimeoutSeconds: number;
-    /** Omitted: chosen from the CPUs at start (server.ts). */
-    checkThreads?: number;
-  };
-  logLevel: string;
-}
-
-const schemaValidator = packagedSchemaValidator<PluginServerConfig>('plugin-server-config.schema.json');
+};
 
 export function loadPluginServerConfig(file: string): PluginServerConfig {
-  return validatePluginServerConfig(parseYamlFile(file));
+  return validatePluginServerConfig(readYamlFile(file));
 }
 
 export function parsePluginServerConfig(text: string, file = '<inline>'): PluginServerConfig {
   return validatePluginServerConfig(parseYamlText(file, text));
 }
 
-function validatePluginServerConfig(doc: LocatedDocument): PluginServerConfig {
-  const validate = schemaValidator();
-  const data = structuredClone(doc.data);
-  if (!validate(data)) {
-    throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
-      details: schemaErrorDetails(doc, validate.errors ?? []),
-    });
-  }
-  const config = data;
+function validatePluginServerConfig(doc: LoadedYaml): PluginServerConfig {
+  const data = validateConfig<PluginServerConfigSchema>(doc, 'plugin-server-config', 'plugin-server configuration');
+  if (data.storage.type === 'mysql') data.storage.connectionLimit ??= 8;
+  const config = data as PluginServerConfig;
   if (config.storage.type === 'mysql') {
-    config.storage.connectionLimit ??= 8;
     const sources = (['url', 'urlFile', 'env'] as const).filter(
       (k) => config.storage.type === 'mysql' && config.storage[k],
     );
     if (sources.length !== 1) {
       throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
-        details: [detailAt(doc, '/storage', 'mysql storage needs exactly one of url, urlFile, env')],
+        details: [doc.detail('/storage', 'mysql storage needs exactly one of url, urlFile, env')],
       });
     }
   }
@@ -143,14 +61,13 @@ function validatePluginServerConfig(doc: LocatedDocument): PluginServerConfig {
     if (tls.clientCaFile) tls.clientCaFile = abs(tls.clientCaFile);
     if (tls.requireClientCert && !tls.clientCaFile) {
       throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
-        details: [detailAt(doc, '/grpc/tls/requireClientCert', 'requireClientCert needs clientCaFile')],
+        details: [doc.detail('/grpc/tls/requireClientCert', 'requireClientCert needs clientCaFile')],
       });
     }
   }
   const rel = (p: string) => (isAbsolute(p) || doc.file === '<inline>' ? p : resolve(dirname(doc.file), p));
   if (tls?.crlFile) tls.crlFile = rel(tls.crlFile);
   if (config.http.auth) config.http.auth.tokensFile = rel(config.http.auth.tokensFile);
-  if (config.http.peerAuth) config.http.peerAuth.secretFile = rel(config.http.peerAuth.secretFile);
   if (config.authorization?.agentTokensFile) {
     config.authorization.agentTokensFile = rel(config.authorization.agentTokensFile);
   }
@@ -159,7 +76,7 @@ function validatePluginServerConfig(doc: LocatedDocument): PluginServerConfig {
   }
   if (config.dynamicAccounts.encryptionKeyFile && config.dynamicAccounts.encryptionKeyEnv) {
     throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
-      details: [detailAt(doc, '/dynamicAccounts', 'give one of encryptionKeyFile and encryptionKeyEnv, not both')],
+      details: [doc.detail('/dynamicAccounts', 'give one of encryptionKeyFile and encryptionKeyEnv, not both')],
     });
   }
   const pattern = config.accounts.management.pattern;
@@ -168,7 +85,7 @@ function validatePluginServerConfig(doc: LocatedDocument): PluginServerConfig {
       new RegExp(pattern);
     } catch (e) {
       throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
-        details: [detailAt(doc, '/accounts/management/pattern', `not a regular expression: ${(e as Error).message}`)],
+        details: [doc.detail('/accounts/management/pattern', `not a regular expression: ${(e as Error).message}`)],
       });
     }
   }
@@ -180,12 +97,12 @@ function validatePluginServerConfig(doc: LocatedDocument): PluginServerConfig {
 }
 
 /** spinnaker.artifacts: names unique, one credential per account, files resolved, and none in front mode. */
-function checkArtifacts(doc: LocatedDocument, config: PluginServerConfig, rel: (p: string) => string): void {
+function checkArtifacts(doc: LoadedYaml, config: PluginServerConfig, rel: (p: string) => string): void {
   const artifacts = config.spinnaker?.artifacts;
   if (!artifacts) return;
   const invalid = (path: string, message: string) =>
     new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
-      details: [detailAt(doc, path, message)],
+      details: [doc.detail(path, message)],
     });
   if (config.spinnaker?.upstream && artifacts.http.length > 0) {
     // One place fetches artifacts: in front mode the upstream Clouddriver's artifact accounts, which Deck lists.

@@ -4,26 +4,12 @@
  * dynamic account definition the plugin-server stores. One place for both the CLI (`accounts migrate`) and the
  * plugin-server (account management routes), so both read the same keys the same way.
  */
+import type { DynamicAccountDefinition } from './config-types/dynamic-account.js';
 import { ScaleAgentError } from './errors.js';
+import { schemaProperties } from './yaml-config.js';
 
-/** The dynamic account keys a Clouddriver definition can fill (POST /armory/accounts items). */
-export interface AccountDefinition {
-  name: string;
-  zoneId?: string;
-  kubeconfigFile?: string;
-  kubeconfigContents?: string;
-  serviceAccount?: boolean;
-  context?: string;
-  namespaces?: string[];
-  omitNamespaces?: string[];
-  kinds?: string[];
-  omitKinds?: string[];
-  onlyNamespacedResources?: boolean;
-  permissions?: { READ?: string[]; WRITE?: string[] };
-  onlySpinnakerManaged?: boolean;
-  cacheAllApplicationRelationships?: boolean;
-  state?: 'ACTIVE' | 'INACTIVE';
-}
+/** A dynamic account's definition (schemas/dynamic-account.schema.json), what a Clouddriver definition fills. */
+export type AccountDefinition = DynamicAccountDefinition;
 
 export interface ConvertedAccount {
   definition: AccountDefinition;
@@ -31,14 +17,13 @@ export interface ConvertedAccount {
   ignored: string[];
 }
 
-const STRINGS = ['zoneId', 'kubeconfigFile', 'kubeconfigContents', 'context'] as const;
-const LISTS = ['namespaces', 'omitNamespaces', 'kinds', 'omitKinds'] as const;
-const BOOLEANS = [
-  'serviceAccount',
-  'onlyNamespacedResources',
-  'onlySpinnakerManaged',
-  'cacheAllApplicationRelationships',
-] as const;
+let keyTypes: Map<string, unknown> | undefined;
+
+/** A definition key's JSON type as schemas/dynamic-account.schema.json (with the account options) declares it. */
+function keyType(key: string): unknown {
+  keyTypes ??= new Map([...schemaProperties('dynamic-account.schema.json')].map(([k, s]) => [k, s.type]));
+  return keyTypes.get(key);
+}
 
 /**
  * What Clouddriver adds when it renders credentials (`/credentials?expand=true`) or Spinnaker's type tag: derived,
@@ -77,20 +62,23 @@ export function fromClouddriverAccount(raw: unknown, where: string): ConvertedAc
   const ignored: string[] = [];
   for (const [key, value] of Object.entries(src)) {
     if (key === 'name' || value === null || value === undefined) continue;
-    if ((STRINGS as readonly string[]).includes(key)) {
-      if (typeof value !== 'string') bad(key, 'must be a string');
-      if (value !== '') (definition as unknown as Record<string, unknown>)[key] = value;
-    } else if ((LISTS as readonly string[]).includes(key)) {
-      if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) bad(key, 'must be a list of strings');
-      (definition as unknown as Record<string, unknown>)[key] = value;
-    } else if ((BOOLEANS as readonly string[]).includes(key)) {
-      if (typeof value !== 'boolean') bad(key, 'must be true or false');
-      (definition as unknown as Record<string, unknown>)[key] = value;
-    } else if (key === 'permissions') {
+    // Shapes only; the definition's schema checks the values where the definition is used.
+    const type = keyType(key);
+    const into = definition as unknown as Record<string, unknown>;
+    if (key === 'permissions') {
       definition.permissions = permissionsOf(value, (m) => bad('permissions', m));
     } else if (key === 'state') {
       if (value !== 'ACTIVE' && value !== 'INACTIVE') bad(key, 'must be ACTIVE or INACTIVE');
       definition.state = value as 'ACTIVE' | 'INACTIVE';
+    } else if (type === 'string') {
+      if (typeof value !== 'string') bad(key, 'must be a string');
+      if (value !== '') into[key] = value;
+    } else if (type === 'array') {
+      if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) bad(key, 'must be a list of strings');
+      into[key] = value;
+    } else if (type === 'boolean') {
+      if (typeof value !== 'boolean') bad(key, 'must be true or false');
+      into[key] = value;
     } else if (!DERIVED.has(key)) {
       ignored.push(key);
     }

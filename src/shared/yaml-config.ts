@@ -1,154 +1,400 @@
-import { readFileSync, statSync } from 'node:fs';
+/**
+ * The one loader of the project's YAML files (the agent config, the plugin-server config, the topology, and the
+ * Clouddriver files `accounts migrate` reads): read with a size bound, parse with positions, validate against a
+ * schema of schemas/, and report every problem as `file:line:column /json/path: message`.
+ */
+import { readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
 import _Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import _addFormats from 'ajv-formats';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node as YamlNode } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { ScaleAgentError, type ErrorDetail } from './errors.js';
 
 // ajv and ajv-formats are CommonJS whose module.exports is the default export itself; the typings disagree.
 const Ajv2020 = _Ajv2020 as unknown as typeof _Ajv2020.default;
 const addFormats = _addFormats as unknown as typeof _addFormats.default;
 
-/** Files bigger than this are refused before parsing: config files are small, and YAML parsing is not linear. */
+/** Runtime config files are small, and YAML parsing is not linear: anything near this is a mistake or an attack. */
 export const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
 /** Alias expansions allowed when turning YAML into data (the YAML "billion laughs" guard). */
-const MAX_ALIAS_COUNT = 100;
+export const MAX_CONFIG_ALIASES = 100;
 
-/** A parsed YAML file that can answer "where is this JSON path?" for error messages. */
-export interface LocatedDocument {
+export interface YamlLimits {
+  maxBytes?: number;
+  maxAliasCount?: number;
+}
+
+/** A parsed YAML file that can say where any JSON path sits in it. */
+export interface LoadedYaml {
   file: string;
   data: unknown;
-  /** file:line:column of the node at a JSON pointer (`/kubernetes/accounts/0/name`), or of its nearest parent. */
-  locate(pointer: string): { line?: number; column?: number };
+  /**
+   * line:column of the node at a JSON pointer (`/kubernetes/accounts/0/name`), or of its deepest existing ancestor
+   * (so a missing property points at its parent). With `key`, a map entry is located at its key.
+   */
+  locate(pointer: string, options?: { key?: boolean }): { line: number; column: number } | undefined;
+  /** The error detail for a problem at a JSON pointer. */
+  detail(pointer: string, message: string, options?: { key?: boolean }): ErrorDetail;
 }
 
-export function parseYamlFile(file: string): LocatedDocument {
+/** Reads and parses a YAML file; unreadable, oversized, binary or unparseable files throw naming the file. */
+export function readYamlFile(file: string, limits: YamlLimits = {}): LoadedYaml {
+  const maxBytes = limits.maxBytes ?? MAX_CONFIG_BYTES;
+  let info: Stats;
+  try {
+    info = statSync(file);
+  } catch (cause) {
+    throw unreadable(file, describeFsError(cause), cause);
+  }
+  if (info.isDirectory()) throw unreadable(file, 'is a directory, not a file');
+  if (!info.isFile()) throw unreadable(file, 'is not a regular file');
+  // Checked before reading, so a huge file costs neither memory nor parse time.
+  if (info.size > maxBytes) throw tooLarge(file, info.size, maxBytes);
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (cause) {
+    throw unreadable(file, describeFsError(cause), cause);
+  }
+  // YAML is text: a NUL byte or invalid UTF-8 means a binary file was passed by mistake.
   let text: string;
   try {
-    const size = statSync(file).size;
-    if (size > MAX_CONFIG_BYTES) {
-      throw new ScaleAgentError(
-        'INPUT_TOO_LARGE',
-        `${file}: ${size} bytes is more than the ${MAX_CONFIG_BYTES} allowed`,
-        {
-          details: [{ file, message: `file is ${size} bytes; at most ${MAX_CONFIG_BYTES} are accepted` }],
-        },
-      );
-    }
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    if (e instanceof ScaleAgentError) throw e;
-    throw new ScaleAgentError('FILE_UNREADABLE', `cannot read ${file}: ${(e as Error).message}`, {
-      cause: e,
-      details: [{ file, message: (e as Error).message }],
-    });
+    if (bytes.includes(0)) throw new Error('NUL byte');
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw unreadable(file, 'is not a UTF-8 text file (binary content?)');
   }
-  return parseYamlText(file, text);
+  return parseYamlText(file, text, limits);
 }
 
-export function parseYamlText(file: string, text: string): LocatedDocument {
+/** Parses YAML already in memory; `file` names it in errors. Duplicate keys are errors, as are alias bombs. */
+export function parseYamlText(file: string, text: string, limits: YamlLimits = {}): LoadedYaml {
+  const maxBytes = limits.maxBytes ?? MAX_CONFIG_BYTES;
+  const maxAliasCount = limits.maxAliasCount ?? MAX_CONFIG_ALIASES;
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > maxBytes) throw tooLarge(file, bytes, maxBytes);
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
+  let doc: Document.Parsed;
+  try {
+    doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false, strict: true });
+  } catch (cause) {
+    throw parseFailure(file, cause);
+  }
+  const pos = (offset: number): { line: number; column: number } => {
+    const p = lineCounter.linePos(offset);
+    return { line: p.line, column: p.col };
+  };
   if (doc.errors.length > 0) {
-    const details = doc.errors.map((err): ErrorDetail => {
-      const pos = err.linePos?.[0];
-      return { file, line: pos?.line, column: pos?.col, message: err.message.split('\n')[0] ?? err.message };
+    const details = doc.errors.map((e) => ({
+      file,
+      ...pos(e.pos[0]),
+      message:
+        e.code === 'DUPLICATE_KEY'
+          ? `duplicate key '${(/^[^:\n]+/.exec(text.slice(e.pos[0]))?.[0] ?? '').trim()}'`
+          : yamlMessage(e.message),
+    }));
+    const dup = doc.errors.some((e) => e.code === 'DUPLICATE_KEY');
+    throw new ScaleAgentError('INVALID_INPUT', `${file} is not valid YAML${dup ? ' (duplicate keys)' : ''}`, {
+      details,
     });
-    throw new ScaleAgentError('FILE_UNREADABLE', `${file} is not valid YAML`, { details });
   }
   let data: unknown;
   try {
-    data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
-  } catch (e) {
-    throw new ScaleAgentError('INPUT_TOO_LARGE', `${file}: ${(e as Error).message}`, {
-      cause: e,
-      details: [{ file, message: (e as Error).message }],
-    });
+    data = doc.toJS({ maxAliasCount });
+  } catch (cause) {
+    if (cause instanceof ReferenceError && /alias/i.test(cause.message)) {
+      throw new ScaleAgentError(
+        'INPUT_TOO_LARGE',
+        `${file}: too many YAML alias expansions (limit ${maxAliasCount}); refusing a possible alias bomb`,
+        { cause, details: [{ file, message: 'excessive YAML alias expansion' }] },
+      );
+    }
+    throw parseFailure(file, cause);
   }
+  const locate = (pointer: string, opts: { key?: boolean } = {}): { line: number; column: number } | undefined => {
+    const offset = nodeAt(doc, pointer, opts.key ?? false)?.range?.[0];
+    return offset === undefined ? undefined : pos(offset);
+  };
   return {
     file,
-    data: data ?? {},
-    locate: (pointer) => locateNode(doc, lineCounter, pointer),
+    data,
+    locate,
+    detail: (pointer, message, opts) => ({ file, ...locate(pointer, opts), path: pointer || '/', message }),
   };
-}
-
-function locateNode(doc: Document, lineCounter: LineCounter, pointer: string): { line?: number; column?: number } {
-  const segments = pointer
-    .split('/')
-    .slice(1)
-    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
-  let node: YamlNode | null | undefined = doc.contents as YamlNode | null;
-  let found: YamlNode | null | undefined = node;
-  for (const seg of segments) {
-    if (isMap(node)) {
-      const pair = node.items.find((p) => (isScalar(p.key) ? String(p.key.value) === seg : false));
-      if (!pair) break;
-      // Point at the key: that is the line an editor should jump to.
-      found = (pair.key as YamlNode | null) ?? found;
-      node = pair.value as YamlNode | null;
-      if (node) found = seg === segments[segments.length - 1] ? found : node;
-    } else if (isSeq(node)) {
-      const item = node.items[Number(seg)] as YamlNode | undefined;
-      if (!item) break;
-      node = item;
-      found = item;
-    } else {
-      break;
-    }
-  }
-  const offset = found?.range?.[0];
-  if (offset === undefined) return {};
-  const pos = lineCounter.linePos(offset);
-  return { line: pos.line, column: pos.col };
-}
-
-/** One ajv instance per schema: strict, all errors, defaults filled in (the schema documents them). */
-export function compileSchema<T>(schema: object): ValidateFunction<T> {
-  const ajv = new Ajv2020({ strict: true, allErrors: true, useDefaults: true, allowUnionTypes: true });
-  addFormats(ajv);
-  return ajv.compile<T>(schema);
 }
 
 /**
- * A validator for one of the package's schemas (`schemas/<file>`), compiled on first use. schemas/ sits next to src/
- * (and next to dist/ in the package); both layouts are tried.
+ * Validates a runtime config file (agent, plugin-server) against `schemas/<schema>.schema.json` and returns it with
+ * the schema's defaults filled in; an empty file is all defaults. Throws INVALID_INPUT with every problem located.
  */
-export function packagedSchemaValidator<T>(file: string): () => ValidateFunction<T> {
-  let validator: ValidateFunction<T> | undefined;
-  return () => {
-    if (!validator) {
-      let schema: object | undefined;
-      for (const prefix of ['../../schemas/', '../../../schemas/']) {
-        try {
-          schema = JSON.parse(readFileSync(new URL(`${prefix}${file}`, import.meta.url), 'utf8')) as object;
-          break;
-        } catch {
-          // next layout
-        }
-      }
-      if (!schema) throw new ScaleAgentError('INTERNAL', `schemas/${file} not found next to the code`);
-      validator = compileSchema<T>(schema);
-    }
-    return validator;
-  };
+export function validateConfig<T>(src: LoadedYaml, schema: string, what: string): T {
+  const data = structuredClone(src.data ?? {});
+  if (typeof data !== 'object' || Array.isArray(data)) {
+    throw new ScaleAgentError('INVALID_INPUT', `${src.file}: the ${what} must be a mapping`, {
+      details: [src.detail('', 'must be a mapping (key: value)')],
+    });
+  }
+  const validate = schemaValidator<T>(schema, { defaults: true });
+  if (!validate(data)) {
+    throw new ScaleAgentError('INVALID_INPUT', `${src.file} does not match the ${what} schema`, {
+      details: schemaErrors(validate.errors ?? [], src),
+    });
+  }
+  return data;
 }
 
-/** Turns ajv errors into located details: `file:line:col /json/path: message`. */
-export function schemaErrorDetails(doc: LocatedDocument, errors: ErrorObject[]): ErrorDetail[] {
-  return errors.map((err) => {
-    let path = err.instancePath;
-    let message = err.message ?? 'is invalid';
-    if (err.keyword === 'additionalProperties') {
-      const extra = (err.params as { additionalProperty: string }).additionalProperty;
-      path = `${path}/${extra.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-      message = `unknown property '${extra}'`;
-    } else if (err.keyword === 'enum') {
-      message = `${message}: ${(err.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+// ---------------------------------------------------------------------------------------------------------------
+// Schemas
+// ---------------------------------------------------------------------------------------------------------------
+
+const validators = new Map<string, ValidateFunction>();
+const compilers = new Map<boolean, InstanceType<typeof Ajv2020>>();
+
+/** The base of the schemas' $ids: `${SCHEMA_BASE}agent-config.schema.json` names that file's schema. */
+export const SCHEMA_BASE = 'https://scale-agent.io/schemas/';
+
+/**
+ * One ajv per mode that knows every file of schemas/, so a schema's `$ref`s into another (account-options.schema.json)
+ * resolve. With `defaults`, validation fills in the schema's defaults (ajv's useDefaults: under properties, allOf and
+ * $ref, not inside oneOf or anyOf).
+ */
+function compiler(defaults: boolean): InstanceType<typeof Ajv2020> {
+  let ajv = compilers.get(defaults);
+  if (!ajv) {
+    ajv = new Ajv2020({
+      strict: true,
+      allErrors: true,
+      verbose: true,
+      discriminator: true,
+      allowUnionTypes: true,
+      useDefaults: defaults,
+    });
+    addFormats(ajv);
+    for (const file of schemaFiles()) ajv.addSchema(readSchema(file));
+    compilers.set(defaults, ajv);
+  }
+  return ajv;
+}
+
+/** The validator of `schemas/<name>.schema.json`, compiled once per process. */
+export function schemaValidator<T>(name: string, options: { defaults?: boolean } = {}): ValidateFunction<T> {
+  const defaults = options.defaults ?? false;
+  const id = `${SCHEMA_BASE}${name}.schema.json`;
+  let v = validators.get(`${id}\u0000${defaults}`);
+  if (!v) {
+    v = compiler(defaults).getSchema(id);
+    if (!v) throw new ScaleAgentError('INTERNAL', `schemas/${name}.schema.json not found next to the code`);
+    validators.set(`${id}\u0000${defaults}`, v);
+  }
+  return v as ValidateFunction<T>;
+}
+
+/**
+ * A validator for a schema built in code that refers to the files of schemas/ by their $id (a request body made of
+ * dynamic account definitions). No defaults are filled in: a request says what it changes.
+ */
+export function compileSchema<T>(schema: object): ValidateFunction<T> {
+  return compiler(false).compile<T>(schema);
+}
+
+/**
+ * The properties a schema of schemas/ declares for its root object, its allOf members' included, each with its $ref
+ * followed (the keywords beside a $ref win): for code that reads such an object key by key, as the schema sees it.
+ * `ref` is a file of schemas/, or a part of one (`account-options.schema.json#/$defs/options`).
+ */
+export function schemaProperties(ref: string): Map<string, Record<string, unknown>> {
+  type Node = Record<string, unknown> & { $ref?: string; allOf?: Node[]; properties?: Record<string, Node> };
+  const ajv = compiler(false);
+  const deref = (node: Node, base: string): [Node, string] => {
+    let n = node;
+    let b = base;
+    while (typeof n.$ref === 'string') {
+      const { $ref, ...beside } = n;
+      b = new URL($ref, b).href;
+      n = { ...(ajv.getSchema(b)?.schema as Node), ...beside };
     }
-    return { file: doc.file, ...doc.locate(path), path: path || '/', message };
+    return [n, b];
+  };
+  const out = new Map<string, Record<string, unknown>>();
+  const visit = (node: Node, base: string): void => {
+    const [n, b] = deref(node, base);
+    for (const member of n.allOf ?? []) visit(member, b);
+    for (const [key, p] of Object.entries(n.properties ?? {})) out.set(key, deref(p, b)[0]);
+  };
+  visit({ $ref: ref }, SCHEMA_BASE);
+  return out;
+}
+
+/** The defaults `schemaProperties(ref)` declare, fresh copies each call. */
+export function schemaDefaults(ref: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, p] of schemaProperties(ref)) if (p.default !== undefined) out[key] = structuredClone(p.default);
+  return out;
+}
+
+// schemas/ sits next to src/ (and next to dist/ in the package); both layouts are tried.
+const SCHEMA_DIRS = ['../../schemas/', '../../../schemas/'].map((p) => new URL(p, import.meta.url));
+
+function schemaDir(): URL {
+  for (const dir of SCHEMA_DIRS) {
+    try {
+      if (statSync(dir).isDirectory()) return dir;
+    } catch {
+      // next layout
+    }
+  }
+  throw new ScaleAgentError('INTERNAL', 'schemas/ not found next to the code');
+}
+
+function schemaFiles(): string[] {
+  return readdirSync(schemaDir())
+    .filter((f) => f.endsWith('.schema.json'))
+    .sort();
+}
+
+function readSchema(file: string): object {
+  return JSON.parse(readFileSync(new URL(file, schemaDir()), 'utf8')) as object;
+}
+
+const DNS_LABEL = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+
+/** Turns ajv's errors into located details, dropping the noise ajv adds around failed `oneOf`/`if` branches. */
+export function schemaErrors(errors: ErrorObject[], src: LoadedYaml): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  const seen = new Set<string>();
+  for (const e of errors) {
+    if (e.keyword === 'oneOf' || e.keyword === 'if' || e.keyword === '$ref') continue;
+    let path = e.instancePath;
+    let key = false;
+    let message: string;
+    const p = e.params as Record<string, unknown>;
+    switch (e.keyword) {
+      case 'additionalProperties':
+      case 'unevaluatedProperties': {
+        const extra = String(p.additionalProperty ?? p.unevaluatedProperty);
+        path = `${path}/${escapePointer(extra)}`;
+        key = true;
+        message = `unknown property '${extra}'`;
+        break;
+      }
+      case 'required':
+        message = `missing required property '${String(p.missingProperty)}'`;
+        break;
+      case 'enum':
+        message = `must be one of: ${(p.allowedValues as unknown[]).map((x) => JSON.stringify(x)).join(', ')}`;
+        break;
+      case 'const':
+        message = `must be ${JSON.stringify(p.allowedValue)}`;
+        break;
+      case 'pattern':
+        message =
+          p.pattern === DNS_LABEL
+            ? "must be a Kubernetes name: lowercase letters, digits and '-', starting and ending with a letter or digit"
+            : `must match ${String(p.pattern)}`;
+        break;
+      case 'discriminator':
+        message =
+          p.error === 'mapping'
+            ? `must be one of: ${discriminatorValues(e, String(p.tag))}`
+            : `'${String(p.tag)}' must be a string`;
+        if (p.error === 'mapping') path = `${path}/${String(p.tag)}`;
+        break;
+      case 'uniqueItems':
+        message = `must not contain duplicates (items ${String(p.j)} and ${String(p.i)} are equal)`;
+        break;
+      default:
+        message = e.message ?? e.keyword;
+    }
+    const id = `${path}\u0000${message}`;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    out.push(src.detail(path, message, { key }));
+  }
+  return out;
+}
+
+function discriminatorValues(e: ErrorObject, tag: string): string {
+  const branches = ((e.parentSchema as { oneOf?: { properties?: Record<string, { const?: unknown }> }[] })?.oneOf ??
+    []) as { properties?: Record<string, { const?: unknown }> }[];
+  return branches.map((b) => JSON.stringify(b.properties?.[tag]?.const)).join(', ');
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Errors and positions
+// ---------------------------------------------------------------------------------------------------------------
+
+function unreadable(file: string, problem: string, cause?: unknown): ScaleAgentError {
+  return new ScaleAgentError('FILE_UNREADABLE', `cannot read ${file}: ${problem}`, {
+    ...(cause !== undefined ? { cause } : {}),
+    details: [{ file, message: problem }],
   });
 }
 
-/** The detail for a semantic check at a JSON pointer, located like a schema error. */
-export function detailAt(doc: LocatedDocument, pointer: string, message: string): ErrorDetail {
-  return { file: doc.file, ...doc.locate(pointer), path: pointer, message };
+function describeFsError(cause: unknown): string {
+  const code = (cause as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'ENOTDIR') return 'a parent of this path is not a directory';
+  if (code === 'EISDIR') return 'is a directory, not a file';
+  return (cause as Error).message;
+}
+
+function tooLarge(file: string, size: number, max: number): ScaleAgentError {
+  return new ScaleAgentError('INPUT_TOO_LARGE', `${file} is ${size} bytes; the limit is ${max} bytes`, {
+    details: [{ file, message: `is ${size} bytes; the limit is ${max} bytes` }],
+  });
+}
+
+function parseFailure(file: string, cause: unknown): ScaleAgentError {
+  // Pathologically deep nesting overflows the parser's stack; report it as too large rather than crash.
+  if (cause instanceof RangeError) {
+    return new ScaleAgentError('INPUT_TOO_LARGE', `${file} is nested too deeply to parse`, {
+      cause,
+      details: [{ file, message: 'nesting too deep' }],
+    });
+  }
+  return new ScaleAgentError('FILE_UNREADABLE', `${file}: ${(cause as Error).message}`, {
+    cause,
+    details: [{ file, message: (cause as Error).message }],
+  });
+}
+
+function yamlMessage(message: string): string {
+  return (message.split('\n')[0] ?? message).replace(/ at line \d+, column \d+:?$/, '');
+}
+
+type Located = { range?: [number, number, number] | null } | null | undefined;
+
+/**
+ * The YAML node at a JSON pointer, or the deepest existing ancestor (so "missing property" points at its parent
+ * map). With `key`, the last segment is located at its key rather than its value (for unknown properties).
+ */
+function nodeAt(doc: Document.Parsed, pointer: string, key: boolean): Located {
+  const segments = pointer === '' || pointer === '/' ? [] : pointer.slice(1).split('/').map(unescapePointer);
+  let node: unknown = doc.contents;
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i] as string;
+    if (isAlias(node)) node = node.resolve(doc);
+    if (isMap(node)) {
+      const pair = node.items.find((p) => (isScalar(p.key) ? String(p.key.value) === seg : false));
+      if (!pair) return node as Located;
+      if (key && i === segments.length - 1) return pair.key as Located;
+      if (pair.value === null || pair.value === undefined) return pair.key as Located;
+      node = pair.value;
+    } else if (isSeq(node)) {
+      const item = node.items[Number(seg)];
+      if (item === undefined || item === null) return node as Located;
+      node = item;
+    } else {
+      return node as Located;
+    }
+  }
+  return node as Located;
+}
+
+function unescapePointer(s: string): string {
+  return s.replace(/~1/g, '/').replace(/~0/g, '~');
+}
+
+function escapePointer(s: string): string {
+  return s.replace(/~/g, '~0').replace(/\//g, '~1');
 }

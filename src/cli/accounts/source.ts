@@ -4,7 +4,7 @@
  * `providers.kubernetes.accounts[]`, at the top level or in its one deployment configuration).
  */
 import { ScaleAgentError } from '../../shared/errors.js';
-import { parseYamlFile } from '../../shared/yaml-config.js';
+import { readYamlFile } from '../../shared/yaml-config.js';
 
 export interface SourceAccount {
   /** The account as the source has it. */
@@ -21,9 +21,9 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /** Accounts of a YAML file; unparseable YAML or a wrong shape names the file and line. */
 export function accountsFromFile(file: string): SourceAccount[] {
-  const doc = parseYamlFile(file);
+  const doc = readYamlFile(file);
   const at = (pointer: string): string => {
-    const { line } = doc.locate(pointer);
+    const line = doc.locate(pointer)?.line;
     return line === undefined ? file : `${file}:${line}`;
   };
   const root = doc.data;

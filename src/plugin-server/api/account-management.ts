@@ -1,9 +1,8 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { fromClouddriverAccount, namePattern, type AccountDefinition } from '../../shared/clouddriver-accounts.js';
 import { ScaleAgentError } from '../../shared/errors.js';
-import { compileSchema } from '../../shared/yaml-config.js';
+import { schemaDefaults, schemaValidator } from '../../shared/yaml-config.js';
 import type { DynamicAccountInput, DynamicAccounts } from '../accounts/dynamic.js';
-import { definitionSchema } from './dynamic-routes.js';
 
 /** Hands a request this server does not handle to someone who does (front mode: the upstream Clouddriver). */
 export type ForwardRequest = (request: FastifyRequest, reply: FastifyReply) => unknown;
@@ -15,20 +14,14 @@ export interface AccountManagementOptions {
   forward?: ForwardRequest | undefined;
 }
 
-const validDefinition = compileSchema<DynamicAccountInput>(definitionSchema);
+const validDefinition = schemaValidator<DynamicAccountInput>('dynamic-account');
 
-/** The defaults of every key a definition may leave out, for PUT's replace semantics. */
-const REPLACED: Omit<DynamicAccountInput, 'name'> = {
-  context: '',
-  namespaces: [],
-  omitNamespaces: [],
-  kinds: [],
-  omitKinds: [],
-  onlyNamespacedResources: false,
-  permissions: {},
-  onlySpinnakerManaged: false,
-  cacheAllApplicationRelationships: false,
-};
+/**
+ * What PUT's replace semantics give every key a definition may leave out: its schema default, no context and no
+ * permissions. The kubeconfig source (serviceAccount among them) is the exception: it stays when none is given.
+ */
+const { serviceAccount: _source, ...DEFAULTS } = schemaDefaults('dynamic-account.schema.json');
+const REPLACED: Omit<DynamicAccountInput, 'name'> = { ...DEFAULTS, context: '', permissions: {} };
 
 const who = (request: FastifyRequest): string => request.principal?.who ?? 'anonymous';
 

@@ -1,38 +1,19 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
+import { compileSchema, SCHEMA_BASE } from '../../shared/yaml-config.js';
 import type { DynamicAccountInput, DynamicAccounts } from '../accounts/dynamic.js';
 import { migrateAccounts } from '../accounts/migrate.js';
 
 const NAME = '^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$';
 const names = { type: 'array', maxItems: 10_000, items: { type: 'string', minLength: 1, maxLength: 253 } } as const;
-// Role names as the agent config accepts them (schemas/agent-config.schema.json): no whitespace.
-const roles = { type: 'array', maxItems: 1000, items: { type: 'string', pattern: '^\\S+$', maxLength: 253 } } as const;
-
-export const definitionSchema = {
-  type: 'object',
-  required: ['name'],
-  properties: {
-    name: { type: 'string', pattern: NAME },
-    zoneId: { type: 'string', maxLength: 253 },
-    kubeconfigContents: { type: 'string', maxLength: 512 * 1024 },
-    kubeconfigFile: { type: 'string', minLength: 1, maxLength: 4096 },
-    serviceAccount: { type: 'boolean' },
-    context: { type: 'string', maxLength: 253 },
-    namespaces: names,
-    omitNamespaces: names,
-    kinds: names,
-    omitKinds: names,
-    onlyNamespacedResources: { type: 'boolean' },
-    permissions: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { READ: roles, WRITE: roles },
-    },
-    onlySpinnakerManaged: { type: 'boolean' },
-    cacheAllApplicationRelationships: { type: 'boolean' },
-    state: { enum: ['ACTIVE', 'INACTIVE'] },
-  },
-} as const;
+/** schemas/dynamic-account.schema.json: a definition, which shares its account options with the agent config's. */
+const definition = { $ref: `${SCHEMA_BASE}dynamic-account.schema.json` };
+/**
+ * Definitions are checked by the shared schemas' validator: the schema file is draft 2020-12 and refers to
+ * account-options.schema.json, and a key a PUT leaves out keeps what is stored, so no defaults may be filled in
+ * (fastify's own ajv is draft-07 with defaults on). Its errors read as fastify's (`body/2/name must match ...`).
+ */
+const definitionCompiler: FastifySchemaCompiler<unknown> = ({ schema }) => compileSchema(schema as object);
 
 const stateChangeSchema = {
   type: 'array',
@@ -65,7 +46,7 @@ export interface DynamicRouteDeps {
 export const dynamicAccountRoutes: FastifyPluginAsync<DynamicRouteDeps> = async (app, { dynamic, upstreamClash }) => {
   app.post<{ Body: DynamicAccountInput }>(
     '/armory/accounts/dynamic',
-    { schema: { body: definitionSchema } },
+    { schema: { body: definition }, validatorCompiler: definitionCompiler },
     async (request, reply) => {
       requireObjectBody(request.body);
       // Refused now rather than at the agent's registration, so the operator hears it from the request they made.
@@ -77,7 +58,7 @@ export const dynamicAccountRoutes: FastifyPluginAsync<DynamicRouteDeps> = async 
   );
   app.put<{ Body: DynamicAccountInput }>(
     '/armory/accounts/dynamic',
-    { schema: { body: definitionSchema } },
+    { schema: { body: definition }, validatorCompiler: definitionCompiler },
     async (request, reply) => {
       requireObjectBody(request.body);
       return reply.code(202).send(await dynamic.update(request.body, who(request)));
@@ -85,17 +66,19 @@ export const dynamicAccountRoutes: FastifyPluginAsync<DynamicRouteDeps> = async 
   );
   // Armory's bulk migrate: an array of definitions (AddAgentAccountRequest and any other definition key), new ones
   // INACTIVE unless `state` says otherwise; `?dryRun=true` answers what would happen and changes nothing.
-  app.post<{ Body: DynamicAccountInput[]; Querystring: { dryRun?: boolean } }>(
+  app.post<{ Body: DynamicAccountInput[]; Querystring: { dryRun?: 'true' | 'false' } }>(
     '/armory/accounts',
     {
       schema: {
-        body: { type: 'array', minItems: 1, maxItems: 1000, items: definitionSchema },
-        querystring: { type: 'object', properties: { dryRun: { type: 'boolean' } } },
+        body: { type: 'array', minItems: 1, maxItems: 1000, items: definition },
+        // Spelled out: this validator turns no string into a boolean, and anything else must stay a 400.
+        querystring: { type: 'object', properties: { dryRun: { enum: ['true', 'false'] } } },
       },
+      validatorCompiler: definitionCompiler,
     },
     async (request, reply) => {
       const report = await migrateAccounts(dynamic, request.body, who(request), {
-        dryRun: request.query.dryRun === true,
+        dryRun: request.query.dryRun === 'true',
       });
       const changed = !report.dryRun && report.results.some((r) => r.outcome !== 'unchanged');
       return reply.code(changed ? 202 : 200).send(report);

@@ -66,7 +66,7 @@ describe('agent config', () => {
       '  accounts:',
       '    - name: dev',
       '      kubeconfigFile: /k',
-      '      kinds: [deployment]',
+      '      kinds: [apps/v1/Deployment]',
       '      colour: red',
       '',
     ].join('\n');
@@ -106,7 +106,7 @@ describe('agent config', () => {
     const bad = join(dir, 'bad.yaml');
     writeFileSync(bad, 'server:\n  address: [unclosed\n');
     const e = errorOf(() => loadAgentConfig(bad, {}));
-    expect(e.code).toBe('SA_ERR_FILE_UNREADABLE');
+    expect(e.code).toBe('SA_ERR_INVALID_INPUT');
     expect(e.details[0]?.file).toBe(bad);
     expect(e.details[0]?.line).toBeGreaterThan(0);
 

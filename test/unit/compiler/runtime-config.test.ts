@@ -1,20 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import _Ajv2020 from 'ajv/dist/2020.js';
 import _Ajv from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadTopology, synthesize } from '../../../src/compiler/index.js';
 import { ensureTopologyCerts } from '../../../src/compiler/certs.js';
 import { AuthorizationPolicy } from '../../../src/plugin-server/auth/policy.js';
+import { schemaValidator } from '../../../src/shared/yaml-config.js';
 import { MINIMAL, ROOT, docs, synthText, tempDir } from './_helpers.js';
 
-const Ajv2020 = _Ajv2020 as unknown as typeof _Ajv2020.default;
 const Ajv = _Ajv as unknown as typeof _Ajv.default;
-
-async function schema(name: string): Promise<Record<string, unknown>> {
-  return JSON.parse(await readFile(join(ROOT, 'schemas', name), 'utf8')) as Record<string, unknown>;
-}
 
 /** Every ConfigMap config.yaml and every Helm values file synth writes for the examples. */
 async function emitted(): Promise<{
@@ -53,11 +48,11 @@ describe('emitted runtime configs', () => {
     const e = await emitted();
     expect(e.agent.length).toBeGreaterThanOrEqual(8);
     expect(e.pluginServer.length).toBe(4);
-    const ajv = new Ajv2020({ allErrors: true, strict: true });
-    const agent = ajv.compile(await schema('agent-config.schema.json'));
+    // The validators the runtimes load their files with (the shared loader), without filling in defaults.
+    const agent = schemaValidator('agent-config');
     for (const [where, cfg] of e.agent) expect(agent(cfg) ? [] : agent.errors, where).toEqual([]);
 
-    const ps = ajv.compile(await schema('plugin-server-config.schema.json'));
+    const ps = schemaValidator('plugin-server-config');
     for (const [where, cfg] of e.pluginServer) {
       // The whole config, identity policy included: a key the runtime does not declare would fail here.
       expect(ps(cfg) ? [] : ps.errors, where).toEqual([]);
