@@ -112,6 +112,7 @@ export class PluginServer {
   private grpc: GrpcEndpoint | undefined;
   private http: FastifyInstance | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  private leaseTimer: NodeJS.Timeout | undefined;
   private taskTimer: NodeJS.Timeout | undefined;
   private lastPurgeAt = 0;
   private stopping = false;
@@ -194,8 +195,12 @@ export class PluginServer {
     this.upstream = this.frontMode();
     const fiat = this.config.spinnaker?.fiat;
     this.fiat = fiat ? new FiatPermissions(fiat, { errors: this.metrics.fiatErrors, log: this.log }) : undefined;
-    this.accounts.onChange((name, state) => {
-      if (state === 'ORPHANED') this.promoteStandbys(name);
+    this.accounts.onHolderLost((name) => this.promoteStandbys(name));
+    // Never silently demoted: the agent reconnects, offers the account again and is told it stands by (or holds it
+    // again, if nobody took it meanwhile).
+    this.accounts.onLost((name, sessionId, why) => {
+      const s = [...this.sessions].find((x) => x.id === sessionId);
+      s?.close(new ScaleAgentError('UNAVAILABLE', `account ${name} lost (${why}); reconnect`), 'lease_lost');
     });
     this.accounts.onChange((name, state) => {
       const holder = [...this.sessions].find((s) => this.accounts.holds(s.id, name));
@@ -334,6 +339,15 @@ export class PluginServer {
     );
     this.sweepTimer = setInterval(() => void this.housekeeping(), sweepMs);
     this.sweepTimer.unref();
+    // On its own timer, not after a renewal: a renewal that hangs (a partition drops packets) must not keep this
+    // replica's streams open past the holder's side of the lease (accounts.ts HOLDER_LEASE_FRACTION).
+    this.leaseTimer = setInterval(
+      () => {
+        if (this.accounts.holderLeaseExpired()) this.dropStreams();
+      },
+      Math.max(50, Math.min(1000, this.accounts.leaseMs / 20)),
+    );
+    this.leaseTimer.unref();
     let taskHousekeeping: Promise<void> | undefined;
     this.taskTimer = setInterval(() => {
       taskHousekeeping ??= this.taskHousekeeping().finally(() => (taskHousekeeping = undefined));
@@ -383,14 +397,8 @@ export class PluginServer {
       })
       .catch((e: unknown) => {
         this.log.warn({ err: e }, 'account leases: refresh failed (store unreachable?)');
-        if (this.leasesLapsed()) this.dropStreams();
       })
       .finally(() => (this.housekeepingRun = undefined));
-  }
-
-  /** This replica could not renew its leases for a whole lease period: peers consider its accounts free. */
-  private leasesLapsed(): boolean {
-    return this.accounts.lastRenewedAt > 0 && Date.now() - this.accounts.lastRenewedAt > this.accounts.leaseMs;
   }
 
   /**
@@ -423,7 +431,7 @@ export class PluginServer {
   }
 
   private connect(call: ServerDuplexStream<AgentMessage, ServerMessage>): void {
-    if (this.stopping || this.leasesLapsed()) {
+    if (this.stopping || this.accounts.holderLeaseExpired()) {
       const why = this.stopping ? 'plugin-server is shutting down' : 'plugin-server lost its store';
       call.emit('error', { code: 14, details: why });
       return;
@@ -478,8 +486,8 @@ export class PluginServer {
     const full = this.storageFull.reason();
     if (full) reasons.push(`store: ${full}`);
     // A replica that cannot renew its leases will lose its accounts to peers: it must not take traffic meanwhile.
-    const renewedAgo = Date.now() - this.accounts.lastRenewedAt;
-    if (this.grpc && renewedAgo > this.accounts.leaseMs) {
+    if (this.grpc && this.accounts.holderLeaseExpired()) {
+      const renewedAgo = performance.now() - this.accounts.lastRenewedAt;
       reasons.push(`account leases not renewed for ${Math.round(renewedAgo / 1000)} s`);
     }
     return { ready: reasons.length === 0, reasons };
@@ -493,6 +501,7 @@ export class PluginServer {
     if (this.stopping) return;
     this.stopping = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
     if (this.taskTimer) clearInterval(this.taskTimer);
     const endStreams = (): void => {
       for (const s of [...this.sessions]) {

@@ -1,4 +1,5 @@
 import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
+import { timed } from '../cache/mysql-timeout.js';
 import type { AccountPermissions } from '../cache/store.js';
 
 /** A dynamic account as stored; the kubeconfig contents live apart, sealed (secret-box.ts). */
@@ -65,18 +66,18 @@ export class MysqlDynamicAccountStore implements DynamicAccountStore {
 
   async init(): Promise<void> {
     await this.pool.query(
-      `CREATE TABLE IF NOT EXISTS sa_dynamic_accounts (
+      timed(`CREATE TABLE IF NOT EXISTS sa_dynamic_accounts (
         name VARCHAR(253) CHARACTER SET ascii NOT NULL PRIMARY KEY,
         definition JSON NOT NULL,
         kubeconfig_sealed MEDIUMBLOB NULL,
         updated_at BIGINT NOT NULL
-      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`),
     );
   }
 
   async list(): Promise<StoredDynamicAccount[]> {
     const [rows] = await this.pool.query<RowDataPacket[]>(
-      'SELECT definition, kubeconfig_sealed FROM sa_dynamic_accounts ORDER BY name',
+      timed('SELECT definition, kubeconfig_sealed FROM sa_dynamic_accounts ORDER BY name'),
     );
     return rows.map((r) => ({
       definition: (typeof r.definition === 'string' ? JSON.parse(r.definition) : r.definition) as DynamicDefinition,
@@ -86,9 +87,9 @@ export class MysqlDynamicAccountStore implements DynamicAccountStore {
 
   async save(account: StoredDynamicAccount): Promise<void> {
     await this.pool.query(
-      `INSERT INTO sa_dynamic_accounts (name, definition, kubeconfig_sealed, updated_at) VALUES (?, ?, ?, ?)
+      timed(`INSERT INTO sa_dynamic_accounts (name, definition, kubeconfig_sealed, updated_at) VALUES (?, ?, ?, ?)
        ON DUPLICATE KEY UPDATE definition = VALUES(definition), kubeconfig_sealed = VALUES(kubeconfig_sealed),
-       updated_at = VALUES(updated_at)`,
+       updated_at = VALUES(updated_at)`),
       [
         account.definition.name,
         JSON.stringify(account.definition),
@@ -99,7 +100,7 @@ export class MysqlDynamicAccountStore implements DynamicAccountStore {
   }
 
   async delete(name: string): Promise<void> {
-    await this.pool.query('DELETE FROM sa_dynamic_accounts WHERE name = ?', [name]);
+    await this.pool.query(timed('DELETE FROM sa_dynamic_accounts WHERE name = ?'), [name]);
   }
 
   async close(): Promise<void> {
