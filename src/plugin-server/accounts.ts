@@ -53,6 +53,8 @@ export interface RegistryOptions {
   /** How long a holder's lease lasts without renewal (a killed replica's accounts are free after this). */
   leaseMs?: number;
   now?: () => number;
+  /** A clock that never steps (ms): times the holder's side of leases. performance.now() unless given (tests). */
+  monotonicNow?: () => number;
 }
 
 export interface SessionRef {
@@ -70,14 +72,17 @@ export class AccountRegistry {
   private readonly listeners = new Set<(name: string, state: AccountState | 'REMOVED') => void>();
   private readonly lostListeners = new Set<(name: string, sessionId: string, why: string) => void>();
   private readonly holderLostListeners = new Set<(name: string) => void>();
+  /** Accounts a stream of this replica stands by for: checked at each refresh, known here or not. */
+  private readonly standingBy = new Set<string>();
   private readonly gracePeriodMs: number;
   private readonly now: () => number;
+  private readonly monotonicNow: () => number;
   readonly replica: { id: string; url: string };
   readonly leaseMs: number;
   readonly failedHandoverMs: number;
   private readonly pendingWrites = new Set<Promise<unknown>>();
   /**
-   * When (performance.now(), immune to wall-clock steps) the last successful lease renewal started: the holder's
+   * When (monotonicNow, immune to wall-clock steps) the last successful lease renewal started: the holder's
    * side of every lease this replica holds ends HOLDER_LEASE_FRACTION of leaseMs later (holderLeaseExpired).
    */
   lastRenewedAt = 0;
@@ -90,6 +95,7 @@ export class AccountRegistry {
   ) {
     this.gracePeriodMs = options.gracePeriodMs;
     this.now = options.now ?? Date.now;
+    this.monotonicNow = options.monotonicNow ?? (() => performance.now());
     this.replica = options.replica ?? { id: `replica-${randomUUID()}`, url: '' };
     this.leaseMs = options.leaseMs ?? 15_000;
     this.failedHandoverMs = FAILED_HANDOVER_LEASES * this.leaseMs;
@@ -97,7 +103,7 @@ export class AccountRegistry {
 
   /** This replica could not renew its leases in time: it must not hold streams any more (peers soon take over). */
   holderLeaseExpired(): boolean {
-    return this.lastRenewedAt > 0 && performance.now() - this.lastRenewedAt > this.leaseMs * HOLDER_LEASE_FRACTION;
+    return this.lastRenewedAt > 0 && this.monotonicNow() - this.lastRenewedAt > this.leaseMs * HOLDER_LEASE_FRACTION;
   }
 
   /** A stream of this replica lost an account it held (taken over, or its lease expired): tell its agent. */
@@ -182,14 +188,18 @@ export class AccountRegistry {
       },
       record,
     );
-    if (!outcome.granted) return claimResult(offer, outcome, this.replica.id);
+    if (!outcome.granted) {
+      if (outcome.code === 'standby') this.standingBy.add(account.name);
+      return claimResult(offer, outcome, this.replica.id);
+    }
     const current = this.accounts.get(account.name);
     if (current?.sessionId && current.sessionId !== session.id) {
       this.log.info(
         { account: account.name, from: current.sessionId, to: session.id, agentId: session.agentId },
         'account taken over by another stream of this replica',
       );
-      if (current.record.agentId !== session.agentId) this.lost(account.name, current, 'taken over by another agent');
+      // Its agent reconnected (same agentId) or was replaced: either way the older stream is told and closed.
+      this.lost(account.name, current, `taken over by stream ${session.id} of agent ${session.agentId}`);
     }
     // A peer may have written the account's sync state since this process last did.
     this.store.reloadAccountState(account.name);
@@ -198,7 +208,7 @@ export class AccountRegistry {
       state: 'ACTIVE',
       sessionId: session.id,
       generation: outcome.lease.generation,
-      grantedAt: performance.now(),
+      grantedAt: this.monotonicNow(),
       lastUpdated: this.now(),
       reported: existing?.reported,
     });
@@ -287,7 +297,7 @@ export class AccountRegistry {
    * leaseMs / 3.
    */
   async refresh(): Promise<void> {
-    const started = performance.now();
+    const started = this.monotonicNow();
     await this.store.renewLeases(this.replica.id, this.leaseMs);
     this.lastRenewedAt = started;
     const [records, { now: storeNow, leases }] = await Promise.all([
@@ -332,6 +342,13 @@ export class AccountRegistry {
       this.accounts.set(record.name, next);
       if (!a || before !== next.state) this.emit(record.name, next.state);
       else if (peerHolds && holderLost(l, storeNow, this.failedHandoverMs)) this.holderGone(record.name);
+    }
+    // Standbys wait for a holder this replica may never have seen: removed, released or lost, they take it.
+    for (const name of [...this.standingBy]) {
+      const l = leaseOf.get(name);
+      if (known.has(name) && !holderLost(l, storeNow, this.failedHandoverMs)) continue;
+      this.standingBy.delete(name);
+      this.holderGone(name);
     }
     for (const [name, a] of [...this.accounts]) {
       if (known.has(name)) continue;
