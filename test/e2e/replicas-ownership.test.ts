@@ -1,6 +1,7 @@
 /**
- * Issue 25, case 1: two agents of one group registering one account at the same moment through two plugin-server
- * replicas (real processes on one MariaDB) get one holder and one standby — never two holders. The agents are
+ * Issue 25, cases 1 and 3: two agents of one group registering one account at the same moment through two
+ * plugin-server replicas (real processes on one MariaDB) get one holder and one standby — never two holders; two
+ * clusters claiming one name at the same moment get one holder and one refusal — never two clusters under a name. The agents are
  * TestAgent, a stand-in speaking the real gRPC protocol, so both Hellos leave in the same tick (behind a barrier),
  * which two agent processes cannot be made to do. Several rounds, each with its own account and a seeded order and
  * delay between the two Hellos.
@@ -22,7 +23,7 @@ describe('two agents of one group registering one account at once through two re
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   });
 
-  it('one holds it, the other is told it stands by, for every seed', async () => {
+  it('one holds it, the other is told it stands by (or, another cluster, is refused), for every seed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-ownership-'));
     const db = await createTestDatabase('e2e_ownership');
     cleanups.push(() => db.drop());
@@ -42,6 +43,8 @@ describe('two agents of one group registering one account at once through two re
         agents.map((x) => new Promise<void>((resolve) => x.client.waitForReady(Date.now() + 30_000, () => resolve()))),
       );
       const order = seed % 2 === 0 ? [0, 1] : [1, 0];
+      // Case 3 in odd rounds: the second agent is another cluster under the same name (a duplicate, not a standby).
+      const cluster = (i: number) => (seed > 3 && i === 1 ? '10.9.9.9:6443' : undefined);
       const hellos = order.map((i) => {
         agents[i]!.send({
           hello: {
@@ -49,7 +52,7 @@ describe('two agents of one group registering one account at once through two re
             version: 'test',
             zone: '',
             identity: {},
-            accounts: [account(name)],
+            accounts: [account(name, cluster(i))],
             protocolVersion: PROTOCOL_VERSION,
           },
         });
@@ -57,10 +60,10 @@ describe('two agents of one group registering one account at once through two re
       });
       const welcomes = (await Promise.all(hellos)).map((m) => m.welcome!);
       const accepted = welcomes.filter((w) => w.acceptedAccounts.includes(name));
-      const standby = welcomes.filter((w) =>
-        w.rejectedAccounts.some((r) => r.name === name && r.reason.startsWith('standby:')),
-      );
-      expect({ seed, accepted: accepted.length, standby: standby.length }).toEqual({ seed, accepted: 1, standby: 1 });
+      const refused = (prefix: RegExp) =>
+        welcomes.filter((w) => w.rejectedAccounts.some((r) => r.name === name && prefix.test(r.reason))).length;
+      const other = seed > 3 ? refused(/^account name .* already registered/) : refused(/^standby:/);
+      expect({ seed, accepted: accepted.length, other }).toEqual({ seed, accepted: 1, other: 1 });
       agents.forEach((x) => x.close());
     }
   });
