@@ -2,14 +2,19 @@ import { randomUUID } from 'node:crypto';
 import { FreshRead } from '../shared/fresh-read.js';
 import type { Logger } from '../shared/logging.js';
 import type { Account, KindKey } from '../shared/proto.js';
-import {
-  leaseLive,
-  type AccountLease,
-  type AccountRecord,
-  type AccountStateStore,
-  type ObjectCache,
-} from './cache/store.js';
-import { decideHolder, type RegistrationResult } from './registration.js';
+import type { AccountRecord, AccountStateStore, ObjectCache } from './cache/store.js';
+import { holderLost, leaseLive, type LeaseHolder } from './ownership.js';
+import { claimResult, validAccountName, type RegistrationResult } from './registration.js';
+
+/**
+ * The holder's side of a lease ends this fraction of leaseMs after the start of its last successful renewal: peers
+ * see it end no earlier than leaseMs after that start (the store stamps it later, at its own clock), so the holder
+ * has stopped (closed its streams) before a peer may grant the account to another stream.
+ */
+export const HOLDER_LEASE_FRACTION = 0.75;
+
+/** A holder reporting FAILED this many lease periods may be replaced by a standby (ownership.ts holderLost). */
+export const FAILED_HANDOVER_LEASES = 3;
 
 /**
  * ACTIVE: held by a connected agent (on this replica or a peer). ORPHANED: no replica's agent holds it; the cache
@@ -34,6 +39,10 @@ export interface RegisteredAccount {
   /** The peer replica holding it, when one does (its agent's stream ends there). */
   peer?: { replica: string; url: string; agentId: string } | undefined;
   orphanedAt?: number | undefined;
+  /** The lease generation this replica's session was granted (the fencing token of its writes). */
+  generation?: number | undefined;
+  /** When (this process's monotonic clock) it was granted here: a refresh that read the store before does not judge it. */
+  grantedAt?: number | undefined;
   lastUpdated: number;
   reported?: AgentReportedStatus | undefined;
 }
@@ -45,6 +54,8 @@ export interface RegistryOptions {
   /** How long a holder's lease lasts without renewal (a killed replica's accounts are free after this). */
   leaseMs?: number;
   now?: () => number;
+  /** A clock that never steps (ms): times the holder's side of leases. performance.now() unless given (tests). */
+  monotonicNow?: () => number;
 }
 
 export interface SessionRef {
@@ -60,17 +71,26 @@ export interface SessionRef {
 export class AccountRegistry {
   private readonly accounts = new Map<string, RegisteredAccount>();
   private readonly listeners = new Set<(name: string, state: AccountState | 'REMOVED') => void>();
+  private readonly lostListeners = new Set<(name: string, sessionId: string, why: string) => void>();
+  private readonly holderLostListeners = new Set<(name: string) => void>();
+  /** Accounts a stream of this replica stands by for: checked at each refresh, known here or not. */
+  private readonly standingBy = new Set<string>();
   private readonly gracePeriodMs: number;
   private readonly now: () => number;
+  private readonly monotonicNow: () => number;
   readonly replica: { id: string; url: string };
   readonly leaseMs: number;
+  readonly failedHandoverMs: number;
   private readonly pendingWrites = new Set<Promise<unknown>>();
   /** Accounts and leases as stored, for lookup() (misses at the same time share one read). */
   private readonly storeRead = new FreshRead(async () => {
     const [records, leases] = await Promise.all([this.store.listAccounts(), this.store.listLeases()]);
     return { records, leases };
   });
-  /** Time of the last successful lease renewal (for readiness: a replica that lost the store holds nothing). */
+  /**
+   * When (monotonicNow, immune to wall-clock steps) the last successful lease renewal started: the holder's
+   * side of every lease this replica holds ends HOLDER_LEASE_FRACTION of leaseMs later (holderLeaseExpired).
+   */
   lastRenewedAt = 0;
 
   constructor(
@@ -81,8 +101,38 @@ export class AccountRegistry {
   ) {
     this.gracePeriodMs = options.gracePeriodMs;
     this.now = options.now ?? Date.now;
+    this.monotonicNow = options.monotonicNow ?? (() => performance.now());
     this.replica = options.replica ?? { id: `replica-${randomUUID()}`, url: '' };
     this.leaseMs = options.leaseMs ?? 15_000;
+    this.failedHandoverMs = FAILED_HANDOVER_LEASES * this.leaseMs;
+  }
+
+  /** This replica could not renew its leases in time: it must not hold streams any more (peers soon take over). */
+  holderLeaseExpired(): boolean {
+    return this.lastRenewedAt > 0 && this.monotonicNow() - this.lastRenewedAt > this.leaseMs * HOLDER_LEASE_FRACTION;
+  }
+
+  /** A stream of this replica lost an account it held (taken over, or its lease expired): tell its agent. */
+  onLost(listener: (name: string, sessionId: string, why: string) => void): void {
+    this.lostListeners.add(listener);
+  }
+
+  /** The account lost its holder (ORPHANED, REMOVED, FAILED past failedHandoverMs): standbys may take it. */
+  onHolderLost(listener: (name: string) => void): void {
+    this.holderLostListeners.add(listener);
+  }
+
+  private lost(name: string, a: RegisteredAccount, why: string): void {
+    const sessionId = a.sessionId;
+    if (!sessionId) return;
+    a.sessionId = undefined;
+    a.generation = undefined;
+    this.log.warn({ account: name, sessionId, why }, 'stream lost the account it held');
+    for (const l of this.lostListeners) l(name, sessionId, why);
+  }
+
+  private holderGone(name: string): void {
+    for (const l of this.holderLostListeners) l(name);
   }
 
   /** Accounts known to the store: held by a peer (live lease) or ORPHANED since their lease ended. */
@@ -96,33 +146,26 @@ export class AccountRegistry {
 
   private emit(name: string, state: AccountState | 'REMOVED'): void {
     for (const l of this.listeners) l(name, state);
+    if (state === 'ORPHANED' || state === 'REMOVED') this.holderGone(name);
   }
 
-  private lease(name: string, sessionId: string, agentId: string, state: 'ACTIVE' | 'FAILED'): AccountLease {
-    return {
-      account: name,
-      replica: this.replica.id,
-      replicaUrl: this.replica.url,
-      sessionId,
-      agentId,
-      state,
-      expiresAt: this.now() + this.leaseMs,
-      releasedAt: 0,
-    };
+  private holder(name: string, sessionId: string): LeaseHolder | undefined {
+    const a = this.accounts.get(name);
+    if (!a || a.sessionId !== sessionId || a.generation === undefined) return undefined;
+    return { replica: this.replica.id, sessionId, generation: a.generation };
   }
 
+  /**
+   * Claims the account for the stream in the store (ownership.ts decideClaim, atomic there): granted, the stream
+   * holds it under a new generation; otherwise it is refused (another cluster) or stands by (another agent holds it).
+   */
   async register(session: SessionRef, account: Account): Promise<RegistrationResult> {
     const host = account.cluster?.apiServerHost ?? '';
     const fingerprint = (account.cluster?.caFingerprint ?? '').toLowerCase();
+    const offer = { name: account.name, agentId: session.agentId, host, fingerprint };
+    const invalid = validAccountName(offer);
+    if (invalid) return invalid;
     const existing = this.accounts.get(account.name);
-    const decision = decideHolder({ name: account.name, agentId: session.agentId, host, fingerprint }, existing);
-    if (!decision.accepted) return decision;
-    if (existing?.sessionId && existing.sessionId !== session.id) {
-      this.log.info(
-        { account: account.name, from: existing.sessionId, to: session.id, agentId: session.agentId },
-        'same cluster registered again through another stream; the newer stream takes the account over',
-      );
-    }
     const record: AccountRecord = {
       name: account.name,
       agentId: session.agentId,
@@ -138,16 +181,40 @@ export class AccountRegistry {
       cacheAllApplicationRelationships: account.cacheAllApplicationRelationships,
       registeredAt: this.now(),
     };
-    // The lease first: a peer sweeping the account at this moment either removed it before (this registration then
-    // starts from an empty cache) or sees the lease and keeps it (dropAccountIfUnheld is atomic with the check).
-    await this.store.holdAccount(this.lease(account.name, session.id, session.agentId, 'ACTIVE'));
-    await this.store.saveAccount(record);
+    const outcome = await this.store.claimAccount(
+      {
+        account: account.name,
+        replica: this.replica.id,
+        replicaUrl: this.replica.url,
+        sessionId: session.id,
+        agentId: session.agentId,
+        cluster: { host, fingerprint },
+        leaseMs: this.leaseMs,
+        failedHandoverMs: this.failedHandoverMs,
+      },
+      record,
+    );
+    if (!outcome.granted) {
+      if (outcome.code === 'standby') this.standingBy.add(account.name);
+      return claimResult(offer, outcome, this.replica.id);
+    }
+    const current = this.accounts.get(account.name);
+    if (current?.sessionId && current.sessionId !== session.id) {
+      this.log.info(
+        { account: account.name, from: current.sessionId, to: session.id, agentId: session.agentId },
+        'account taken over by another stream of this replica',
+      );
+      // Its agent reconnected (same agentId) or was replaced: either way the older stream is told and closed.
+      this.lost(account.name, current, `taken over by stream ${session.id} of agent ${session.agentId}`);
+    }
     // A peer may have written the account's sync state since this process last did.
     this.store.reloadAccountState(account.name);
     this.accounts.set(account.name, {
       record,
       state: 'ACTIVE',
       sessionId: session.id,
+      generation: outcome.lease.generation,
+      grantedAt: this.monotonicNow(),
       lastUpdated: this.now(),
       reported: existing?.reported,
     });
@@ -166,6 +233,7 @@ export class AccountRegistry {
     for (const [name, a] of this.accounts) {
       if (a.sessionId !== sessionId) continue;
       a.sessionId = undefined;
+      a.generation = undefined;
       a.state = 'ORPHANED';
       a.orphanedAt = this.now();
       a.lastUpdated = this.now();
@@ -173,7 +241,7 @@ export class AccountRegistry {
     }
     // Peers learn it from the store; if that write fails the lease simply expires (leaseMs) and they learn it then.
     const write = this.store
-      .releaseAccounts(this.replica.id, sessionId, released, this.now())
+      .releaseAccounts(this.replica.id, sessionId, released)
       .catch((e: unknown) => this.log.warn({ err: e, accounts: released }, 'could not release leases; they expire'))
       .finally(() => this.pendingWrites.delete(write));
     this.pendingWrites.add(write);
@@ -183,10 +251,15 @@ export class AccountRegistry {
 
   /** The agent removed the account from its configuration: gone now, with its cache. */
   async remove(sessionId: string, name: string): Promise<boolean> {
-    const a = this.accounts.get(name);
-    if (!a || a.sessionId !== sessionId) return false;
+    const holder = this.holder(name, sessionId);
+    if (!holder) return false;
+    // Only while this stream still holds it: a stream that lost the account must not remove its new holder's cache.
+    if (!(await this.store.dropHeldAccount(name, holder))) {
+      const a = this.accounts.get(name);
+      if (a?.sessionId === sessionId) this.lost(name, a, 'lease lost before the agent removed the account');
+      return false;
+    }
     this.accounts.delete(name);
-    await this.store.dropAccount(name);
     this.emit(name, 'REMOVED');
     return true;
   }
@@ -209,36 +282,55 @@ export class AccountRegistry {
     a.reported = { ...status, at: this.now() };
     a.state = status.state === 'FAILED' ? 'FAILED' : 'ACTIVE';
     a.lastUpdated = this.now();
-    void this.store
-      .holdAccount(this.lease(name, sessionId, a.record.agentId, a.state))
-      .catch((e: unknown) => this.log.warn({ err: e, account: name }, 'could not record account state'));
+    const holder = this.holder(name, sessionId);
+    if (holder) {
+      void this.store
+        .reportAccountState(name, holder, a.state)
+        .then((held) => {
+          const now = this.accounts.get(name);
+          if (!held && now?.sessionId === sessionId) this.lost(name, now, 'lease lost; state not recorded');
+        })
+        .catch((e: unknown) => this.log.warn({ err: e, account: name }, 'could not record account state'));
+    }
     this.emit(name, a.state);
   }
 
   /**
-   * Renews this replica's leases and takes in what peers hold from the store: accounts a peer's agent holds are
-   * served here too (reads, and operations through that replica), and accounts no replica holds become ORPHANED
-   * from the moment their holder left. Runs every leaseMs / 3.
+   * Renews this replica's leases and takes in what the store says: a stream of this replica whose lease is gone
+   * (taken over, expired) is told (onLost); accounts a peer's agent holds are served here too (reads, and operations
+   * through that replica); accounts no replica holds become ORPHANED from the moment their holder left; an account
+   * whose holder lost it lets standbys take it (onHolderLost). Liveness is judged at the store's clock. Runs every
+   * leaseMs / 3.
    */
   async refresh(): Promise<void> {
-    const now = this.now();
-    await this.store.renewLeases(this.replica.id, now + this.leaseMs);
-    this.lastRenewedAt = now;
-    const [records, leases] = await Promise.all([this.store.listAccounts(), this.store.listLeases()]);
+    const started = this.monotonicNow();
+    await this.store.renewLeases(this.replica.id, this.leaseMs);
+    this.lastRenewedAt = started;
+    const [records, { now: storeNow, leases }] = await Promise.all([
+      this.store.listAccounts(),
+      this.store.listLeases(),
+    ]);
+    const local = this.now();
     const leaseOf = new Map(leases.map((l) => [l.account, l]));
     const known = new Set<string>();
     for (const record of records) {
       known.add(record.name);
       const a = this.accounts.get(record.name);
       const l = leaseOf.get(record.name);
-      const peerHolds = l !== undefined && l.replica !== this.replica.id && leaseLive(l, now);
+      const live = l !== undefined && leaseLive(l, storeNow);
       if (a?.sessionId) {
-        if (!peerHolds) continue;
-        // A peer's agent took the account over (its stream is newer): this replica's stream stops writing it.
-        this.log.info({ account: record.name, replica: l.replica }, 'account taken over through another replica');
-        a.sessionId = undefined;
+        // Granted after the store was read: judged next time.
+        if ((a.grantedAt ?? 0) > started) continue;
+        const ours =
+          live && l.replica === this.replica.id && l.sessionId === a.sessionId && l.generation === a.generation;
+        if (ours) {
+          if (holderLost(l, storeNow, this.failedHandoverMs)) this.holderGone(record.name);
+          continue;
+        }
+        this.lost(record.name, a, live ? `taken over through replica ${l.replica}` : 'lease expired');
       }
-      const next: RegisteredAccount = a ?? { record, state: 'ORPHANED', lastUpdated: now };
+      const peerHolds = live && l.replica !== this.replica.id;
+      const next: RegisteredAccount = a ?? { record, state: 'ORPHANED', lastUpdated: local };
       next.record = record;
       const before = next.state;
       if (peerHolds) {
@@ -248,15 +340,26 @@ export class AccountRegistry {
       } else {
         next.peer = undefined;
         next.state = 'ORPHANED';
-        // Orphaned since its holder released or stopped renewing; a record without any lease since now.
-        next.orphanedAt = next.orphanedAt ?? (l ? Math.min(now, l.releasedAt || l.expiresAt) : now);
+        // Orphaned since its holder released or stopped renewing, at the store's clock, as a time of this process.
+        const since = l ? Math.max(0, storeNow - (l.releasedAt || l.expiresAt)) : 0;
+        next.orphanedAt = next.orphanedAt ?? local - since;
       }
-      if (!a || before !== next.state) next.lastUpdated = now;
+      if (!a || before !== next.state) next.lastUpdated = local;
       this.accounts.set(record.name, next);
       if (!a || before !== next.state) this.emit(record.name, next.state);
+      else if (peerHolds && holderLost(l, storeNow, this.failedHandoverMs)) this.holderGone(record.name);
+    }
+    // Standbys wait for a holder this replica may never have seen: removed, released or lost, they take it.
+    for (const name of [...this.standingBy]) {
+      const l = leaseOf.get(name);
+      if (known.has(name) && !holderLost(l, storeNow, this.failedHandoverMs)) continue;
+      this.standingBy.delete(name);
+      this.holderGone(name);
     }
     for (const [name, a] of [...this.accounts]) {
-      if (known.has(name) || a.sessionId) continue;
+      if (known.has(name)) continue;
+      if (a.sessionId && (a.grantedAt ?? 0) > started) continue;
+      if (a.sessionId) this.lost(name, a, 'account removed from the store');
       // Removed by a peer (grace period over, or the agent dropped it there).
       this.accounts.delete(name);
       this.emit(name, 'REMOVED');
@@ -273,7 +376,7 @@ export class AccountRegistry {
       if (a.state !== 'ORPHANED' || a.orphanedAt === undefined) continue;
       if (this.now() - a.orphanedAt < this.gracePeriodMs) continue;
       try {
-        if (!(await this.store.dropAccountIfUnheld(name, this.now()))) continue;
+        if (!(await this.store.dropAccountIfUnheld(name))) continue;
         if (this.accounts.get(name) === a && !a.sessionId) this.accounts.delete(name);
         removed.push(name);
         this.emit(name, 'REMOVED');
@@ -304,13 +407,17 @@ export class AccountRegistry {
   async lookup(name: string): Promise<RegisteredAccount | undefined> {
     const known = this.accounts.get(name);
     if (known) return known;
-    const { records, leases } = await this.storeRead.get();
+    const {
+      records,
+      leases: { now: storeNow, leases },
+    } = await this.storeRead.get();
     const now = this.now();
     const record = records.find((r) => r.name === name);
     // Learned meanwhile (a refresh, a registration here), or not in the store: the registry's answer stands.
     if (this.accounts.has(name) || !record) return this.accounts.get(name);
     const l = leases.find((x) => x.account === name);
-    const peerHolds = l !== undefined && l.replica !== this.replica.id && leaseLive(l, now);
+    // Leases are judged at the store's clock, as refresh() judges them.
+    const peerHolds = l !== undefined && l.replica !== this.replica.id && leaseLive(l, storeNow);
     const entry: RegisteredAccount = peerHolds
       ? {
           record,
@@ -321,7 +428,8 @@ export class AccountRegistry {
       : {
           record,
           state: 'ORPHANED',
-          orphanedAt: l ? Math.min(now, l.releasedAt || l.expiresAt) : now,
+          // Since its holder released or stopped renewing, at the store's clock, as a time of this process.
+          orphanedAt: now - (l ? Math.max(0, storeNow - (l.releasedAt || l.expiresAt)) : 0),
           lastUpdated: now,
         };
     this.accounts.set(name, entry);

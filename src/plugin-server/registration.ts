@@ -3,13 +3,14 @@
  * order — listed once, not an upstream Clouddriver's name (front mode), allowed by the gate (authorization and
  * dynamic accounts), then the registry's decision (name valid, same cluster, no other agent of the group holding
  * it) — each refusal with a code, and for each accepted account the resume points the agent may watch from.
- * The decisions are pure functions (admit, then the registry's decideHolder); the registry's write is the one side
- * effect, where the ownership protocol's compare-and-set belongs.
+ * The decisions are pure functions (admit here, then the store's claim by ownership.ts decideClaim, which the
+ * registry asks for): the claim is the one side effect, a compare-and-set in the store.
  */
 import type { Counter } from 'prom-client';
 import type { Logger } from '../shared/logging.js';
 import type { Account, ResumePoint } from '../shared/proto.js';
-import type { AccountRecord, ObjectCache } from './cache/store.js';
+import type { ObjectCache } from './cache/store.js';
+import type { ClaimOutcome } from './ownership.js';
 import type { GatedSession, GateVerdict, SessionGate } from './session-gate.js';
 
 /**
@@ -72,32 +73,21 @@ export interface HolderOffer {
   fingerprint: string;
 }
 
-/**
- * What the registry knows of an account's holder (a RegisteredAccount of accounts.ts, which imports this module).
- */
-export interface KnownHolder {
-  record: Pick<AccountRecord, 'agentId' | 'apiServerHost' | 'caFingerprint'>;
-  /** ACTIVE, ORPHANED or FAILED. */
-  state: string;
-  /** This replica's session holding it, if one does. */
-  sessionId?: string | undefined;
-  /** The peer replica holding it, if one does. */
-  peer?: { replica: string; agentId: string } | undefined;
+/** Refused when the name is not a valid account name (checked before anything is claimed). */
+export function validAccountName(offer: HolderOffer): RegistrationResult | undefined {
+  if (ACCOUNT_NAME.test(offer.name)) return undefined;
+  return { accepted: false, code: 'invalid_name', reason: `invalid account name ${JSON.stringify(offer.name)}` };
 }
 
 /**
- * The registry's decision for an offer, given what it knows of the account: an account name belongs to one
- * cluster (another cluster claiming it is refused and the original keeps working); another agent of the group
- * (another agentId) holding it through a live stream, here or on a peer, keeps it — one writer per account — and
- * this one becomes its standby; the same agentId coming back through a new stream is a reconnect and takes the
- * account over from its stale stream, as does anyone once the account is ORPHANED.
+ * What the agent is told of the store's answer to its claim (ownership.ts decideClaim): an account name belongs to
+ * one cluster (another cluster claiming it is refused and the original keeps working); another agent of the group
+ * holding it keeps it — one writer per account — and this one stands by until the holder is lost.
  */
-export function decideHolder(offer: HolderOffer, existing: KnownHolder | undefined): RegistrationResult {
-  if (!ACCOUNT_NAME.test(offer.name)) {
-    return { accepted: false, code: 'invalid_name', reason: `invalid account name ${JSON.stringify(offer.name)}` };
-  }
-  if (existing && !sameCluster(existing, offer)) {
-    const r = existing.record;
+export function claimResult(offer: HolderOffer, outcome: ClaimOutcome, replica: string): RegistrationResult {
+  if (outcome.granted) return { accepted: true };
+  if (outcome.code === 'cluster_conflict') {
+    const r = outcome.record;
     return {
       accepted: false,
       code: 'cluster_conflict',
@@ -107,21 +97,14 @@ export function decideHolder(offer: HolderOffer, existing: KnownHolder | undefin
         `offers cluster ${offer.host} (CA ${shortFingerprint(offer.fingerprint)})`,
     };
   }
-  const holderAgent = existing?.peer?.agentId ?? (existing?.sessionId ? existing.record.agentId : undefined);
-  if (holderAgent !== undefined && holderAgent !== offer.agentId && existing?.state !== 'ORPHANED') {
-    return {
-      accepted: false,
-      code: 'standby',
-      reason:
-        `standby: account ${offer.name} is held by agent ${holderAgent}` +
-        `${existing?.peer ? ` on replica ${existing.peer.replica}` : ''}; this agent takes over when it leaves`,
-    };
-  }
-  return { accepted: true };
-}
-
-function sameCluster(existing: KnownHolder, offer: HolderOffer): boolean {
-  return existing.record.apiServerHost === offer.host && existing.record.caFingerprint === offer.fingerprint;
+  const h = outcome.holder;
+  return {
+    accepted: false,
+    code: 'standby',
+    reason:
+      `standby: account ${offer.name} is held by agent ${h.agentId}` +
+      `${h.replica !== replica ? ` on replica ${h.replica}` : ''}; this agent takes over when it leaves`,
+  };
 }
 
 function shortFingerprint(f: string): string {

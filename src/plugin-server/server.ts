@@ -113,6 +113,7 @@ export class PluginServer {
   private grpc: GrpcEndpoint | undefined;
   private http: FastifyInstance | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  private leaseTimer: NodeJS.Timeout | undefined;
   private taskTimer: NodeJS.Timeout | undefined;
   private dynamicTimer: NodeJS.Timeout | undefined;
   private lastPurgeAt = 0;
@@ -205,8 +206,12 @@ export class PluginServer {
     this.upstream = this.frontMode();
     const fiat = this.config.spinnaker?.fiat;
     this.fiat = fiat ? new FiatPermissions(fiat, { errors: this.metrics.fiatErrors, log: this.log }) : undefined;
-    this.accounts.onChange((name, state) => {
-      if (state === 'ORPHANED') this.promoteStandbys(name);
+    this.accounts.onHolderLost((name) => this.promoteStandbys(name));
+    // Never silently demoted: the agent reconnects, offers the account again and is told it stands by (or holds it
+    // again, if nobody took it meanwhile).
+    this.accounts.onLost((name, sessionId, why) => {
+      const s = [...this.sessions].find((x) => x.id === sessionId);
+      s?.close(new ScaleAgentError('UNAVAILABLE', `account ${name} lost (${why}); reconnect`), 'lease_lost');
     });
     this.accounts.onChange((name, state) => {
       const holder = [...this.sessions].find((s) => this.accounts.holds(s.id, name));
@@ -351,6 +356,15 @@ export class PluginServer {
       );
       this.dynamicTimer.unref();
     }
+    // On its own timer, not after a renewal: a renewal that hangs (a partition drops packets) must not keep this
+    // replica's streams open past the holder's side of the lease (accounts.ts HOLDER_LEASE_FRACTION).
+    this.leaseTimer = setInterval(
+      () => {
+        if (this.accounts.holderLeaseExpired()) this.dropStreams();
+      },
+      Math.max(50, Math.min(1000, this.accounts.leaseMs / 20)),
+    );
+    this.leaseTimer.unref();
     let taskHousekeeping: Promise<void> | undefined;
     this.taskTimer = setInterval(() => {
       taskHousekeeping ??= this.taskHousekeeping().finally(() => (taskHousekeeping = undefined));
@@ -400,14 +414,8 @@ export class PluginServer {
       })
       .catch((e: unknown) => {
         this.log.warn({ err: e }, 'account leases: refresh failed (store unreachable?)');
-        if (this.leasesLapsed()) this.dropStreams();
       })
       .finally(() => (this.housekeepingRun = undefined));
-  }
-
-  /** This replica could not renew its leases for a whole lease period: peers consider its accounts free. */
-  private leasesLapsed(): boolean {
-    return this.accounts.lastRenewedAt > 0 && Date.now() - this.accounts.lastRenewedAt > this.accounts.leaseMs;
   }
 
   /**
@@ -440,7 +448,7 @@ export class PluginServer {
   }
 
   private connect(call: ServerDuplexStream<AgentMessage, ServerMessage>): void {
-    if (this.stopping || this.leasesLapsed()) {
+    if (this.stopping || this.accounts.holderLeaseExpired()) {
       const why = this.stopping ? 'plugin-server is shutting down' : 'plugin-server lost its store';
       call.emit('error', { code: 14, details: why });
       return;
@@ -495,9 +503,8 @@ export class PluginServer {
     const full = this.storageFull.reason();
     if (full) reasons.push(`store: ${full}`);
     // A replica that cannot renew its leases will lose its accounts to peers: it must not take traffic meanwhile.
-    const renewedAgo = Date.now() - this.accounts.lastRenewedAt;
-    if (this.grpc && renewedAgo > this.accounts.leaseMs) {
-      reasons.push(`account leases not renewed for ${Math.round(renewedAgo / 1000)} s`);
+    if (this.grpc && this.accounts.holderLeaseExpired()) {
+      reasons.push('account leases not renewed in time (the store does not answer)');
     }
     return { ready: reasons.length === 0, reasons };
   }
@@ -510,6 +517,7 @@ export class PluginServer {
     if (this.stopping) return;
     this.stopping = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
     if (this.taskTimer) clearInterval(this.taskTimer);
     if (this.dynamicTimer) clearInterval(this.dynamicTimer);
     const endStreams = (): void => {

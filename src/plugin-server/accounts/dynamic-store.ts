@@ -1,4 +1,5 @@
 import mysql, { type Pool, type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+import { timed } from '../cache/mysql-timeout.js';
 import type { AccountPermissions } from '../cache/store.js';
 
 /** A dynamic account as stored; the kubeconfig contents live apart, sealed (secret-box.ts). */
@@ -96,21 +97,21 @@ export class MysqlDynamicAccountStore implements DynamicAccountStore {
 
   async init(): Promise<void> {
     await this.pool.query(
-      `CREATE TABLE IF NOT EXISTS sa_dynamic_accounts (
+      timed(`CREATE TABLE IF NOT EXISTS sa_dynamic_accounts (
         name VARCHAR(253) CHARACTER SET ascii NOT NULL PRIMARY KEY,
         definition JSON NOT NULL,
         kubeconfig_sealed MEDIUMBLOB NULL,
         updated_at BIGINT NOT NULL
-      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`),
     );
     // Tables of versions before conditional writes have no generation: rows stored then are at generation 0.
     const [columns] = await this.pool.query<RowDataPacket[]>(
-      `SELECT 1 FROM information_schema.COLUMNS
-       WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'sa_dynamic_accounts' AND COLUMN_NAME = 'generation'`,
+      timed(`SELECT 1 FROM information_schema.COLUMNS
+       WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'sa_dynamic_accounts' AND COLUMN_NAME = 'generation'`),
     );
     if (columns.length === 0) {
       await this.pool
-        .query('ALTER TABLE sa_dynamic_accounts ADD COLUMN generation BIGINT NOT NULL DEFAULT 0')
+        .query(timed('ALTER TABLE sa_dynamic_accounts ADD COLUMN generation BIGINT NOT NULL DEFAULT 0'))
         .catch((e: unknown) => {
           if ((e as { errno?: number }).errno !== ER_DUP_FIELDNAME) throw e;
         });
@@ -118,24 +119,24 @@ export class MysqlDynamicAccountStore implements DynamicAccountStore {
     // One row: bumped in the transaction of every write, so a poll reads one primary key to see whether anything
     // changed, and writes of definitions are serialized on it.
     await this.pool.query(
-      `CREATE TABLE IF NOT EXISTS sa_dynamic_accounts_version (
+      timed(`CREATE TABLE IF NOT EXISTS sa_dynamic_accounts_version (
         id TINYINT NOT NULL PRIMARY KEY,
         version BIGINT NOT NULL
-      ) ENGINE=InnoDB`,
+      ) ENGINE=InnoDB`),
     );
-    await this.pool.query('INSERT IGNORE INTO sa_dynamic_accounts_version (id, version) VALUES (1, 0)');
+    await this.pool.query(timed('INSERT IGNORE INTO sa_dynamic_accounts_version (id, version) VALUES (1, 0)'));
   }
 
   async version(): Promise<number> {
     const [rows] = await this.pool.query<RowDataPacket[]>(
-      'SELECT version FROM sa_dynamic_accounts_version WHERE id = 1',
+      timed('SELECT version FROM sa_dynamic_accounts_version WHERE id = 1'),
     );
     return Number(rows[0]?.version ?? 0);
   }
 
   async list(): Promise<StoredDynamicAccount[]> {
     const [rows] = await this.pool.query<RowDataPacket[]>(
-      'SELECT definition, kubeconfig_sealed, generation FROM sa_dynamic_accounts ORDER BY name',
+      timed('SELECT definition, kubeconfig_sealed, generation FROM sa_dynamic_accounts ORDER BY name'),
     );
     return rows.map((r) => ({
       definition: (typeof r.definition === 'string' ? JSON.parse(r.definition) : r.definition) as DynamicDefinition,
@@ -153,15 +154,15 @@ export class MysqlDynamicAccountStore implements DynamicAccountStore {
       const values = [JSON.stringify(d), account.sealedKubeconfig ?? null, d.updatedAt, generation];
       if (expected === 'new') {
         const [r] = await conn.query<ResultSetHeader>(
-          `INSERT IGNORE INTO sa_dynamic_accounts (definition, kubeconfig_sealed, updated_at, generation, name)
-           VALUES (?, ?, ?, ?, ?)`,
+          timed(`INSERT IGNORE INTO sa_dynamic_accounts (definition, kubeconfig_sealed, updated_at, generation, name)
+           VALUES (?, ?, ?, ?, ?)`),
           [...values, d.name],
         );
         return r.affectedRows === 1;
       }
       const [r] = await conn.query<ResultSetHeader>(
-        `UPDATE sa_dynamic_accounts SET definition = ?, kubeconfig_sealed = ?, updated_at = ?, generation = ?
-         WHERE name = ? AND generation = ?`,
+        timed(`UPDATE sa_dynamic_accounts SET definition = ?, kubeconfig_sealed = ?, updated_at = ?, generation = ?
+         WHERE name = ? AND generation = ?`),
         [...values, d.name, expected],
       );
       return r.affectedRows === 1;
@@ -171,7 +172,7 @@ export class MysqlDynamicAccountStore implements DynamicAccountStore {
   async delete(name: string, expected: number): Promise<boolean> {
     const done = await this.write(async (conn) => {
       const [r] = await conn.query<ResultSetHeader>(
-        'DELETE FROM sa_dynamic_accounts WHERE name = ? AND generation = ?',
+        timed('DELETE FROM sa_dynamic_accounts WHERE name = ? AND generation = ?'),
         [name, expected],
       );
       return r.affectedRows === 1;
@@ -187,7 +188,7 @@ export class MysqlDynamicAccountStore implements DynamicAccountStore {
     try {
       await conn.beginTransaction();
       const [bump] = await conn.query<ResultSetHeader>(
-        'UPDATE sa_dynamic_accounts_version SET version = LAST_INSERT_ID(version + 1) WHERE id = 1',
+        timed('UPDATE sa_dynamic_accounts_version SET version = LAST_INSERT_ID(version + 1) WHERE id = 1'),
       );
       const generation = Number(bump.insertId);
       if (!(await change(conn, generation))) {

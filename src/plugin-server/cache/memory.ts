@@ -1,6 +1,16 @@
 import { compareResourceVersions, isNewerResourceVersion, parseApiVersion } from '../../shared/proto.js';
 import {
+  decideClaim,
+  heldBy,
   leaseLive,
+  release,
+  renew,
+  reportState,
+  type ClaimOutcome,
+  type LeaseClaim,
+  type LeaseHolder,
+} from '../ownership.js';
+import {
   type AccountLease,
   type AccountRecord,
   type ApplyStats,
@@ -95,6 +105,9 @@ export class MemoryCacheStore implements StoreBackend {
    * weak, so an account's maps take theirs with them when dropped.
    */
   private readonly tombstones = new WeakMap<Map<NameId, Entry>, Set<NameId>>();
+
+  /** @param now this store's clock (ms), which every lease decision reads. */
+  constructor(private readonly now: () => number = Date.now) {}
 
   async init(): Promise<void> {}
 
@@ -442,35 +455,60 @@ export class MemoryCacheStore implements StoreBackend {
     this.leases.delete(name);
   }
 
-  // Leases: one process holds this store, so they only keep the registry's rules the same for both stores.
-  async holdAccount(lease: AccountLease): Promise<void> {
-    this.leases.set(lease.account, { ...lease });
+  // Ownership (ownership.ts): each transition is one synchronous step on this process's maps, so it is atomic, and
+  // judged at this store's clock (one replica holds this store).
+  async claimAccount(claim: LeaseClaim, record: AccountRecord): Promise<ClaimOutcome> {
+    const outcome = decideClaim(
+      claim,
+      { record: this.accounts.get(claim.account), lease: this.leases.get(claim.account) },
+      this.now(),
+    );
+    if (!outcome.granted) return outcome;
+    this.leases.set(claim.account, { ...outcome.lease });
+    this.accounts.set(record.name, structuredClone(record));
+    return outcome;
   }
 
-  async releaseAccounts(replica: string, sessionId: string, accounts: readonly string[], at: number): Promise<void> {
+  async reportAccountState(account: string, holder: LeaseHolder, state: 'ACTIVE' | 'FAILED'): Promise<boolean> {
+    const next = reportState(this.leases.get(account), holder, state, this.now());
+    if (next) this.leases.set(account, next);
+    return next !== undefined;
+  }
+
+  async dropHeldAccount(name: string, holder: LeaseHolder): Promise<boolean> {
+    if (!heldBy(this.leases.get(name), holder, this.now())) return false;
+    await this.dropAccount(name);
+    return true;
+  }
+
+  async releaseAccounts(replica: string, sessionId: string, accounts: readonly string[]): Promise<void> {
+    const now = this.now();
     for (const a of accounts) {
       const l = this.leases.get(a);
-      if (l && l.replica === replica && l.sessionId === sessionId) l.releasedAt = at;
+      const next = l && release(l, replica, sessionId, now);
+      if (next) this.leases.set(a, next);
     }
   }
 
-  async renewLeases(replica: string, expiresAt: number): Promise<number> {
-    let n = 0;
-    for (const l of this.leases.values()) {
-      if (l.replica !== replica || l.releasedAt !== 0) continue;
-      l.expiresAt = expiresAt;
-      n += 1;
+  async renewLeases(replica: string, leaseMs: number): Promise<AccountLease[]> {
+    const now = this.now();
+    const held: AccountLease[] = [];
+    for (const [account, l] of this.leases) {
+      const next = renew(l, replica, leaseMs, now);
+      if (!next) continue;
+      this.leases.set(account, next);
+      held.push({ ...next });
     }
-    return n;
+    return held;
   }
 
-  async listLeases(): Promise<AccountLease[]> {
-    return [...this.leases.values()].map((l) => ({ ...l }));
+  async listLeases(): Promise<{ now: number; leases: AccountLease[] }> {
+    return { now: this.now(), leases: [...this.leases.values()].map((l) => ({ ...l })) };
   }
 
-  async dropAccountIfUnheld(name: string, now: number): Promise<boolean> {
+  async dropAccountIfUnheld(name: string): Promise<boolean> {
     const l = this.leases.get(name);
-    if (l && leaseLive(l, now)) return false;
+    if (l && leaseLive(l, this.now())) return false;
     await this.dropAccount(name);
     return true;
   }

@@ -1,11 +1,21 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
+import { MIGRATION_TIMEOUT_MS, timed } from './mysql-timeout.js';
 import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js';
 import { StorageFullSignal } from '../storage-full.js';
 import { AppliedListeners } from './applied-listeners.js';
 import { IndexRegistry } from './index-registry.js';
+import {
+  decideClaim,
+  heldBy,
+  leaseLive,
+  reportState,
+  type ClaimOutcome,
+  type LeaseClaim,
+  type LeaseHolder,
+} from '../ownership.js';
 import {
   normalizeAccountRecord,
   scopeId,
@@ -132,6 +142,14 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
   ],
   // 6: each applied migration records the oldest schema version whose plugin-server may run against it.
   ['ALTER TABLE sa_schema_migrations ADD COLUMN compatible_from INT NOT NULL DEFAULT 0'],
+  // 7: the ownership protocol's fencing token and FAILED-since time (ownership.ts); lease times are from here on the
+  // database's clock. Columns with defaults: a replica of the previous version keeps writing leases without them
+  // (unconditionally, as it did) during a rolling upgrade.
+  [
+    `ALTER TABLE sa_account_leases
+      ADD COLUMN generation BIGINT NOT NULL DEFAULT 0,
+      ADD COLUMN failed_at BIGINT NOT NULL DEFAULT 0`,
+  ],
 ];
 
 /** The migration (1-based) whose row first carries compatible_from. */
@@ -268,42 +286,43 @@ export class MysqlCacheStore implements StoreBackend {
   async init(): Promise<void> {
     const conn = await this.connection();
     try {
-      const [binlog] = await conn.query<RowDataPacket[]>('SELECT @@log_bin AS on_, @@binlog_format AS format');
+      const [binlog] = await conn.query<RowDataPacket[]>(timed('SELECT @@log_bin AS on_, @@binlog_format AS format'));
       this.readCommitted = !(Number(binlog[0]?.on_) === 1 && String(binlog[0]?.format).toUpperCase() === 'STATEMENT');
-      await conn.query("SELECT GET_LOCK('scale_agent_migrations', 60)");
+      await conn.query(timed("SELECT GET_LOCK('scale_agent_migrations', 60)", MIGRATION_TIMEOUT_MS));
       await conn.query(
-        'CREATE TABLE IF NOT EXISTS sa_schema_migrations (version INT NOT NULL PRIMARY KEY, applied_at BIGINT NOT NULL)',
+        timed(
+          'CREATE TABLE IF NOT EXISTS sa_schema_migrations (version INT NOT NULL PRIMARY KEY, applied_at BIGINT NOT NULL)',
+        ),
       );
       const [rows] = await conn.query<RowDataPacket[]>(
-        'SELECT COALESCE(MAX(version), 0) AS v FROM sa_schema_migrations',
+        timed('SELECT COALESCE(MAX(version), 0) AS v FROM sa_schema_migrations'),
       );
       const current = Number(rows[0]?.v ?? 0);
       if (current > MIGRATIONS.length) {
         // A newer replica migrated it (a rolling upgrade under way): run beside it unless its migrations forbid.
         const [req] = await conn.query<RowDataPacket[]>(
-          'SELECT COALESCE(MAX(compatible_from), 0) AS r FROM sa_schema_migrations',
+          timed('SELECT COALESCE(MAX(compatible_from), 0) AS r FROM sa_schema_migrations'),
         );
         const verdict = schemaCompatibility(MIGRATIONS.length, current, Number(req[0]?.r ?? 0));
         if (!verdict.ok) throw new ScaleAgentError('CONFLICT', verdict.message);
       }
       for (let i = current; i < MIGRATIONS.length; i++) {
         const version = i + 1;
-        for (const sql of MIGRATIONS[i] ?? []) await conn.query(sql);
+        for (const sql of MIGRATIONS[i] ?? []) await conn.query(timed(sql, MIGRATION_TIMEOUT_MS));
         if (version >= COMPATIBILITY_COLUMN_SINCE) {
-          await conn.query('INSERT INTO sa_schema_migrations (version, applied_at, compatible_from) VALUES (?, ?, ?)', [
-            version,
-            Date.now(),
-            COMPATIBLE_FROM[version] ?? 0,
-          ]);
+          await conn.query(
+            timed('INSERT INTO sa_schema_migrations (version, applied_at, compatible_from) VALUES (?, ?, ?)'),
+            [version, Date.now(), COMPATIBLE_FROM[version] ?? 0],
+          );
         } else {
-          await conn.query('INSERT INTO sa_schema_migrations (version, applied_at) VALUES (?, ?)', [
+          await conn.query(timed('INSERT INTO sa_schema_migrations (version, applied_at) VALUES (?, ?)'), [
             version,
             Date.now(),
           ]);
         }
       }
     } finally {
-      await conn.query("SELECT RELEASE_LOCK('scale_agent_migrations')").catch(() => undefined);
+      await conn.query(timed("SELECT RELEASE_LOCK('scale_agent_migrations')")).catch(() => undefined);
       conn.release();
     }
   }
@@ -319,7 +338,9 @@ export class MysqlCacheStore implements StoreBackend {
   private async loadScopes(conn: PoolConnection, account: string, force = false): Promise<void> {
     if (this.loadedAccounts.has(account) && !force) return;
     const [rows] = await conn.query<RowDataPacket[]>(
-      'SELECT grp, kind, namespace, version, gen, syncing, synced, resource_version FROM sa_sync_state WHERE account = ?',
+      timed(
+        'SELECT grp, kind, namespace, version, gen, syncing, synced, resource_version FROM sa_sync_state WHERE account = ?',
+      ),
       [account],
     );
     this.scopes.dropAccount(account);
@@ -386,7 +407,7 @@ export class MysqlCacheStore implements StoreBackend {
     const dirty = new Map<string, ScopeState>();
     try {
       for (const a of accounts) await this.loadScopes(conn, a);
-      if (this.readCommitted) await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      if (this.readCommitted) await conn.query(timed('SET TRANSACTION ISOLATION LEVEL READ COMMITTED'));
       await conn.beginTransaction();
       let values: unknown[] = [];
       let rowCount = 0;
@@ -398,7 +419,7 @@ export class MysqlCacheStore implements StoreBackend {
       const queue = (): void => {
         if (rowCount === 0) return;
         const sql = rowCount === MAX_ROWS_PER_STATEMENT ? FULL_UPSERT : upsertSql(rowCount);
-        inFlight.push(conn.query(sql, values));
+        inFlight.push(conn.query(timed(sql), values));
         stats.applied += rowCount;
         values = [];
         rowCount = 0;
@@ -437,7 +458,7 @@ export class MysqlCacheStore implements StoreBackend {
               where += ' AND namespace = ?';
               params.push(s.key.namespace);
             }
-            const [res] = await conn.query(`DELETE FROM sa_objects WHERE ${where} AND sync_gen < ?`, [
+            const [res] = await conn.query(timed(`DELETE FROM sa_objects WHERE ${where} AND sync_gen < ?`), [
               ...params,
               s.gen,
             ]);
@@ -461,9 +482,11 @@ export class MysqlCacheStore implements StoreBackend {
       await flush();
       for (const s of dirty.values()) {
         await conn.query(
-          'INSERT INTO sa_sync_state (account, grp, kind_lc, namespace, kind, version, gen, syncing, synced, resource_version) ' +
-            'VALUES (?,?,?,?,?,?,?,?,?,?) ON DUPLICATE KEY UPDATE kind = VALUES(kind), version = VALUES(version), ' +
-            'gen = VALUES(gen), syncing = VALUES(syncing), synced = VALUES(synced), resource_version = VALUES(resource_version)',
+          timed(
+            'INSERT INTO sa_sync_state (account, grp, kind_lc, namespace, kind, version, gen, syncing, synced, resource_version) ' +
+              'VALUES (?,?,?,?,?,?,?,?,?,?) ON DUPLICATE KEY UPDATE kind = VALUES(kind), version = VALUES(version), ' +
+              'gen = VALUES(gen), syncing = VALUES(syncing), synced = VALUES(synced), resource_version = VALUES(resource_version)',
+          ),
           [
             s.key.account,
             s.key.group,
@@ -507,7 +530,7 @@ export class MysqlCacheStore implements StoreBackend {
       params.push(s.key.namespace);
     }
     const [res] = await conn.query(
-      `DELETE FROM sa_objects WHERE ${where} AND grp = ? AND rv_num <= CAST(? AS UNSIGNED)`,
+      timed(`DELETE FROM sa_objects WHERE ${where} AND grp = ? AND rv_num <= CAST(? AS UNSIGNED)`),
       [...params, s.key.group, rv],
     );
     return (res as { affectedRows: number }).affectedRows;
@@ -668,39 +691,152 @@ export class MysqlCacheStore implements StoreBackend {
   async dropAccount(name: string): Promise<void> {
     // In slices, so dropping a big account does not hold one huge transaction.
     for (;;) {
-      const [res] = await this.pool.query('DELETE FROM sa_objects WHERE account = ? LIMIT 5000', [name]);
+      const [res] = await this.pool.query(timed('DELETE FROM sa_objects WHERE account = ? LIMIT 5000'), [name]);
       if ((res as { affectedRows: number }).affectedRows === 0) break;
     }
-    await this.pool.query('DELETE FROM sa_sync_state WHERE account = ?', [name]);
-    await this.pool.query('DELETE FROM sa_accounts WHERE name = ?', [name]);
-    await this.pool.query('DELETE FROM sa_account_leases WHERE account = ?', [name]);
+    await this.pool.query(timed('DELETE FROM sa_sync_state WHERE account = ?'), [name]);
+    await this.pool.query(timed('DELETE FROM sa_accounts WHERE name = ?'), [name]);
+    await this.pool.query(timed('DELETE FROM sa_account_leases WHERE account = ?'), [name]);
     this.reloadAccountState(name);
   }
 
-  async holdAccount(l: AccountLease): Promise<void> {
-    await this.query(
-      'INSERT INTO sa_account_leases (account, replica, replica_url, session_id, agent_id, state, expires_at, ' +
-        'released_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE replica = VALUES(replica), ' +
-        'replica_url = VALUES(replica_url), session_id = VALUES(session_id), agent_id = VALUES(agent_id), ' +
-        'state = VALUES(state), expires_at = VALUES(expires_at), released_at = VALUES(released_at)',
-      [l.account, l.replica, l.replicaUrl, l.sessionId, l.agentId, l.state, l.expiresAt, l.releasedAt],
-    );
+  /**
+   * Runs `step` in a transaction holding the account's lease row (created released when the account has none, so
+   * two claimants of a new account queue on it too), with the database's clock; a deadlock victim runs again.
+   */
+  private async withLease<T>(
+    account: string,
+    step: (conn: PoolConnection, lease: AccountLease | undefined, now: number) => Promise<T>,
+  ): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const conn = await this.connection();
+      try {
+        await conn.beginTransaction();
+        // ON DUPLICATE KEY UPDATE takes the row's exclusive lock at once (INSERT IGNORE would take a shared one, and
+        // two claimants upgrading theirs deadlock).
+        await conn.query(
+          timed(
+            `INSERT INTO sa_account_leases (${LEASE_COLUMNS}) VALUES (?, '', '', '', '', 'ACTIVE', 0, 1, 0, 0) ` +
+              'ON DUPLICATE KEY UPDATE generation = generation',
+          ),
+          [account],
+        );
+        const [rows] = await conn.query<RowDataPacket[]>(
+          timed(`SELECT ${LEASE_COLUMNS}, ${DB_NOW} AS now_ms FROM sa_account_leases WHERE account = ? FOR UPDATE`),
+          [account],
+        );
+        const row = rows[0];
+        const lease = row && row.replica !== '' ? toLease(row) : undefined;
+        const result = await step(conn, lease, Number(row?.now_ms));
+        await conn.commit();
+        return result;
+      } catch (e) {
+        await conn.rollback().catch(() => undefined);
+        if (attempt < DEADLOCK_ATTEMPTS && isDeadlock(e)) {
+          await sleep(5 + Math.random() * 20 * attempt);
+          continue;
+        }
+        throw e instanceof ScaleAgentError
+          ? e
+          : new ScaleAgentError('UNAVAILABLE', `MySQL store query failed: ${(e as Error).message}`, {
+              cause: this.storageFull.noted(e),
+            });
+      } finally {
+        conn.release();
+      }
+    }
   }
 
-  async releaseAccounts(replica: string, sessionId: string, accounts: readonly string[], at: number): Promise<void> {
+  /** Writes `next` over the lease read as `read` (its generation), or fails: the compare-and-set of ownership.ts. */
+  private async writeLease(conn: PoolConnection, next: AccountLease, read: AccountLease | undefined): Promise<void> {
+    const [res] = await conn.query(
+      timed(
+        'UPDATE sa_account_leases SET replica = ?, replica_url = ?, session_id = ?, agent_id = ?, state = ?, ' +
+          'expires_at = ?, released_at = ?, generation = ?, failed_at = ? WHERE account = ? AND generation = ?',
+      ),
+      [
+        next.replica,
+        next.replicaUrl,
+        next.sessionId,
+        next.agentId,
+        next.state,
+        next.expiresAt,
+        next.releasedAt,
+        next.generation,
+        next.failedAt,
+        next.account,
+        read?.generation ?? 0,
+      ],
+    );
+    if ((res as { affectedRows: number }).affectedRows !== 1) {
+      throw new ScaleAgentError('CONFLICT', `lease of account ${next.account} changed under its row lock`);
+    }
+  }
+
+  async claimAccount(claim: LeaseClaim, record: AccountRecord): Promise<ClaimOutcome> {
+    return this.withLease(claim.account, async (conn, lease, now) => {
+      const [rows] = await conn.query<RowDataPacket[]>(
+        timed('SELECT record FROM sa_accounts WHERE name = ? FOR UPDATE'),
+        [claim.account],
+      );
+      const stored = rows[0]
+        ? normalizeAccountRecord(JSON.parse(rows[0].record as string) as AccountRecord)
+        : undefined;
+      const outcome = decideClaim(claim, { record: stored, lease }, now);
+      if (!outcome.granted) return outcome;
+      await this.writeLease(conn, outcome.lease, lease ?? { ...outcome.lease, generation: 0 });
+      await conn.query(
+        timed(
+          'INSERT INTO sa_accounts (name, record, updated_at) VALUES (?, ?, ?) ' +
+            'ON DUPLICATE KEY UPDATE record = VALUES(record), updated_at = VALUES(updated_at)',
+        ),
+        [record.name, JSON.stringify(record), now],
+      );
+      return outcome;
+    });
+  }
+
+  async reportAccountState(account: string, holder: LeaseHolder, state: 'ACTIVE' | 'FAILED'): Promise<boolean> {
+    return this.withLease(account, async (conn, lease, now) => {
+      const next = reportState(lease, holder, state, now);
+      if (next) await this.writeLease(conn, next, lease);
+      return next !== undefined;
+    });
+  }
+
+  async dropHeldAccount(name: string, holder: LeaseHolder): Promise<boolean> {
+    const held = await this.withLease(name, async (_conn, lease, now) => heldBy(lease, holder, now));
+    if (!held) return false;
+    // The objects in slices (dropAccount): the lease goes last, so a peer finds the account held until then.
+    await this.dropAccount(name);
+    return true;
+  }
+
+  async releaseAccounts(replica: string, sessionId: string, accounts: readonly string[]): Promise<void> {
     if (accounts.length === 0) return;
     await this.query(
-      'UPDATE sa_account_leases SET released_at = ? WHERE replica = ? AND session_id = ? AND account IN (?)',
-      [at, replica, sessionId, accounts],
+      `UPDATE sa_account_leases SET released_at = ${DB_NOW} ` +
+        'WHERE replica = ? AND session_id = ? AND released_at = 0 AND account IN (?)',
+      [replica, sessionId, accounts],
     );
   }
 
-  async renewLeases(replica: string, expiresAt: number): Promise<number> {
-    const [res] = await this.query(
-      'UPDATE sa_account_leases SET expires_at = ? WHERE replica = ? AND released_at = 0',
-      [expiresAt, replica],
+  async renewLeases(replica: string, leaseMs: number): Promise<AccountLease[]> {
+    // Bounded well within the lease, so a renewal that cannot complete is known to have failed while it still runs.
+    const timeoutMs = Math.max(500, leaseMs / 3);
+    // Live leases only (ownership.ts renew): one that expired may already be a peer's to take.
+    await this.query(
+      `UPDATE sa_account_leases SET expires_at = ${DB_NOW} + ? WHERE replica = ? AND released_at = 0 ` +
+        `AND expires_at > ${DB_NOW}`,
+      [leaseMs, replica],
+      timeoutMs,
     );
-    return (res as unknown as { affectedRows: number }).affectedRows;
+    const [rows] = await this.query(
+      `SELECT ${LEASE_COLUMNS} FROM sa_account_leases WHERE replica = ? AND released_at = 0 AND expires_at > ${DB_NOW}`,
+      [replica],
+      timeoutMs,
+    );
+    return rows.map(toLease);
   }
 
   async publishReplicaView(v: ReplicaView, pruneBefore: number): Promise<void> {
@@ -731,54 +867,26 @@ export class MysqlCacheStore implements StoreBackend {
     await this.query('DELETE FROM sa_replica_views WHERE replica = ?', [replica]);
   }
 
-  async listLeases(): Promise<AccountLease[]> {
-    const [rows] = await this.query(
-      'SELECT account, replica, replica_url, session_id, agent_id, state, expires_at, released_at ' +
-        'FROM sa_account_leases ORDER BY account',
-      [],
-    );
-    return rows.map((r) => ({
-      account: r.account as string,
-      replica: r.replica as string,
-      replicaUrl: r.replica_url as string,
-      sessionId: r.session_id as string,
-      agentId: r.agent_id as string,
-      state: r.state === 'FAILED' ? 'FAILED' : 'ACTIVE',
-      expiresAt: Number(r.expires_at),
-      releasedAt: Number(r.released_at),
-    }));
+  async listLeases(): Promise<{ now: number; leases: AccountLease[] }> {
+    const [[clock], [rows]] = await Promise.all([
+      this.query(`SELECT ${DB_NOW} AS now_ms`, []),
+      this.query(`SELECT ${LEASE_COLUMNS} FROM sa_account_leases WHERE replica <> '' ORDER BY account`, []),
+    ]);
+    return { now: Number(clock[0]?.now_ms), leases: rows.map(toLease) };
   }
 
-  async dropAccountIfUnheld(name: string, now: number): Promise<boolean> {
-    const conn = await this.connection();
-    try {
-      await conn.beginTransaction();
-      // The row lock (or, with no row, the gap lock) makes a peer registering the account wait for this decision.
-      const [rows] = await conn.query<RowDataPacket[]>(
-        'SELECT released_at, expires_at FROM sa_account_leases WHERE account = ? FOR UPDATE',
-        [name],
-      );
-      const row = rows[0];
-      if (row && Number(row.released_at) === 0 && Number(row.expires_at) > now) {
-        await conn.rollback();
-        return false;
-      }
+  async dropAccountIfUnheld(name: string): Promise<boolean> {
+    const dropped = await this.withLease(name, async (conn, lease, now) => {
+      if (lease && leaseLive(lease, now)) return false;
       // One transaction, objects included: a peer taking the account over right after must not see half of them.
-      await conn.query('DELETE FROM sa_objects WHERE account = ?', [name]);
-      await conn.query('DELETE FROM sa_sync_state WHERE account = ?', [name]);
-      await conn.query('DELETE FROM sa_accounts WHERE name = ?', [name]);
-      await conn.query('DELETE FROM sa_account_leases WHERE account = ?', [name]);
-      await conn.commit();
-      this.reloadAccountState(name);
+      await conn.query(timed('DELETE FROM sa_objects WHERE account = ?'), [name]);
+      await conn.query(timed('DELETE FROM sa_sync_state WHERE account = ?'), [name]);
+      await conn.query(timed('DELETE FROM sa_accounts WHERE name = ?'), [name]);
+      await conn.query(timed('DELETE FROM sa_account_leases WHERE account = ?'), [name]);
       return true;
-    } catch (e) {
-      await conn.rollback().catch(() => undefined);
-      throw new ScaleAgentError('UNAVAILABLE', `MySQL store query failed: ${(e as Error).message}`, {
-        cause: this.storageFull.noted(e),
-      });
-    } finally {
-      conn.release();
-    }
+    });
+    if (dropped) this.reloadAccountState(name);
+    return dropped;
   }
 
   reloadAccountState(name: string): void {
@@ -794,9 +902,9 @@ export class MysqlCacheStore implements StoreBackend {
     await this.pool.end();
   }
 
-  private async query(sql: string, params: unknown[]): Promise<[RowDataPacket[]]> {
+  private async query(sql: string, params: unknown[], timeoutMs?: number): Promise<[RowDataPacket[]]> {
     try {
-      const [rows] = await this.pool.query<RowDataPacket[]>(sql, params);
+      const [rows] = await this.pool.query<RowDataPacket[]>(timed(sql, timeoutMs), params);
       return [rows];
     } catch (e) {
       throw new ScaleAgentError('UNAVAILABLE', `MySQL store query failed: ${(e as Error).message}`, {
@@ -804,6 +912,27 @@ export class MysqlCacheStore implements StoreBackend {
       });
     }
   }
+}
+
+const LEASE_COLUMNS =
+  'account, replica, replica_url, session_id, agent_id, state, expires_at, released_at, generation, failed_at';
+
+/** The database's clock in ms since the epoch: every lease decision is taken at it, never at a replica's. */
+const DB_NOW = 'FLOOR(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) * 1000)';
+
+function toLease(r: RowDataPacket): AccountLease {
+  return {
+    account: r.account as string,
+    replica: r.replica as string,
+    replicaUrl: r.replica_url as string,
+    sessionId: r.session_id as string,
+    agentId: r.agent_id as string,
+    state: r.state === 'FAILED' ? 'FAILED' : 'ACTIVE',
+    generation: Number(r.generation),
+    expiresAt: Number(r.expires_at),
+    releasedAt: Number(r.released_at),
+    failedAt: Number(r.failed_at),
+  };
 }
 
 function toCached(r: RowDataPacket): CachedObject {

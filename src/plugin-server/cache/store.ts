@@ -18,6 +18,7 @@
  *   not newer), SyncEnd removes objects and tombstones of the scope still carrying an older generation.
  * - Ops of one apply() call are applied in order, atomically where the backend can.
  */
+import type { AccountLease, ClaimOutcome, LeaseClaim, LeaseHolder } from '../ownership.js';
 import type { SharedText } from './shared-text.js';
 
 export interface ScopeKey {
@@ -221,29 +222,7 @@ export function normalizeAccountRecord(stored: Partial<AccountRecord> & { name: 
   };
 }
 
-/**
- * Who holds an account right now, shared by every replica on the same store: a replica renews the leases of the
- * accounts its agents hold, peers read them to answer for those accounts, and no replica removes an account whose
- * lease is live (a restarted replica used to remove accounts its peers' agents held, with their cache).
- */
-export interface AccountLease {
-  account: string;
-  /** Id of the replica holding it (unique per process). */
-  replica: string;
-  /** That replica's REST base URL as its peers reach it ('' when not advertised). */
-  replicaUrl: string;
-  sessionId: string;
-  agentId: string;
-  state: 'ACTIVE' | 'FAILED';
-  /** ms since the epoch; live while expiresAt > now and releasedAt is 0. */
-  expiresAt: number;
-  /** ms since the epoch when its stream ended (0 while held). */
-  releasedAt: number;
-}
-
-export function leaseLive(l: AccountLease, now: number): boolean {
-  return l.releasedAt === 0 && l.expiresAt > now;
-}
+export type { AccountLease } from '../ownership.js';
 
 /**
  * What one replica publishes of its agents and of the accounts they hold (replica-views.ts builds and reads the
@@ -329,22 +308,36 @@ export type ObjectReads = Pick<ObjectCache, 'type' | 'get' | 'list' | 'searchKey
  * for which cluster), its lease (which replica's agent holds it), and each replica's published view.
  */
 export interface AccountStateStore {
+  /** Writes the record of an account its holder already holds (its agent's updated options). */
   saveAccount(record: AccountRecord): Promise<void>;
   listAccounts(): Promise<AccountRecord[]>;
-  /** Removes the account record, its objects, its sync state and its lease. */
+  /** Removes the account record, its objects, its sync state and its lease, whoever holds it (the operator's call). */
   dropAccount(name: string): Promise<void>;
   /**
-   * dropAccount, unless a live lease holds the account at `now`: checked and done atomically, so an agent
-   * registering the account on another replica at the same moment either keeps it or finds it gone, never half.
+   * The ownership protocol's transitions (ownership.ts), each atomic in the store and judged at the store's clock:
+   * a claim is decided from the record and lease as they are at that moment (decideClaim) and, if granted, writes
+   * the lease with the next generation and `record` together, so two streams claiming at once get one grant and
+   * one refusal, on one replica or on two.
    */
-  dropAccountIfUnheld(name: string, now: number): Promise<boolean>;
-  /** Records that `lease.replica` holds the account (replacing any other holder). */
-  holdAccount(lease: AccountLease): Promise<void>;
-  /** The session's stream ended: its leases on these accounts are released at `at` (another holder's are kept). */
-  releaseAccounts(replica: string, sessionId: string, accounts: readonly string[], at: number): Promise<void>;
-  /** Extends every unreleased lease of the replica to `expiresAt`; returns how many it holds. */
-  renewLeases(replica: string, expiresAt: number): Promise<number>;
-  listLeases(): Promise<AccountLease[]>;
+  claimAccount(claim: LeaseClaim, record: AccountRecord): Promise<ClaimOutcome>;
+  /** The holder reports the account's state; false when it no longer holds the lease (nothing written). */
+  reportAccountState(account: string, holder: LeaseHolder, state: 'ACTIVE' | 'FAILED'): Promise<boolean>;
+  /** The holder's agent dropped the account: removed with its cache, only while `holder` holds it. */
+  dropHeldAccount(name: string, holder: LeaseHolder): Promise<boolean>;
+  /**
+   * dropAccount, unless a live lease holds the account: checked and done atomically, so an agent registering the
+   * account on another replica at the same moment either keeps it or finds it gone, never half.
+   */
+  dropAccountIfUnheld(name: string): Promise<boolean>;
+  /** The session's stream ended: its leases on these accounts are released (another holder's are kept). */
+  releaseAccounts(replica: string, sessionId: string, accounts: readonly string[]): Promise<void>;
+  /**
+   * Extends the replica's live leases by `leaseMs` from the store's clock and returns those it still holds; an
+   * expired lease is not renewed (its holder must claim again), so a replica learns here what it lost.
+   */
+  renewLeases(replica: string, leaseMs: number): Promise<AccountLease[]>;
+  /** Every lease, with the store's clock at the moment it read them (liveness is judged at that clock). */
+  listLeases(): Promise<{ now: number; leases: AccountLease[] }>;
   /** Writes the replica's view (replacing its previous one); views expired before `pruneBefore` are deleted. */
   publishReplicaView(view: ReplicaView, pruneBefore: number): Promise<void>;
   /** Views whose expiresAt is after `now`, ordered by replica. */

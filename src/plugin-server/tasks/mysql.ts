@@ -1,4 +1,5 @@
 import mysql, { type Pool, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+import { timed } from '../cache/mysql-timeout.js';
 import type { Task } from './model.js';
 import type { TaskRepository } from './repository.js';
 import { StorageFullSignal } from '../storage-full.js';
@@ -24,7 +25,7 @@ export class MysqlTaskRepository implements TaskRepository {
 
   async init(): Promise<void> {
     await this.pool.query(
-      `CREATE TABLE IF NOT EXISTS sa_tasks (
+      timed(`CREATE TABLE IF NOT EXISTS sa_tasks (
         id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
         request_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
         owner_id VARCHAR(300) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
@@ -35,7 +36,7 @@ export class MysqlTaskRepository implements TaskRepository {
         UNIQUE KEY sa_tasks_request (request_id),
         KEY sa_tasks_started (started_at),
         KEY sa_tasks_incomplete (completed, started_at)
-      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`),
     );
   }
 
@@ -44,14 +45,14 @@ export class MysqlTaskRepository implements TaskRepository {
     try {
       await conn.beginTransaction();
       if (task.requestId && options.replaces) {
-        await conn.query('UPDATE sa_tasks SET request_id = NULL WHERE id = ? AND request_id = ?', [
+        await conn.query(timed('UPDATE sa_tasks SET request_id = NULL WHERE id = ? AND request_id = ?'), [
           options.replaces,
           task.requestId,
         ]);
       }
       const [r] = await conn.query<ResultSetHeader>(
-        `INSERT IGNORE INTO sa_tasks (id, request_id, owner_id, completed, started_at, updated_at, body)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        timed(`INSERT IGNORE INTO sa_tasks (id, request_id, owner_id, completed, started_at, updated_at, body)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`),
         [
           task.id,
           task.requestId ?? null,
@@ -79,7 +80,7 @@ export class MysqlTaskRepository implements TaskRepository {
     // owner_id follows the body: a resumed or restarted task moves to the replica running it, whose heartbeat
     // then keeps it from being reaped.
     await this.pool
-      .query('UPDATE sa_tasks SET completed = ?, updated_at = ?, owner_id = ?, body = ? WHERE id = ?', [
+      .query(timed('UPDATE sa_tasks SET completed = ?, updated_at = ?, owner_id = ?, body = ? WHERE id = ?'), [
         task.status.completed ? 1 : 0,
         task.updatedAtMs,
         task.ownerId,
@@ -92,12 +93,12 @@ export class MysqlTaskRepository implements TaskRepository {
   }
 
   async get(id: string): Promise<Task | undefined> {
-    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT body FROM sa_tasks WHERE id = ?', [id]);
+    const [rows] = await this.pool.query<RowDataPacket[]>(timed('SELECT body FROM sa_tasks WHERE id = ?'), [id]);
     return rows[0] ? parse(rows[0]) : undefined;
   }
 
   async getByRequestId(requestId: string): Promise<Task | undefined> {
-    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT body FROM sa_tasks WHERE request_id = ?', [
+    const [rows] = await this.pool.query<RowDataPacket[]>(timed('SELECT body FROM sa_tasks WHERE request_id = ?'), [
       requestId,
     ]);
     return rows[0] ? parse(rows[0]) : undefined;
@@ -105,8 +106,8 @@ export class MysqlTaskRepository implements TaskRepository {
 
   async list(options: { limit: number; incompleteOnly?: boolean }): Promise<Task[]> {
     const [rows] = await this.pool.query<RowDataPacket[]>(
-      `SELECT body FROM sa_tasks ${options.incompleteOnly ? 'WHERE completed = 0' : ''}
-       ORDER BY started_at DESC, id DESC LIMIT ?`,
+      timed(`SELECT body FROM sa_tasks ${options.incompleteOnly ? 'WHERE completed = 0' : ''}
+       ORDER BY started_at DESC, id DESC LIMIT ?`),
       [options.limit],
     );
     return rows.map(parse);
@@ -123,13 +124,13 @@ export class MysqlTaskRepository implements TaskRepository {
    */
   async heartbeat(ownerId: string, now: number): Promise<void> {
     const [rows] = await this.pool.query<RowDataPacket[]>(
-      'SELECT id FROM sa_tasks WHERE owner_id = ? AND completed = 0',
+      timed('SELECT id FROM sa_tasks WHERE owner_id = ? AND completed = 0'),
       [ownerId],
     );
     const ids = rows.map((r) => r.id as string);
     for (let i = 0; i < ids.length; i += HEARTBEAT_BATCH) {
       await this.pool.query(
-        'UPDATE sa_tasks FORCE INDEX (PRIMARY) SET updated_at = ? WHERE id IN (?) AND completed = 0',
+        timed('UPDATE sa_tasks FORCE INDEX (PRIMARY) SET updated_at = ? WHERE id IN (?) AND completed = 0'),
         [now, ids.slice(i, i + HEARTBEAT_BATCH)],
       );
     }
@@ -137,7 +138,7 @@ export class MysqlTaskRepository implements TaskRepository {
 
   async abandoned(staleBefore: number): Promise<Task[]> {
     const [rows] = await this.pool.query<RowDataPacket[]>(
-      'SELECT body FROM sa_tasks WHERE completed = 0 AND updated_at < ? ORDER BY started_at LIMIT 1000',
+      timed('SELECT body FROM sa_tasks WHERE completed = 0 AND updated_at < ? ORDER BY started_at LIMIT 1000'),
       [staleBefore],
     );
     return rows.map(parse);
@@ -146,7 +147,9 @@ export class MysqlTaskRepository implements TaskRepository {
   async saveIfAbandoned(task: Task, staleBefore: number): Promise<boolean> {
     // Conditional on the owner still being silent, so a live owner's task is never failed under it.
     const [r] = await this.pool.query<ResultSetHeader>(
-      'UPDATE sa_tasks SET completed = ?, updated_at = ?, body = ? WHERE id = ? AND completed = 0 AND updated_at < ?',
+      timed(
+        'UPDATE sa_tasks SET completed = ?, updated_at = ?, body = ? WHERE id = ? AND completed = 0 AND updated_at < ?',
+      ),
       [task.status.completed ? 1 : 0, task.updatedAtMs, JSON.stringify(task), task.id, staleBefore],
     );
     return r.affectedRows === 1;
@@ -154,7 +157,9 @@ export class MysqlTaskRepository implements TaskRepository {
 
   async saveIfUnchanged(task: Task, readUpdatedAtMs: number): Promise<boolean> {
     const [r] = await this.pool.query<ResultSetHeader>(
-      'UPDATE sa_tasks SET completed = ?, updated_at = ?, owner_id = ?, body = ? WHERE id = ? AND updated_at = ?',
+      timed(
+        'UPDATE sa_tasks SET completed = ?, updated_at = ?, owner_id = ?, body = ? WHERE id = ? AND updated_at = ?',
+      ),
       [task.status.completed ? 1 : 0, task.updatedAtMs, task.ownerId, JSON.stringify(task), task.id, readUpdatedAtMs],
     );
     return r.affectedRows === 1;
@@ -163,18 +168,18 @@ export class MysqlTaskRepository implements TaskRepository {
   async purge(options: { olderThan: number; keep: number }): Promise<number> {
     let n = 0;
     const [byAge] = await this.pool.query<ResultSetHeader>(
-      'DELETE FROM sa_tasks WHERE completed = 1 AND updated_at < ? LIMIT 10000',
+      timed('DELETE FROM sa_tasks WHERE completed = 1 AND updated_at < ? LIMIT 10000'),
       [options.olderThan],
     );
     n += byAge.affectedRows;
     // Beyond the newest `keep`: the started_at of the keep-th newest task is the cut.
     const [cut] = await this.pool.query<RowDataPacket[]>(
-      'SELECT started_at FROM sa_tasks ORDER BY started_at DESC LIMIT 1 OFFSET ?',
+      timed('SELECT started_at FROM sa_tasks ORDER BY started_at DESC LIMIT 1 OFFSET ?'),
       [options.keep],
     );
     if (cut[0]) {
       const [byCount] = await this.pool.query<ResultSetHeader>(
-        'DELETE FROM sa_tasks WHERE completed = 1 AND started_at <= ? LIMIT 10000',
+        timed('DELETE FROM sa_tasks WHERE completed = 1 AND started_at <= ? LIMIT 10000'),
         [cut[0].started_at],
       );
       n += byCount.affectedRows;

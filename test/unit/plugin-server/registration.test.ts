@@ -4,9 +4,14 @@ import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
 import { ANONYMOUS } from '../../../src/plugin-server/auth/identity.js';
 import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import { PluginServerMetrics } from '../../../src/plugin-server/metrics.js';
-import { admit, decideHolder, rejectionLabel, StreamRegistration } from '../../../src/plugin-server/registration.js';
-import { normalizeAccountRecord } from '../../../src/plugin-server/cache/store.js';
-import type { RegisteredAccount } from '../../../src/plugin-server/accounts.js';
+import {
+  admit,
+  claimResult,
+  rejectionLabel,
+  StreamRegistration,
+  validAccountName,
+} from '../../../src/plugin-server/registration.js';
+import { decideClaim, type AccountLease, type LeaseClaim } from '../../../src/plugin-server/ownership.js';
 import type { GatedSession, GateVerdict, SessionGate } from '../../../src/plugin-server/session-gate.js';
 import { account } from './helpers.js';
 
@@ -35,63 +40,80 @@ describe('which offered accounts a stream may hold (registration.ts)', () => {
     expect(admit('dev', { listedTwice: false, upstreamClash: undefined, gate: ok })).toBeUndefined();
   });
 
-  describe("decideHolder: the registry's decision for an offer", () => {
+  describe("decideClaim and claimResult: the store's decision for an offer, as the agent is told it", () => {
     const fp = 'ab'.repeat(32);
     const offer = { name: 'dev', agentId: 'agent-a', host: '10.0.0.1:6443', fingerprint: fp };
-    const held = (over: Partial<RegisteredAccount> = {}): RegisteredAccount => ({
-      record: normalizeAccountRecord({
-        name: 'dev',
-        agentId: 'agent-a',
-        apiServerHost: '10.0.0.1:6443',
-        caFingerprint: fp,
-      }),
-      state: 'ACTIVE',
+    const claim = (agentId = 'agent-a', host = offer.host): LeaseClaim => ({
+      account: 'dev',
+      replica: 'r1',
+      replicaUrl: '',
+      sessionId: 's-new',
+      agentId,
+      cluster: { host, fingerprint: fp },
+      leaseMs: 1000,
+      failedHandoverMs: 5000,
+    });
+    const record = { agentId: 'agent-a', apiServerHost: '10.0.0.1:6443', caFingerprint: fp };
+    const lease = (over: Partial<AccountLease> = {}): AccountLease => ({
+      account: 'dev',
+      replica: 'r2',
+      replicaUrl: '',
       sessionId: 's-old',
-      lastUpdated: 0,
+      agentId: 'agent-a',
+      state: 'ACTIVE',
+      generation: 4,
+      expiresAt: 2000,
+      releasedAt: 0,
+      failedAt: 0,
       ...over,
     });
-    const code = (r: ReturnType<typeof decideHolder>) => (r.accepted ? 'accepted' : r.code);
+    const told = (c: LeaseClaim, current: Parameters<typeof decideClaim>[1], now = 1000) =>
+      claimResult({ ...offer, agentId: c.agentId, host: c.cluster.host }, decideClaim(c, current, now), 'r1');
+    const code = (r: ReturnType<typeof claimResult>) => (r.accepted ? 'accepted' : r.code);
 
-    it('takes a new name, and a name its own agent held through an older stream (a reconnect)', () => {
-      expect(decideHolder(offer, undefined)).toEqual({ accepted: true });
-      expect(decideHolder(offer, held())).toEqual({ accepted: true });
+    it('takes a new name, and a name its own agent held through an older stream (a reconnect), with the next generation', () => {
+      expect(decideClaim(claim(), {}, 1000)).toMatchObject({
+        granted: true,
+        lease: { generation: 1, expiresAt: 2000 },
+      });
+      expect(decideClaim(claim(), { record, lease: lease() }, 1000)).toMatchObject({
+        granted: true,
+        lease: { generation: 5, sessionId: 's-new', replica: 'r1' },
+      });
     });
 
     it('refuses a name that is not a Kubernetes-style account name', () => {
-      expect(code(decideHolder({ ...offer, name: '-dev' }, undefined))).toBe('invalid_name');
-      expect(code(decideHolder({ ...offer, name: 'x'.repeat(254) }, undefined))).toBe('invalid_name');
+      expect(validAccountName({ ...offer, name: '-dev' })?.accepted).toBe(false);
+      expect(validAccountName({ ...offer, name: 'x'.repeat(254) })?.accepted).toBe(false);
+      expect(validAccountName(offer)).toBeUndefined();
     });
 
     it('refuses another cluster under a held name, whoever holds it, naming both clusters', () => {
-      const r = decideHolder({ ...offer, host: '10.9.9.9:6443' }, held({ state: 'ORPHANED', sessionId: undefined }));
-      expect(r).toEqual({
+      expect(told(claim('agent-a', '10.9.9.9:6443'), { record, lease: lease({ releasedAt: 10 }) })).toEqual({
         accepted: false,
         code: 'cluster_conflict',
         reason:
           'account name dev is already registered by agent agent-a for cluster 10.0.0.1:6443 (CA abababababababab…); ' +
           'this agent offers cluster 10.9.9.9:6443 (CA abababababababab…)',
       });
-      expect(code(decideHolder({ ...offer, fingerprint: 'cd'.repeat(32) }, held()))).toBe('cluster_conflict');
     });
 
-    it('makes another agent of the group a standby while the holder streams, here or on a peer', () => {
-      expect(code(decideHolder({ ...offer, agentId: 'agent-b' }, held()))).toBe('standby');
-      const onPeer = held({ sessionId: undefined, peer: { replica: 'r2', url: '', agentId: 'agent-a' } });
-      const r = decideHolder({ ...offer, agentId: 'agent-b' }, onPeer);
+    it("makes another agent of the group a standby while the holder's lease is live, naming a peer replica", () => {
+      const r = told(claim('agent-b'), { record, lease: lease() });
       expect(r.accepted ? '' : r.reason).toBe(
         'standby: account dev is held by agent agent-a on replica r2; this agent takes over when it leaves',
       );
+      expect(code(told(claim('agent-b'), { record, lease: lease({ state: 'FAILED', failedAt: 900 }) }))).toBe(
+        'standby',
+      );
     });
 
-    it('lets another agent of the group take an ORPHANED account, or one no stream holds', () => {
-      expect(decideHolder({ ...offer, agentId: 'agent-b' }, held({ state: 'ORPHANED', sessionId: undefined }))).toEqual(
-        {
-          accepted: true,
-        },
-      );
-      expect(decideHolder({ ...offer, agentId: 'agent-b' }, held({ sessionId: undefined }))).toEqual({
-        accepted: true,
-      });
+    it('lets another agent take an account whose holder is lost: released, expired, or FAILED past the bound', () => {
+      expect(code(told(claim('agent-b'), { record, lease: lease({ releasedAt: 900 }) }))).toBe('accepted');
+      expect(code(told(claim('agent-b'), { record, lease: lease({ expiresAt: 1000 }) }))).toBe('accepted');
+      const failed = lease({ state: 'FAILED', failedAt: 100, expiresAt: 9000 });
+      expect(code(told(claim('agent-b'), { record, lease: failed }, 5099))).toBe('standby');
+      expect(code(told(claim('agent-b'), { record, lease: failed }, 5100))).toBe('accepted');
     });
   });
 

@@ -16,6 +16,7 @@ import {
   listApplication,
   listOwned,
 } from '../../../src/plugin-server/views/app-index.js';
+import { normalizeAccountRecord } from '../../../src/plugin-server/cache/store.js';
 
 export interface StoreFactory {
   create(): Promise<StoreBackend>;
@@ -367,41 +368,76 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       expect(await rvOf('x')).toBe('rv-0');
     });
 
-    it('keeps account leases: held, renewed, released only by their holder, and an account is dropped only unheld', async () => {
-      const lease = (replica: string, sessionId: string, expiresAt: number) => ({
+    it('decides ownership atomically at its own clock: claim, standby, conflict, fence, renew, release, drop', async () => {
+      const fp = 'ab'.repeat(32);
+      const claim = (replica: string, sessionId: string, agentId: string, leaseMs = 60_000, host = 'h:6443') => ({
         account: 'dev',
         replica,
         replicaUrl: `http://${replica}:7002`,
         sessionId,
-        agentId: `agent-${replica}`,
-        state: 'ACTIVE' as const,
-        expiresAt,
-        releasedAt: 0,
+        agentId,
+        cluster: { host, fingerprint: fp },
+        leaseMs,
+        failedHandoverMs: 60_000,
       });
+      const record = (agentId: string, host = 'h:6443'): AccountRecord =>
+        normalizeAccountRecord({ name: 'dev', agentId, apiServerHost: host, caFingerprint: fp });
+      const leaseOf = async () => (await store.listLeases()).leases.find((l) => l.account === 'dev');
       await store.apply([syncStart(), change('ADDED', 'kept', '5'), syncEnd('5')]);
-      await store.holdAccount(lease('r1', 's1', 1_000));
-      expect(await store.listLeases()).toEqual([lease('r1', 's1', 1_000)]);
-      // Live at 500: not dropped, objects kept.
-      expect(await store.dropAccountIfUnheld('dev', 500)).toBe(false);
-      expect((await store.list({ account: 'dev' })).map((o) => o.name)).toEqual(['kept']);
-      // Renewal extends only the replica's own unreleased leases.
-      expect(await store.renewLeases('r2', 9_000)).toBe(0);
-      expect(await store.renewLeases('r1', 2_000)).toBe(1);
-      // Another replica takes the account over; the old holder's release must not free it.
-      await store.holdAccount(lease('r2', 's2', 3_000));
-      await store.releaseAccounts('r1', 's1', ['dev'], 1_500);
-      expect(await store.listLeases()).toEqual([lease('r2', 's2', 3_000)]);
-      expect(await store.dropAccountIfUnheld('dev', 1_600)).toBe(false);
-      // Expired (the holder stopped renewing): dropped with its objects and its lease.
-      expect(await store.dropAccountIfUnheld('dev', 3_001)).toBe(true);
+
+      // Two claims at once: one grant, one standby, whatever their order.
+      const [first, second] = await Promise.all([
+        store.claimAccount(claim('r1', 's1', 'agent-a'), record('agent-a')),
+        store.claimAccount(claim('r2', 's2', 'agent-b'), record('agent-b')),
+      ]);
+      expect([first.granted, second.granted].sort()).toEqual([false, true]);
+      const [won, lost] = first.granted ? [first, second] : [second, first];
+      if (!won.granted || lost.granted) throw new Error('unreachable');
+      expect(lost.code).toBe('standby');
+      expect(won.lease.generation).toBe(1);
+      const holder = { replica: won.lease.replica, sessionId: won.lease.sessionId, generation: 1 };
+      expect((await store.listAccounts()).map((r) => r.agentId)).toEqual([won.lease.agentId]);
+      // Another cluster under the name is refused, whoever holds it.
+      const other = await store.claimAccount(
+        claim('r3', 's3', won.lease.agentId, 60_000, 'x:6443'),
+        record('x', 'x:6443'),
+      );
+      expect(other).toMatchObject({ granted: false, code: 'cluster_conflict', record: { apiServerHost: 'h:6443' } });
+      // Live: not dropped; reports by the holder pass the fence, by anyone else not.
+      expect(await store.dropAccountIfUnheld('dev')).toBe(false);
+      expect(await store.reportAccountState('dev', { ...holder, generation: 0 }, 'FAILED')).toBe(false);
+      expect(await store.reportAccountState('dev', holder, 'FAILED')).toBe(true);
+      expect(await leaseOf()).toMatchObject({ state: 'FAILED', generation: 1 });
+      expect((await leaseOf())?.failedAt).toBeGreaterThan(0);
+      // Renewal: only the replica's own live leases.
+      expect(await store.renewLeases('elsewhere', 60_000)).toEqual([]);
+      expect((await store.renewLeases(holder.replica, 60_000)).map((l) => l.sessionId)).toEqual([holder.sessionId]);
+      // The same agent through a new stream takes it over (a reconnect): the old stream is fenced out.
+      const again = await store.claimAccount(claim('r9', 's9', won.lease.agentId, 0), record(won.lease.agentId));
+      expect(again).toMatchObject({ granted: true, lease: { generation: 2, state: 'ACTIVE', failedAt: 0 } });
+      expect(await store.dropHeldAccount('dev', holder)).toBe(false);
+      await store.releaseAccounts(holder.replica, holder.sessionId, ['dev']);
+      expect(await leaseOf()).toMatchObject({ sessionId: 's9', releasedAt: 0 });
+      // A lease of 0 ms has expired at once: not renewed (its holder must claim again), and the account is droppable.
+      expect(await store.renewLeases('r9', 60_000)).toEqual([]);
+      expect(await store.dropAccountIfUnheld('dev')).toBe(true);
       expect(await store.list({ account: 'dev' })).toEqual([]);
-      expect(await store.listLeases()).toEqual([]);
-      // Released by its holder: free at once.
-      await store.holdAccount(lease('r1', 's3', 10_000));
-      await store.releaseAccounts('r1', 's3', ['dev'], 100);
-      expect((await store.listLeases())[0]?.releasedAt).toBe(100);
-      expect(await store.renewLeases('r1', 20_000)).toBe(0);
-      expect(await store.dropAccountIfUnheld('dev', 200)).toBe(true);
+      expect(await leaseOf()).toBeUndefined();
+      // Released by its holder: free at once for another agent, and the holder's drop is fenced by generation.
+      const c = await store.claimAccount(claim('r1', 's4', 'agent-c'), record('agent-c'));
+      if (!c.granted) throw new Error('claim refused');
+      const h4 = { replica: 'r1', sessionId: 's4', generation: c.lease.generation };
+      await store.releaseAccounts('r1', 's4', ['dev']);
+      expect((await leaseOf())?.releasedAt).toBeGreaterThan(0);
+      expect(await store.claimAccount(claim('r2', 's5', 'agent-d'), record('agent-d'))).toMatchObject({
+        granted: true,
+        lease: { generation: c.lease.generation + 1 },
+      });
+      expect(await store.dropHeldAccount('dev', h4)).toBe(false);
+      expect(
+        await store.dropHeldAccount('dev', { replica: 'r2', sessionId: 's5', generation: c.lease.generation + 1 }),
+      ).toBe(true);
+      expect(await store.listAccounts()).toEqual([]);
     });
 
     it('keeps replica views: replaced by their replica, listed while unexpired, pruned and dropped', async () => {
