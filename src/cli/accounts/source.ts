@@ -23,7 +23,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export function accountsFromFile(file: string): SourceAccount[] {
   const doc = readYamlFile(file);
   const at = (pointer: string): string => {
-    const line = doc.locate(pointer)?.line;
+    // At the key of a map entry (`accounts:`), where an editor should jump to, rather than at its value.
+    const line = doc.locate(pointer, { key: true })?.line;
     return line === undefined ? file : `${file}:${line}`;
   };
   const root = doc.data;
