@@ -128,6 +128,11 @@ export class PluginServer {
     private readonly options: {
       log?: Logger;
       store?: StoreBackend;
+      /**
+       * The task store, with `store` for replicas in one process sharing a memory store (tests): a peer runs only
+       * operations of tasks it finds in the shared task store (api/peer-routes.ts).
+       */
+      tasks?: TaskRepository;
       /** Account management requests this server does not handle (front mode: to the upstream Clouddriver). */
       forwardAccountManagement?: ForwardRequest;
       /** How long start() waits for an unreachable store (default 60 s). */
@@ -175,9 +180,10 @@ export class PluginServer {
         ? PeerSecret.fromStore(resolveMysqlUrl(config.storage))
         : undefined;
     this.tasks =
-      config.storage.type === 'mysql'
+      options.tasks ??
+      (config.storage.type === 'mysql'
         ? new MysqlTaskRepository(resolveMysqlUrl(config.storage), { storageFull: this.storageFull })
-        : new MemoryTaskRepository();
+        : new MemoryTaskRepository());
     this.dispatcher = new OperationDispatcher({
       accounts: this.accounts,
       session: (id) => [...this.sessions].find((s) => s.id === id),

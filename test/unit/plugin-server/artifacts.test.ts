@@ -160,7 +160,7 @@ describe('artifact accounts', () => {
 
   it.each([
     ['no allowedHosts', '    http: [{name: a}]\n', '', /allowedHosts/],
-    ['a URL as host', '    http: [{name: a, allowedHosts: ["https://x.io"]}]\n', '', /pattern/],
+    ['a URL as host', '    http: [{name: a, allowedHosts: ["https://x.io"]}]\n', '', /must match \^/],
     [
       'a name twice',
       '    http: [{name: a, allowedHosts: [x.io]}, {name: a, allowedHosts: [y.io]}]\n',

@@ -3,12 +3,16 @@
  * stand-in agent (TestAgent: the real protocol, no Kubernetes) on replica B, the operation posted to replica A. The
  * deadline A gives the operation is the one the agent receives from B, although B's own bound is far shorter.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import { parsePluginServerConfig } from '../../../src/plugin-server/config.js';
 import { PluginServer } from '../../../src/plugin-server/server.js';
+import { MemoryTaskRepository } from '../../../src/plugin-server/tasks/memory.js';
 import { decodeOperation, resultMessage } from '../../../src/shared/ops/index.js';
 import { account, TestAgent } from './helpers.js';
 
@@ -26,15 +30,20 @@ function freePort(): Promise<number> {
   });
 }
 
-async function replica(store: MemoryCacheStore, timeoutSeconds: number) {
+// Replicas answer each other's forwards only with the peer secret they share (http.peerAuth).
+const peerSecretFile = join(mkdtempSync(join(tmpdir(), 'scale-agent-peer-deadline-')), 'peer-secret');
+writeFileSync(peerSecretFile, `${'s'.repeat(64)}\n`, { mode: 0o600 });
+
+async function replica(store: MemoryCacheStore, tasks: MemoryTaskRepository, timeoutSeconds: number) {
   const port = await freePort();
   const config = parsePluginServerConfig(
     `grpc: {host: 127.0.0.1, port: 0}\n` +
-      `http: {host: 127.0.0.1, port: ${port}, advertiseUrl: 'http://127.0.0.1:${port}'}\n` +
+      `http: {host: 127.0.0.1, port: ${port}, advertiseUrl: 'http://127.0.0.1:${port}', ` +
+      `peerAuth: {secretFile: '${peerSecretFile}'}}\n` +
       `accounts: {leaseSeconds: 3}\n` +
       `operations: {timeoutSeconds: ${timeoutSeconds}, agentWaitSeconds: 5, cacheWaitSeconds: 1}\n`,
   );
-  const server = new PluginServer(config, { log: pino({ level: 'silent' }), store });
+  const server = new PluginServer(config, { log: pino({ level: 'silent' }), store, tasks });
   const { grpcPort } = await server.start();
   return { server, base: `http://127.0.0.1:${port}`, address: `127.0.0.1:${grpcPort}` };
 }
@@ -45,9 +54,11 @@ describe('the peer forward carries the deadline the posting replica gave', () =>
   let agent: TestAgent;
 
   beforeAll(async () => {
+    // One store and one task store for both, as replicas on MySQL share them.
     const store = new MemoryCacheStore();
-    a = await replica(store, A_TIMEOUT_SECONDS);
-    b = await replica(store, B_TIMEOUT_SECONDS);
+    const tasks = new MemoryTaskRepository();
+    a = await replica(store, tasks, A_TIMEOUT_SECONDS);
+    b = await replica(store, tasks, B_TIMEOUT_SECONDS);
     agent = new TestAgent(b.address);
     await agent.hello([account('dev')]);
   });
