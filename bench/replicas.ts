@@ -375,7 +375,11 @@ async function ownershipFigures(
       objects,
       withPeersChangesPerSecond: withPeers.map(Math.round),
       aloneChangesPerSecond: alone.map(Math.round),
-      medianPairRatio: Math.round(ratios[Math.floor(ratios.length / 2)]! * 100) / 100,
+      pairRatios: ratios.map((r) => Math.round(r * 100) / 100),
+      medianPairRatio:
+        Math.round(
+          ((ratios[Math.floor((ratios.length - 1) / 2)]! + ratios[Math.ceil((ratios.length - 1) / 2)]!) / 2) * 100,
+        ) / 100,
     },
   };
 }

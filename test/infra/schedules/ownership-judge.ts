@@ -97,6 +97,13 @@ export class OwnershipJudge {
         if (a.kubeHost && !this.owner.has(a.name)) this.owner.set(a.name, a.kubeHost);
       }
     }
+    // A name no replica lists any more was removed (the grace period after it was orphaned): it is free again, and
+    // whichever cluster registers it next owns it.
+    if (judged.length) {
+      for (const name of [...this.owner.keys()]) {
+        if (!judged.some((r) => r.accounts!.some((a) => a.name === name))) this.owner.delete(name);
+      }
+    }
     /** The agents of the cluster owning the name: the group, or the impostor if it registered first. */
     const owners = (g: World['groups'][number]): string[] =>
       g.impostor && this.owner.get(g.account) === g.impostor.kubeHost ? [g.impostor.agentId] : g.agents;

@@ -196,3 +196,25 @@ describe('REPLICA_FAULT_ROWS', () => {
     expect(new Set(prefixes).size).toBe(prefixes.length);
   });
 });
+
+describe('OwnershipJudge, a name removed and registered again', () => {
+  it('a name gone from every replica is free: another cluster registering it then is not two clusters', () => {
+    const w: World = {
+      groups: [{ account: 'acc', agents: ['a1'], kubeHost: 'h:1', impostor: { agentId: 'x', kubeHost: 'h:2' } }],
+      dynamic: new Map(),
+      allAgents: ['a1'],
+    };
+    const seen = (host: string, agentId: string): ReplicaSeen => ({
+      replica: 'r0',
+      disturbed: false,
+      accounts: [{ name: 'acc', state: 'ACTIVE', agentId, kubeHost: host, heldBy: 'local' }],
+      sessions: [{ agentId, accounts: ['acc'] }],
+    });
+    const j = new OwnershipJudge(3_000);
+    j.observe(0, w, [seen('h:2', 'x')]);
+    j.observe(1_000, w, [{ replica: 'r0', disturbed: false, accounts: [], sessions: [] }]);
+    j.observe(2_000, w, [seen('h:1', 'a1')]);
+    j.observe(60_000, w, [seen('h:1', 'a1')]);
+    expect(j.violations).toEqual([]);
+  });
+});
