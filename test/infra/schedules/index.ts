@@ -1,6 +1,6 @@
 /**
  * Randomized schedules and the replica fault rows on a replicated install of real processes: the rig, the seeded
- * planner, the ownership checker and the runner (bench/faults.ts --replicas, test/e2e/faults/schedules.test.ts).
+ * planner, the ownership checker and the runner (bench/faults.ts --replicas).
  */
 export { ClockSkew, libfaketimePath } from './faketime.js';
 export { REPLICA_FAULT_ROWS, replicaFaultRow, type ReplicaFaultRow } from './fault-rows.js';
