@@ -3,58 +3,50 @@
  * the resource; finished tasks survive a plugin-server restart; an agent killed mid-operation leaves a failed,
  * retryable task instead of a hang, and so does an account no agent holds.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNamespace, createServiceAccount, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { createServiceAccount, kubectl } from '../infra/index.js';
+import type { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 describe('operations: failures and restarts (mysql store)', () => {
-  let dir: string;
+  let stack: Stack;
   let ns: string;
   let server: PluginServerProcess;
   let agent: AgentProcess;
   let ops: OpsClient;
-  let db: Awaited<ReturnType<typeof createTestDatabase>>;
   const writer = 'ops-writer';
   const reader = 'ops-reader';
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'scale-agent-ops-fail-'));
-    ns = await createNamespace('ops-fail');
-    db = await createTestDatabase('e2e_ops_fail');
+    stack = await startStack({
+      name: 'ops-fail',
+      store: 'mysql',
+      server: { extra: { operations: { agentWaitSeconds: 2 } } },
+    });
+    ({ ns, server } = stack);
     const readOnly = await createServiceAccount({
       namespace: ns,
       name: 'read-only',
       rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch'] }],
     });
-    server = await PluginServerProcess.start({
-      dir,
-      storage: { type: 'mysql', url: db.url },
-      extra: { operations: { agentWaitSeconds: 2 } },
-    });
-    agent = await AgentProcess.start({
-      dir,
-      serverAddress: server.grpcAddress,
+    agent = await stack.addAgent({
       accounts: [
-        { name: writer, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns] },
-        { name: reader, kubeconfigFile: readOnly.kubeconfigPath, namespaces: [ns], kinds: ['ConfigMap', 'Deployment'] },
+        { name: writer },
+        { name: reader, kubeconfigFile: readOnly.kubeconfigPath, kinds: ['ConfigMap', 'Deployment'] },
       ],
     });
+    stack.defer(() =>
+      kubectl(['patch', 'configmap', 'held', '-n', ns, '--type=merge', '-p', '{"metadata":{"finalizers":null}}'], {
+        allowFail: true,
+      }),
+    );
     ops = new OpsClient(server);
   });
 
   afterAll(async () => {
-    await agent?.stop();
-    await server?.stop();
-    await kubectl(['patch', 'configmap', 'held', '-n', ns, '--type=merge', '-p', '{"metadata":{"finalizers":null}}'], {
-      allowFail: true,
-    });
-    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
-    await db?.drop();
+    await stack?.stop();
   });
 
   const configMap = (name: string, extra: Obj = {}) => ({
