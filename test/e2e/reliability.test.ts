@@ -10,22 +10,10 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch, type CacheCheckOptions } from '../infra/cache-checker.js';
 import { ControlPlane, createNamespace, createTestDatabase, kubectl, run, testEnv } from '../infra/index.js';
+import { configMapList } from '../infra/manifests.js';
 import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
 
 const SYNC_STARTS = 'scale_agent_plugin_server_messages_received_total{type="syncStart"}';
-
-function configMaps(ns: string, prefix: string, from: number, to: number): string {
-  const items = [];
-  for (let i = from; i < to; i++) {
-    items.push({
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: `${prefix}-${i}`, namespace: ns },
-      data: { i: String(i) },
-    });
-  }
-  return JSON.stringify({ apiVersion: 'v1', kind: 'List', items });
-}
 
 const checked = (httpBase: string, account: string, kubeconfig: string, ns: string): CacheCheckOptions => ({
   httpBase,
@@ -57,17 +45,17 @@ describe('reliability end to end', () => {
     };
     const agent = await AgentProcess.start({ dir, serverAddress: server.grpcAddress, accounts: [spec] });
     cleanups.push(() => agent.stop());
-    await kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'before', 0, 50) });
+    await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'before', 0, 50) });
     await waitForCacheToMatch(checked(server.httpBase, 'resume', testEnv().kubeconfig, ns));
     const syncsBefore = await server.metric(SYNC_STARTS);
     expect(syncsBefore).toBeGreaterThan(0);
 
     // Churn while the agent dies without a goodbye, and while it is down.
-    const churn = kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'during', 0, 100) });
+    const churn = kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'during', 0, 100) });
     await agent.kill();
     await churn;
     await kubectl(['delete', 'configmap', 'before-0', 'before-1', '-n', ns]);
-    await kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'after', 0, 20) });
+    await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'after', 0, 20) });
 
     await agent.restart();
     await waitForCacheToMatch(checked(server.httpBase, 'resume', testEnv().kubeconfig, ns));
@@ -91,11 +79,11 @@ describe('reliability end to end', () => {
     };
     const agent = await AgentProcess.start({ dir, serverAddress: server.grpcAddress, accounts: [spec] });
     cleanups.push(() => agent.stop());
-    await kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'a', 0, 40) });
+    await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'a', 0, 40) });
     await waitForCacheToMatch(checked(server.httpBase, 'durable', testEnv().kubeconfig, ns));
 
     await server.kill();
-    await kubectl(['apply', '-f', '-'], { input: configMaps(ns, 'b', 0, 40) });
+    await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'b', 0, 40) });
     await kubectl(['delete', 'configmap', 'a-0', 'a-1', 'a-2', '-n', ns]);
     await server.restart();
     // The restarted server knows the account from MySQL before the agent is back (ORPHANED, cache served).
@@ -117,7 +105,7 @@ describe('reliability end to end', () => {
     const spec = { name: 'compacted', kubeconfigFile: cp.kubeconfig, namespaces: ['compact'], kinds: ['ConfigMap'] };
     const agent = await AgentProcess.start({ dir, serverAddress: server.grpcAddress, accounts: [spec] });
     cleanups.push(() => agent.stop());
-    await kubectlCp(['apply', '-f', '-'], configMaps('compact', 'x', 0, 30));
+    await kubectlCp(['apply', '-f', '-'], configMapList('compact', 'x', 0, 30));
     const opts = {
       ...checked(server.httpBase, 'compacted', cp.kubeconfig, 'compact'),
       kinds: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaced: true }],
@@ -127,7 +115,7 @@ describe('reliability end to end', () => {
 
     await agent.stop();
     await kubectlCp(['delete', 'configmap', 'x-0', 'x-1', 'x-2', 'x-3', '-n', 'compact']);
-    await kubectlCp(['apply', '-f', '-'], configMaps('compact', 'y', 0, 10));
+    await kubectlCp(['apply', '-f', '-'], configMapList('compact', 'y', 0, 10));
     // Compact etcd at its current revision: every resourceVersion the server holds is now too old to watch from.
     const range = await fetch(`${cp.etcdUrl}/v3/kv/range`, {
       method: 'POST',
