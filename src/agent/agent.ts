@@ -231,7 +231,10 @@ export class Agent {
     }
   }
 
-  /** Applies dynamic accounts from the server, in order with config reloads (announced with AccountsUpdate). */
+  /**
+   * Applies dynamic accounts from the server, and offers again the refused accounts it names, in order with config
+   * reloads (announced with AccountsUpdate).
+   */
   accountsChanged(message: AccountsChanged): Promise<void> {
     return this.serially('dynamic accounts', () => this.applyAccountsChanged(message));
   }
@@ -265,9 +268,18 @@ export class Agent {
       this.addAccount(built.config);
       added.push(name);
     }
-    if (added.length + removed.length === 0) return;
-    this.log.info({ added, removed }, 'dynamic accounts changed by the plugin-server');
-    await this.updateAccounts(added, removed);
+    // Refused because another cluster's agent had registered the name first; that cluster's record is gone now.
+    const again = message.offerAgain.filter((name) => {
+      const runner = this.accounts.get(name);
+      return runner !== undefined && !runner.inSession && runner.rejectedReason !== undefined;
+    });
+    for (const name of again) this.helloAccounts.delete(name);
+    if (added.length + removed.length + again.length === 0) return;
+    if (added.length + removed.length > 0) {
+      this.log.info({ added, removed }, 'dynamic accounts changed by the plugin-server');
+    }
+    if (again.length > 0) this.log.info({ accounts: again }, 'offering refused accounts again: their name is free');
+    await this.updateAccounts([...added, ...again], removed);
   }
 
   /**

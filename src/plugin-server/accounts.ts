@@ -75,6 +75,12 @@ export class AccountRegistry {
   private readonly holderLostListeners = new Set<(name: string) => void>();
   /** Accounts a stream of this replica stands by for: checked at each refresh, known here or not. */
   private readonly standingBy = new Set<string>();
+  private readonly nameFreeListeners = new Set<(name: string) => void>();
+  /**
+   * Names a stream of this replica was refused because another cluster's record held them: the cluster of that
+   * record, and when (monotonicNow) the refusal came. Checked at each refresh, like standingBy.
+   */
+  private readonly conflicts = new Map<string, { host: string; fingerprint: string; at: number }>();
   private readonly gracePeriodMs: number;
   private readonly now: () => number;
   private readonly monotonicNow: () => number;
@@ -120,6 +126,14 @@ export class AccountRegistry {
   /** The account lost its holder (ORPHANED, REMOVED, FAILED past failedHandoverMs): standbys may take it. */
   onHolderLost(listener: (name: string) => void): void {
     this.holderLostListeners.add(listener);
+  }
+
+  /**
+   * The record of another cluster that refused streams of this replica the name is gone (removed after its grace
+   * period or by its agent, on any replica) or names another cluster now: those streams may offer the name again.
+   */
+  onNameFree(listener: (name: string) => void): void {
+    this.nameFreeListeners.add(listener);
   }
 
   private lost(name: string, a: RegisteredAccount, why: string): void {
@@ -196,6 +210,10 @@ export class AccountRegistry {
     );
     if (!outcome.granted) {
       if (outcome.code === 'standby') this.standingBy.add(account.name);
+      else {
+        const { apiServerHost: host, caFingerprint: fingerprint } = outcome.record;
+        this.conflicts.set(account.name, { host, fingerprint, at: this.monotonicNow() });
+      }
       return claimResult(offer, outcome, this.replica.id);
     }
     const current = this.accounts.get(account.name);
@@ -312,6 +330,7 @@ export class AccountRegistry {
     ]);
     const local = this.now();
     const leaseOf = new Map(leases.map((l) => [l.account, l]));
+    const recordOf = new Map(records.map((r) => [r.name, r]));
     const known = new Set<string>();
     for (const record of records) {
       known.add(record.name);
@@ -355,6 +374,16 @@ export class AccountRegistry {
       if (known.has(name) && !holderLost(l, storeNow, this.failedHandoverMs)) continue;
       this.standingBy.delete(name);
       this.holderGone(name);
+    }
+    // Streams refused for another cluster's record wait for that record to go: removed here or on a peer, they
+    // may claim the name (else nobody would: the refused agents never offer it again on their own).
+    for (const [name, c] of [...this.conflicts]) {
+      // Refused after the store was read: judged next time.
+      if (c.at > started) continue;
+      const r = recordOf.get(name);
+      if (r && r.apiServerHost === c.host && r.caFingerprint === c.fingerprint) continue;
+      this.conflicts.delete(name);
+      for (const l of this.nameFreeListeners) l(name);
     }
     for (const [name, a] of [...this.accounts]) {
       if (known.has(name)) continue;

@@ -145,6 +145,11 @@ export class StreamRegistration {
     return [...this.refused].map(([name, r]) => ({ name, reason: r.reason, code: r.code }));
   }
 
+  /** Why `name` was last refused on this stream; undefined when it was not (or was accepted since). */
+  refusedAs(name: string): RefusalCode | undefined {
+    return this.refused.get(name)?.code;
+  }
+
   async offer(accounts: readonly Account[]): Promise<Offered> {
     const { deps, session } = this;
     const accepted: string[] = [];

@@ -213,6 +213,7 @@ export class PluginServer {
     const fiat = this.config.spinnaker?.fiat;
     this.fiat = fiat ? new FiatPermissions(fiat, { errors: this.metrics.fiatErrors, log: this.log }) : undefined;
     this.accounts.onHolderLost((name) => this.promoteStandbys(name));
+    this.accounts.onNameFree((name) => this.offerAgain(name));
     // Never silently demoted: the agent reconnects, offers the account again and is told it stands by (or holds it
     // again, if nobody took it meanwhile).
     this.accounts.onLost((name, sessionId, why) => {
@@ -450,6 +451,19 @@ export class PluginServer {
         new ScaleAgentError('UNAVAILABLE', `account ${account} lost its holder; reconnect to take it over`),
         'promoted',
       );
+    }
+  }
+
+  /**
+   * Another cluster's record of the name is gone: streams refused for it are asked to offer it again (on the
+   * running stream, so their other accounts keep their watches), and it is decided as any offer is: the first
+   * claim holds it, the others stand by.
+   */
+  private offerAgain(account: string): void {
+    for (const s of this.sessions) {
+      if (s.refusedAs(account) !== 'cluster_conflict') continue;
+      this.log.info({ account, agentId: s.agentId }, 'name free again: asking the refused agent to offer it again');
+      s.sendAccountsChanged({ added: [], removed: [], definitions: [], offerAgain: [account] });
     }
   }
 

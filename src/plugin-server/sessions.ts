@@ -27,7 +27,7 @@ import { IngestPipeline } from './ingest/pipeline.js';
 import { messageType, ProtocolError, validateAccounts, validateHello } from './ingest/wire.js';
 import type { PluginServerConfig } from './config.js';
 import type { PluginServerMetrics } from './metrics.js';
-import { StreamRegistration } from './registration.js';
+import { StreamRegistration, type RefusalCode } from './registration.js';
 import type { GatedSession, SessionGate } from './session-gate.js';
 
 export interface SessionDeps {
@@ -164,6 +164,11 @@ export class AgentSession implements GatedSession {
   /** Accounts this stream offered while another agent of its group held them (promoted by reconnecting). */
   get standbyFor(): ReadonlySet<string> {
     return this.registration.standbyFor;
+  }
+
+  /** Why the account was last refused on this stream (registration.ts); undefined when it was not. */
+  refusedAs(name: string): RefusalCode | undefined {
+    return this.registration.refusedAs(name);
   }
 
   /** An operation for the agent (ops/dispatcher.ts); held back until Welcome, which must be the first message. */

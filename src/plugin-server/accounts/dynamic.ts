@@ -526,7 +526,7 @@ export class DynamicAccounts implements SessionGate {
       { agentId: session.agentId, added: definitions.map((d) => d.account?.name), removed },
       'dynamic accounts sent to agent',
     );
-    session.sendAccountsChanged({ added: [], removed, definitions });
+    session.sendAccountsChanged({ added: [], removed, definitions, offerAgain: [] });
   }
 
   private wire(entry: Entry): DynamicAccount {

@@ -218,3 +218,46 @@ describe('OwnershipJudge, a name removed and registered again', () => {
     expect(j.violations).toEqual([]);
   });
 });
+
+describe('OwnershipJudge, the other cluster first (seed 3)', () => {
+  const w: World = {
+    groups: [{ account: 'acc', agents: ['a1', 'a2'], kubeHost: 'h:1', impostor: { agentId: 'x', kubeHost: 'h:2' } }],
+    dynamic: new Map(),
+    allAgents: ['a1', 'a2'],
+  };
+  const conflict = { name: 'acc', reason: 'account name acc is already registered by agent x for cluster h:2' };
+  /** a1 and a2 connected and refused for x's cluster, on r1; r0 shows the account as `account` says. */
+  const round = (accounts: ReplicaSeen['accounts'], xConnected: boolean): ReplicaSeen[] => [
+    {
+      replica: 'r0',
+      disturbed: false,
+      accounts,
+      sessions: xConnected ? [{ agentId: 'x', accounts: ['acc'] }] : [],
+    },
+    {
+      replica: 'r1',
+      disturbed: false,
+      accounts,
+      sessions: [
+        { agentId: 'a1', accounts: [], rejectedAccounts: [conflict] },
+        { agentId: 'a2', accounts: [], rejectedAccounts: [conflict] },
+      ],
+    },
+  ];
+
+  it('once the other cluster left and its record is gone, the refused agents must take the name back', () => {
+    const j = new OwnershipJudge(3_000);
+    const held = [{ name: 'acc', state: 'ACTIVE', agentId: 'x', kubeHost: 'h:2' }];
+    const orphaned = [{ name: 'acc', state: 'ORPHANED', agentId: 'x', kubeHost: 'h:2' }];
+    // x holds the name: its group's agents are rightly refused.
+    for (let t = 0; t <= 5_000; t += 250) j.observe(t, w, round(held, true));
+    // x gone: the name is x's cluster's for the grace period (its agent may come back), so nobody else takes it.
+    for (let t = 5_250; t <= 20_000; t += 250) j.observe(t, w, round(orphaned, false));
+    expect(j.violations).toEqual([]);
+    // Removed after the grace period, the name is free: a1 and a2, still refused, leave it unserved.
+    for (let t = 20_250; t <= 40_000; t += 250) j.observe(t, w, round([], false));
+    expect(new Set(j.violations.map((v) => v.kind))).toEqual(
+      new Set(['removed-while-served', 'neither-holder-nor-standby']),
+    );
+  });
+});

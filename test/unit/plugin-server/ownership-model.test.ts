@@ -9,7 +9,9 @@
  *   counts as holding at its next renewal (checked at quiescence);
  * - every connected stream offering it is its holder, a standby, or refused for another cluster (never dropped
  *   silently);
- * - once replicas have renewed for two leases, an account some eligible connected agent offers is held;
+ * - once replicas have renewed for two leases, an account some eligible connected agent offers is held, and once
+ *   the grace period is over and swept, an account any connected agent offers is held (a stream refused for another
+ *   cluster's record offers it again when that record is gone, as the server asks its agent to);
  * - the name never belongs to two clusters.
  */
 import fc from 'fast-check';
@@ -70,6 +72,8 @@ class World {
   /** Each agent's newest stream (it may have ended since): the only one its agent uses. */
   readonly latest = new Map<AgentId, string>();
   private pendingReconnects: { agent: AgentId; replica: number }[] = [];
+  /** Streams asked to offer the account again on the same stream (their name is free of the other cluster). */
+  private pendingOffers: string[] = [];
   private seq = 0;
   readonly log = pino({ level: 'silent' });
 
@@ -92,6 +96,10 @@ class World {
       for (const s of [...this.streams.values()])
         if (s.replica === slot && s.verdict === 'standby') this.close(s.id, true);
     });
+    r.onNameFree(() => {
+      for (const s of this.streams.values())
+        if (s.replica === slot && s.verdict === 'cluster_conflict') this.pendingOffers.push(s.id);
+    });
     this.replicas[slot] = r;
     await r.load();
     this.syncModel();
@@ -107,26 +115,37 @@ class World {
   }
 
   async connect(agent: AgentId, replica: number): Promise<void> {
-    const r = this.replicas[replica];
-    if (!r) return;
+    if (!this.replicas[replica]) return;
     const id = `s${this.seq++}`;
     this.latest.set(agent, id);
-    const base = { id, agent, replica };
-    const expected = modelClaim(this.model, base);
-    const result = await r.register({ id, agentId: agent }, account('dev', `${AGENTS[agent]}:6443`));
-    const verdict = result.accepted ? 'holder' : (result.code as Stream['verdict']);
-    expect(verdict, `claim of ${agent} on replica ${replica}`).toBe(expected);
-    this.streams.set(id, { ...base, verdict });
+    await this.offer({ id, agent, replica });
   }
 
-  /** Reconnects the agents whose streams were closed (lost or promoted), until none is left. */
+  /** The stream offers the account (in its Hello, or again in an AccountsUpdate): the model decides too. */
+  private async offer(base: Omit<Stream, 'verdict'>): Promise<void> {
+    const r = this.replicas[base.replica];
+    if (!r) return;
+    const expected = modelClaim(this.model, base);
+    const result = await r.register({ id: base.id, agentId: base.agent }, account('dev', `${AGENTS[base.agent]}:6443`));
+    const verdict = result.accepted ? 'holder' : (result.code as Stream['verdict']);
+    expect(verdict, `claim of ${base.agent} on replica ${base.replica}`).toBe(expected);
+    this.streams.set(base.id, { ...base, verdict });
+  }
+
+  /** Reconnects the agents whose streams were closed (lost or promoted), and offers again where asked, until done. */
   async settleReconnects(): Promise<void> {
-    for (let guard = 0; this.pendingReconnects.length > 0 && guard < 20; guard++) {
+    for (let guard = 0; this.pendingReconnects.length + this.pendingOffers.length > 0 && guard < 20; guard++) {
       const todo = this.pendingReconnects;
       this.pendingReconnects = [];
       for (const p of todo) {
         const target = this.replicas[p.replica] ? p.replica : this.replicas.findIndex((x) => x !== undefined);
         if (target >= 0) await this.connect(p.agent, target);
+      }
+      const offers = this.pendingOffers;
+      this.pendingOffers = [];
+      for (const id of offers) {
+        const s = this.streams.get(id);
+        if (s?.verdict === 'cluster_conflict') await this.offer(s);
       }
     }
   }
@@ -192,6 +211,12 @@ class World {
 
   async refreshAll(): Promise<void> {
     for (const r of this.replicas) await r?.refresh();
+    this.syncModel();
+    await this.settleReconnects();
+  }
+
+  async sweepAll(): Promise<void> {
+    for (const r of this.replicas) await r?.sweep();
     this.syncModel();
     await this.settleReconnects();
   }
@@ -279,6 +304,16 @@ describe('the ownership protocol against its reference model', () => {
         const eligible = [...w.streams.values()].filter((s) => s.verdict === 'holder' || s.verdict === 'standby');
         if (eligible.length > 0)
           expect(w.holders().length, 'held while an eligible agent is connected').toBeGreaterThan(0);
+        // The grace period passes with replicas renewing and sweeping: a record whose cluster has no agent left is
+        // removed, and a stream refused for it then offers the name again and holds it (or stands by).
+        for (let t = 0; t < GRACE_MS + 2 * LEASE_MS; t += LEASE_MS / 3) {
+          w.now += LEASE_MS / 3;
+          await w.refreshAll();
+          await w.sweepAll();
+        }
+        w.checkInvariants();
+        if ([...w.streams.values()].some((s) => s.verdict !== 'none'))
+          expect(w.holders().length, 'held while any agent offering it is connected').toBeGreaterThan(0);
       }),
       { numRuns: 1000 },
     );

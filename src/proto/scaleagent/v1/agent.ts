@@ -432,6 +432,13 @@ export interface AccountsChanged {
   added: Account[];
   removed: string[];
   definitions: DynamicAccount[];
+  /**
+   * Accounts this stream was refused because another cluster's agent had registered the name, whose record of that
+   * cluster is gone since (removed after its grace period, or dropped by its agent): the agent offers them again in
+   * an AccountsUpdate, where they are decided as any offer is. Sent by the replica the stream ends on, whichever
+   * replica removed the record.
+   */
+  offerAgain: string[];
 }
 
 /**
@@ -3802,7 +3809,7 @@ export const Operation: MessageFns<Operation> = {
 };
 
 function createBaseAccountsChanged(): AccountsChanged {
-  return { added: [], removed: [], definitions: [] };
+  return { added: [], removed: [], definitions: [], offerAgain: [] };
 }
 
 export const AccountsChanged: MessageFns<AccountsChanged> = {
@@ -3815,6 +3822,9 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
     }
     for (const v of message.definitions) {
       DynamicAccount.encode(v!, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.offerAgain) {
+      writer.uint32(34).string(v!);
     }
     return writer;
   },
@@ -3856,6 +3866,14 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
             message.definitions.push(DynamicAccount.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.offerAgain.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3875,6 +3893,11 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
       definitions: globalThis.Array.isArray(object?.definitions)
         ? object.definitions.map((e: any) => DynamicAccount.fromJSON(e))
         : [],
+      offerAgain: globalThis.Array.isArray(object?.offerAgain)
+        ? object.offerAgain.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.offer_again)
+        ? object.offer_again.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -3889,6 +3912,9 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
     if (message.definitions?.length) {
       obj.definitions = message.definitions.map((e) => DynamicAccount.toJSON(e));
     }
+    if (message.offerAgain?.length) {
+      obj.offerAgain = message.offerAgain;
+    }
     return obj;
   },
 
@@ -3900,6 +3926,7 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
     message.added = object.added?.map((e) => Account.fromPartial(e)) || [];
     message.removed = object.removed?.map((e) => e) || [];
     message.definitions = object.definitions?.map((e) => DynamicAccount.fromPartial(e)) || [];
+    message.offerAgain = object.offerAgain?.map((e) => e) || [];
     return message;
   },
 };
