@@ -3,7 +3,7 @@ import { FreshRead } from '../shared/fresh-read.js';
 import type { Logger } from '../shared/logging.js';
 import type { Account, KindKey } from '../shared/proto.js';
 import type { AccountRecord, AccountStateStore, ObjectCache } from './cache/store.js';
-import { holderLost, leaseLive, type LeaseHolder } from './ownership.js';
+import { holderLost, leaseLive, type LeaseHolder, type WriteFence } from './ownership.js';
 import { claimResult, validAccountName, type RegistrationResult } from './registration.js';
 
 /**
@@ -243,6 +243,28 @@ export class AccountRegistry {
   /** Whether `sessionId` currently holds `name` (changes from a stream that lost the account are dropped). */
   holds(sessionId: string, name: string): boolean {
     return this.accounts.get(name)?.sessionId === sessionId;
+  }
+
+  /**
+   * The fencing token of the stream's write to these accounts (each one it holds; the caller dropped the others):
+   * the generation of each one's lease as the store granted it to the stream.
+   */
+  writeFence(sessionId: string, accounts: Iterable<string>): WriteFence {
+    const generations = new Map<string, number>();
+    for (const name of accounts) {
+      const a = this.accounts.get(name);
+      // 0 is never granted: an account this stream no longer holds is refused rather than written unfenced.
+      generations.set(name, a?.sessionId === sessionId ? (a.generation ?? 0) : 0);
+    }
+    return { replica: this.replica.id, sessionId, generations };
+  }
+
+  /** The store refused the stream's write (LeaseLost): it no longer holds these accounts, and is told (onLost). */
+  writeRefused(sessionId: string, accounts: readonly string[]): void {
+    for (const name of accounts) {
+      const a = this.accounts.get(name);
+      if (a?.sessionId === sessionId) this.lost(name, a, 'the store refused its write: the lease is no longer its own');
+    }
   }
 
   /** The stream ended: everything it held becomes ORPHANED (cache kept for the grace period). */

@@ -6,6 +6,7 @@
  * every replica sharing a store takes the same decision for the same state, and none decides from what it alone
  * remembers or from its own wall clock.
  */
+import { ScaleAgentError } from '../shared/errors.js';
 
 /** Who holds an account, shared by every replica on the store. */
 export interface AccountLease {
@@ -35,6 +36,47 @@ export interface LeaseHolder {
   replica: string;
   sessionId: string;
   generation: number;
+}
+
+/**
+ * The fencing token of one cache write: the stream writing (replica and session) and, for each account the write
+ * touches, the lease generation the stream was granted. A store given one applies the write only while every one of
+ * those leases is still the stream's and live, judged at the store's clock atomically with the write (fencedOut).
+ */
+export interface WriteFence {
+  replica: string;
+  sessionId: string;
+  /** account → the generation the stream holds it under. */
+  generations: ReadonlyMap<string, number>;
+}
+
+/** The accounts of `fence` whose lease its stream no longer holds at `now`: the store refuses the write. */
+export function fencedOut(
+  fence: WriteFence,
+  leaseOf: (account: string) => AccountLease | undefined,
+  now: number,
+): string[] {
+  const out: string[] = [];
+  for (const [account, generation] of fence.generations) {
+    const holder = { replica: fence.replica, sessionId: fence.sessionId, generation };
+    if (!heldBy(leaseOf(account), holder, now)) out.push(account);
+  }
+  return out;
+}
+
+/**
+ * A write the store refused because its stream lost the lease of these accounts (taken over, expired, removed):
+ * nothing of it was written. UNAVAILABLE: the stream is closed naming them and its agent reconnects, to hold the
+ * account again or be told it stands by.
+ */
+export class LeaseLost extends ScaleAgentError {
+  constructor(readonly accounts: readonly string[]) {
+    super(
+      'UNAVAILABLE',
+      `write refused by the store: this stream no longer holds the lease of account ${accounts.join(', ')}`,
+    );
+    this.name = 'LeaseLost';
+  }
 }
 
 /** The cluster an account name belongs to while its record exists. */

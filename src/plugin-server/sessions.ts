@@ -27,6 +27,7 @@ import { IngestPipeline } from './ingest/pipeline.js';
 import { messageType, ProtocolError, validateAccounts, validateHello } from './ingest/wire.js';
 import type { PluginServerConfig } from './config.js';
 import type { PluginServerMetrics } from './metrics.js';
+import { LeaseLost } from './ownership.js';
 import { StreamRegistration, type RefusalCode } from './registration.js';
 import type { GatedSession, SessionGate } from './session-gate.js';
 
@@ -108,12 +109,22 @@ export class AgentSession implements GatedSession {
       limits: deps.limits,
       sessionId: this.id,
       holds: (account) => deps.accounts.holds(this.id, account),
+      // Replicas share only a MySQL store: there every write is fenced by its accounts' leases, so a stream whose
+      // replica was paused past its lease cannot write over its successor's. One replica (memory) has nothing to fence.
+      fence: deps.store.type === 'mysql' ? (accounts) => deps.accounts.writeFence(this.id, accounts) : undefined,
       indexOptions: (account) => indexOptionsOf(deps.accounts.get(account)?.record),
       checkPool: deps.checkPool,
       pause: () => call.pause(),
       resume: () => call.resume(),
       ack: (seq) => this.send({ ack: { seq } }),
-      failed: (e) => this.close(e, e instanceof ProtocolError ? 'protocol_error' : 'store_error'),
+      failed: (e) => {
+        // The store refused a write under a lost lease: the registry tells (closes) this stream, naming the account.
+        if (e instanceof LeaseLost) deps.accounts.writeRefused(this.id, e.accounts);
+        this.close(
+          e,
+          e instanceof ProtocolError ? 'protocol_error' : e instanceof LeaseLost ? 'lease_lost' : 'store_error',
+        );
+      },
     });
     call.on('data', (m: AgentMessage) => this.onMessage(m));
     call.on('end', () => this.close(undefined, 'agent_closed'));

@@ -1,7 +1,9 @@
 import { compareResourceVersions, isNewerResourceVersion, parseApiVersion } from '../../shared/proto.js';
 import {
   decideClaim,
+  fencedOut,
   heldBy,
+  LeaseLost,
   leaseLive,
   release,
   renew,
@@ -9,6 +11,7 @@ import {
   type ClaimOutcome,
   type LeaseClaim,
   type LeaseHolder,
+  type WriteFence,
 } from '../ownership.js';
 import {
   type AccountLease,
@@ -111,7 +114,13 @@ export class MemoryCacheStore implements StoreBackend {
 
   async init(): Promise<void> {}
 
-  async apply(ops: readonly StoreOp[]): Promise<ApplyStats> {
+  async apply(ops: readonly StoreOp[], fence?: WriteFence): Promise<ApplyStats> {
+    // Checked before anything is written, in the same synchronous step as the write (one replica's server passes
+    // no fence: nothing to fence; registries sharing this store in tests do).
+    if (fence) {
+      const lost = fencedOut(fence, (a) => this.leases.get(a), this.now());
+      if (lost.length > 0) throw new LeaseLost(lost);
+    }
     const stats: ApplyStats = { applied: 0, skipped: 0, swept: 0, pruned: 0 };
     // The batch texts this write sliced from; the changes of one batch are consecutive.
     let text: SharedText | undefined;

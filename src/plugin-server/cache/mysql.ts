@@ -9,12 +9,15 @@ import { AppliedListeners } from './applied-listeners.js';
 import { IndexRegistry } from './index-registry.js';
 import {
   decideClaim,
+  fencedOut,
   heldBy,
+  LeaseLost,
   leaseLive,
   reportState,
   type ClaimOutcome,
   type LeaseClaim,
   type LeaseHolder,
+  type WriteFence,
 } from '../ownership.js';
 import {
   normalizeAccountRecord,
@@ -368,12 +371,12 @@ export class MysqlCacheStore implements StoreBackend {
    * replicas) wait on each other's row and gap locks; the victim is rolled back whole, so it is run again (its scope
    * states were dropped with the rollback and are reloaded), a few times, after a short random pause.
    */
-  async apply(ops: readonly StoreOp[]): Promise<ApplyStats> {
+  async apply(ops: readonly StoreOp[], fence?: WriteFence): Promise<ApplyStats> {
     this.written = true;
     for (let attempt = 1; ; attempt++) {
       let stats: ApplyStats;
       try {
-        stats = await this.applyOnce(ops);
+        stats = await this.applyOnce(ops, fence);
       } catch (e) {
         if (attempt >= DEADLOCK_ATTEMPTS || !isDeadlock(e)) throw e;
         this.deadlockRetries += 1;
@@ -399,7 +402,7 @@ export class MysqlCacheStore implements StoreBackend {
   /** Transactions run again after InnoDB chose them as a deadlock victim (for tests and diagnostics). */
   deadlockRetries = 0;
 
-  private async applyOnce(ops: readonly StoreOp[]): Promise<ApplyStats> {
+  private async applyOnce(ops: readonly StoreOp[], fence: WriteFence | undefined): Promise<ApplyStats> {
     const stats: ApplyStats = { applied: 0, skipped: 0, swept: 0, pruned: 0 };
     if (ops.length === 0) return stats;
     const accounts = new Set(ops.map((o) => (o.op === 'change' ? o.change.account : o.scope.account)));
@@ -501,18 +504,39 @@ export class MysqlCacheStore implements StoreBackend {
           ],
         );
       }
+      if (fence) await this.checkFence(conn, fence);
       await conn.commit();
       return stats;
     } catch (e) {
       await conn.rollback().catch(() => undefined);
       // The in-memory scope states may be ahead of what was rolled back; reload them on next use.
       for (const a of accounts) this.loadedAccounts.delete(a);
+      if (e instanceof LeaseLost) throw e;
       throw new ScaleAgentError('UNAVAILABLE', `MySQL store write failed: ${(e as Error).message}`, {
         cause: this.storageFull.noted(e),
       });
     } finally {
       conn.release();
     }
+  }
+
+  /**
+   * The write's fence (ownership.ts fencedOut), at the database's clock, as the transaction's last statement before
+   * its commit: the lease rows are share-locked from here to the commit only, so a claim (which locks its row
+   * exclusively) has either committed before — and the write is refused — or waits for this commit, after which its
+   * new holder's writes come. Throws LeaseLost; the caller rolls back.
+   */
+  private async checkFence(conn: PoolConnection, fence: WriteFence): Promise<void> {
+    if (fence.generations.size === 0) return;
+    const [rows] = await conn.query<RowDataPacket[]>(
+      timed(
+        `SELECT ${LEASE_COLUMNS}, ${DB_NOW} AS now_ms FROM sa_account_leases WHERE account IN (?) LOCK IN SHARE MODE`,
+      ),
+      [[...fence.generations.keys()]],
+    );
+    const leases = new Map(rows.map((r) => [r.account as string, toLease(r)]));
+    const lost = fencedOut(fence, (a) => leases.get(a), Number(rows[0]?.now_ms ?? 0));
+    if (lost.length > 0) throw new LeaseLost(lost);
   }
 
   /**

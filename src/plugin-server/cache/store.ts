@@ -18,7 +18,7 @@
  *   not newer), SyncEnd removes objects and tombstones of the scope still carrying an older generation.
  * - Ops of one apply() call are applied in order, atomically where the backend can.
  */
-import type { AccountLease, ClaimOutcome, LeaseClaim, LeaseHolder } from '../ownership.js';
+import type { AccountLease, ClaimOutcome, LeaseClaim, LeaseHolder, WriteFence } from '../ownership.js';
 import type { SharedText } from './shared-text.js';
 
 export interface ScopeKey {
@@ -255,7 +255,12 @@ export type AppliedListener = (ops: readonly StoreOp[]) => void;
  */
 export interface ObjectCache {
   readonly type: 'memory' | 'mysql';
-  apply(ops: readonly StoreOp[]): Promise<ApplyStats>;
+  /**
+   * Writes the ops in order. With `fence` (a store shared by replicas), only while the writing stream still holds
+   * the lease of every account the fence names, checked at the store's clock atomically with the write: otherwise
+   * nothing is written and it throws LeaseLost (ownership.ts) naming the accounts lost.
+   */
+  apply(ops: readonly StoreOp[], fence?: WriteFence): Promise<ApplyStats>;
   /**
    * Runs `listener` after every successful apply(), before it resolves: anything the listener reads from the store
    * already includes the write. Returns the unsubscribe function.

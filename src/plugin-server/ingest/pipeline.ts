@@ -7,8 +7,9 @@
  * (Welcome, account updates) run in the same order, so a batch never overtakes the registration before it.
  */
 import type { AgentMessage, ChangeBatch } from '../../shared/proto.js';
-import type { IndexOptions, ObjectCache, StoreChange, StoreOp } from '../cache/store.js';
+import type { ApplyStats, IndexOptions, ObjectCache, StoreChange, StoreOp } from '../cache/store.js';
 import type { PluginServerMetrics } from '../metrics.js';
+import { LeaseLost, type WriteFence } from '../ownership.js';
 import type { CheckPool } from './check-pool.js';
 import { changeAt, convertBatch, nextSeq, ProtocolError, scopedMessage, type ScopedMessage } from './wire.js';
 
@@ -23,6 +24,11 @@ export interface IngestDeps {
   sessionId: string;
   /** Whether the stream holds the account now: what it sends for accounts it does not hold is dropped. */
   holds(account: string): boolean;
+  /**
+   * The fencing token of a write to these accounts (a store shared by replicas checks it with the write, ownership.ts
+   * WriteFence); absent, writes are not fenced (one replica: nothing to fence).
+   */
+  fence?: ((accounts: Iterable<string>) => WriteFence) | undefined;
   /** The account's indexing choices (its registered record). */
   indexOptions(account: string): IndexOptions;
   /** Threads that check large batches' objects; without one every object is checked on the event loop. */
@@ -184,6 +190,8 @@ export class IngestPipeline {
     const { holds, store, metrics } = this.deps;
     const ops: StoreOp[] = [];
     let dropped = 0;
+    // The accounts written, for the fence (collected per run of one account, only when writes are fenced).
+    const fenced = this.deps.fence ? new Set<string>() : undefined;
     // Per changes message, its applied changes as runs of one account (a batch is mostly one account): for
     // AccountActivity, without a map lookup per change on the ingest path.
     const runs = new Map<ChangesItem, { account: string; n: number }[]>();
@@ -196,10 +204,14 @@ export class IngestPipeline {
           if (holds(change.account)) {
             ops.push({ op: 'change', change });
             if (run?.account === change.account) run.n += 1;
-            else accountRuns.push((run = { account: change.account, n: 1 }));
+            else {
+              accountRuns.push((run = { account: change.account, n: 1 }));
+              fenced?.add(change.account);
+            }
           } else dropped += 1;
         }
       } else if (holds(w.scope.account)) {
+        fenced?.add(w.scope.account);
         if (w.kind === 'syncStart') ops.push({ op: 'syncStart', scope: w.scope, version: w.version });
         else ops.push({ op: w.kind, scope: w.scope, version: w.version, resourceVersion: w.resourceVersion });
       } else {
@@ -208,8 +220,18 @@ export class IngestPipeline {
     }
     if (dropped > 0) metrics.droppedChanges.inc({ reason: 'account_not_held' }, dropped);
     const end = metrics.storeWrite.startTimer({ store: store.type });
-    const stats = await store.apply(ops);
-    end();
+    let stats: ApplyStats;
+    try {
+      stats = await store.apply(ops, fenced && this.deps.fence?.(fenced));
+    } catch (e) {
+      // Written under a lease the stream lost (its replica paused past it, a peer's agent took over): nothing landed.
+      if (e instanceof LeaseLost) {
+        metrics.droppedChanges.inc({ reason: 'lease_lost' }, ops.filter((o) => o.op === 'change').length);
+      }
+      throw e;
+    } finally {
+      end();
+    }
     const now = Date.now();
     metrics.changes.inc({ result: 'applied' }, stats.applied);
     if (stats.skipped) metrics.changes.inc({ result: 'skipped' }, stats.skipped);

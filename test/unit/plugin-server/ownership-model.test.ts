@@ -12,13 +12,16 @@
  * - once replicas have renewed for two leases, an account some eligible connected agent offers is held, and once
  *   the grace period is over and swept, an account any connected agent offers is held (a stream refused for another
  *   cluster's record offers it again when that record is gone, as the server asks its agent to);
- * - the name never belongs to two clusters.
+ * - the name never belongs to two clusters;
+ * - a write a stream's replica lets through (it believes the stream holds the account) lands in the store exactly
+ *   when the model's lease is that stream's and live: the store's fence refuses the others, and their stream is told.
  */
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
 import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
+import { LeaseLost } from '../../../src/plugin-server/ownership.js';
 import { account } from './helpers.js';
 
 const LEASE_MS = 3000;
@@ -130,6 +133,51 @@ class World {
     const verdict = result.accepted ? 'holder' : (result.code as Stream['verdict']);
     expect(verdict, `claim of ${base.agent} on replica ${base.replica}`).toBe(expected);
     this.streams.set(base.id, { ...base, verdict });
+  }
+
+  /**
+   * The stream writes a change as ingest does: dropped when its replica does not count it as holding the account,
+   * else applied with the replica's fencing token. The store must agree with the model's lease.
+   */
+  async write(s: Stream): Promise<void> {
+    const r = this.replicas[s.replica];
+    if (!r?.holds(s.id, 'dev')) return;
+    this.syncModel();
+    const m = this.model;
+    const expected = m.lease?.stream === s.id && live(m);
+    const name = `w${this.seq++}`;
+    const json = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, resourceVersion: '1' } });
+    let written = true;
+    try {
+      await this.store.apply(
+        [
+          {
+            op: 'change',
+            change: {
+              type: 'ADDED',
+              account: 'dev',
+              apiVersion: 'v1',
+              kind: 'ConfigMap',
+              namespace: 'ns',
+              name,
+              uid: name,
+              resourceVersion: '1',
+              json,
+            },
+          },
+        ],
+        r.writeFence(s.id, ['dev']),
+      );
+    } catch (e) {
+      if (!(e instanceof LeaseLost)) throw e;
+      written = false;
+      // What the session does (sessions.ts): the registry tells the stream, which is closed.
+      r.writeRefused(s.id, e.accounts);
+    }
+    expect(written, `write of stream ${s.id} (${s.agent}) on replica ${s.replica}`).toBe(expected);
+    const stored = await this.store.get({ account: 'dev', kind: 'ConfigMap', namespace: 'ns', name });
+    expect(stored !== undefined).toBe(written);
+    if (!written) expect(this.streams.has(s.id), `stream ${s.id} refused but not told`).toBe(false);
   }
 
   /** Reconnects the agents whose streams were closed (lost or promoted), and offers again where asked, until done. */
@@ -246,6 +294,12 @@ const commands = [
   fc
     .nat()
     .map((i) => cmd(`disconnect(#${i})`, async (w) => void (anyStream(w, i) && w.close(anyStream(w, i)!.id, false)))),
+  fc.nat().map((i) =>
+    cmd(`write(#${i})`, async (w) => {
+      const s = anyStream(w, i);
+      if (s) await w.write(s);
+    }),
+  ),
   fc.nat().map((i) =>
     cmd(`drop(#${i})`, async (w) => {
       const s = anyStream(w, i);

@@ -17,6 +17,7 @@ import {
   listOwned,
 } from '../../../src/plugin-server/views/app-index.js';
 import { normalizeAccountRecord } from '../../../src/plugin-server/cache/store.js';
+import { LeaseLost, type LeaseHolder, type WriteFence } from '../../../src/plugin-server/ownership.js';
 
 export interface StoreFactory {
   create(): Promise<StoreBackend>;
@@ -409,6 +410,19 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       expect(await store.reportAccountState('dev', holder, 'FAILED')).toBe(true);
       expect(await leaseOf()).toMatchObject({ state: 'FAILED', generation: 1 });
       expect((await leaseOf())?.failedAt).toBeGreaterThan(0);
+      // Writes fenced by the lease: the holder's pass; a token of another generation or stream writes nothing.
+      const fence = (h: LeaseHolder): WriteFence => ({ ...h, generations: new Map([['dev', h.generation]]) });
+      await store.apply([change('ADDED', 'by-holder', '6')], fence(holder));
+      for (const h of [
+        { ...holder, generation: 2 },
+        { ...holder, sessionId: 'other' },
+      ]) {
+        await expect(store.apply([change('ADDED', 'by-other', '6')], fence(h))).rejects.toMatchObject({
+          name: 'LeaseLost',
+          accounts: ['dev'],
+        });
+      }
+      expect(await names()).toEqual(['by-holder', 'kept']);
       // Renewal: only the replica's own live leases.
       expect(await store.renewLeases('elsewhere', 60_000)).toEqual([]);
       expect((await store.renewLeases(holder.replica, 60_000)).map((l) => l.sessionId)).toEqual([holder.sessionId]);
@@ -416,6 +430,15 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       const again = await store.claimAccount(claim('r9', 's9', won.lease.agentId, 0), record(won.lease.agentId));
       expect(again).toMatchObject({ granted: true, lease: { generation: 2, state: 'ACTIVE', failedAt: 0 } });
       expect(await store.dropHeldAccount('dev', holder)).toBe(false);
+      // Taken over: the former holder's write is refused as a whole (the account's scope state included), and so is
+      // the new holder's once its lease (of 0 ms) has expired.
+      const stale = [syncStart(), change('ADDED', 'stale', '7'), syncEnd('7')];
+      await expect(store.apply(stale, fence(holder))).rejects.toBeInstanceOf(LeaseLost);
+      await expect(store.apply(stale, fence({ replica: 'r9', sessionId: 's9', generation: 2 }))).rejects.toBeInstanceOf(
+        LeaseLost,
+      );
+      expect(await names()).toEqual(['by-holder', 'kept']);
+      expect((await store.resumePoints('dev')).map((p) => p.resourceVersion)).toEqual(['6']);
       await store.releaseAccounts(holder.replica, holder.sessionId, ['dev']);
       expect(await leaseOf()).toMatchObject({ sessionId: 's9', releasedAt: 0 });
       // A lease of 0 ms has expired at once: not renewed (its holder must claim again), and the account is droppable.

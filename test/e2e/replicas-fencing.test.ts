@@ -1,0 +1,134 @@
+/**
+ * Issue 25: a write under a lost lease is refused by the store. Two plugin-server replicas (real processes) share one
+ * MariaDB; an agent holds an account through replica A. A batch of the agent's is being written by A — its statement
+ * held up in MariaDB by a row-range lock the test takes, as a slow disk or a lock queue would — when A is frozen
+ * (SIGSTOP) past its lease; another agent of the group takes the account over through replica B and writes. Then the
+ * lock goes and A thaws: its write goes on where it stood, under a lease that is no longer its own. The store must
+ * refuse it — nothing of the batch in the cache, the new holder's writes intact — and the stream is closed, so its
+ * agent reconnects and is told it stands by. The agents are TestAgent, a stand-in speaking the real gRPC protocol, so
+ * the test decides when each batch leaves.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { status } from '@grpc/grpc-js';
+import { createConnection } from 'mysql2/promise';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createTestDatabase } from '../infra/index.js';
+import { PluginServerProcess } from '../infra/processes.js';
+import { account, change, configMap, eventually, TestAgent } from '../unit/plugin-server/helpers.js';
+
+const ACCOUNT = 'fenced';
+const STALE = ['stale-1', 'stale-2', 'stale-3'];
+
+/** Claims the account through `server` for agent-2, again until it is granted (a standby while the lease is live). */
+async function takeOver(server: PluginServerProcess, cleanups: (() => Promise<unknown>)[]): Promise<TestAgent> {
+  for (let attempt = 1; ; attempt++) {
+    const agent = new TestAgent(server.grpcAddress);
+    cleanups.push(async () => agent.close());
+    const welcome = await agent.hello([account(ACCOUNT)], 'agent-2');
+    if (welcome.acceptedAccounts.includes(ACCOUNT)) return agent;
+    expect(welcome.rejectedAccounts[0]?.reason).toMatch(/^standby:/);
+    agent.close();
+    if (attempt > 100) throw new Error('replica B never granted the account after A stopped renewing its lease');
+    await sleep(300);
+  }
+}
+
+describe('a write under a lost lease', () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  });
+
+  it('is refused by the store once a peer holds the account; the stream is closed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-fencing-'));
+    const db = await createTestDatabase('e2e_fencing');
+    cleanups.push(() => db.drop());
+    const storage = { type: 'mysql' as const, url: db.url };
+    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } };
+    const a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
+    cleanups.push(() => a.stop());
+    const b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
+    cleanups.push(() => b.stop());
+
+    const stale = new TestAgent(a.grpcAddress);
+    cleanups.push(async () => stale.close());
+    expect((await stale.hello([account(ACCOUNT)], 'agent-1')).acceptedAccounts).toEqual([ACCOUNT]);
+    await stale.batch([change(ACCOUNT, 'ADDED', configMap('before', '10'))]);
+    const appliedBefore = await a.metric('scale_agent_plugin_server_changes_total{result="applied"}');
+
+    // The range after 'before' (where the stale objects' keys go) locked, as REPEATABLE READ locks a missing key's gap.
+    const lock = await createConnection(db.url);
+    cleanups.push(() => lock.end());
+    await lock.query('SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ');
+    await lock.beginTransaction();
+    await lock.query(
+      "SELECT name FROM sa_objects WHERE account = ? AND grp = '' AND kind_lc = 'configmap' AND namespace = 'default' " +
+        "AND name = 'stale-1' FOR UPDATE",
+      [ACCOUNT],
+    );
+    stale.send({
+      changeBatch: {
+        seq: ++stale.seq,
+        changes: STALE.map((n) => change(ACCOUNT, 'ADDED', configMap(n, '11'))),
+        observedAtMs: Date.now(),
+      },
+    });
+    // A's write waits on the lock; then A freezes.
+    await eventually(
+      async () =>
+        (await lock.query("SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'"))[0],
+      (rows) => Number((rows as { n: number }[])[0]?.n) > 0,
+    );
+    process.kill(-a.proc.pid, 'SIGSTOP');
+    // Thawed before it is stopped (SIGTERM waits for SIGCONT), should the test fail while A is frozen.
+    cleanups.push(async () => process.kill(-a.proc.pid, 'SIGCONT'));
+
+    // Past A's lease at the database's clock, B grants the account to the other agent of the group, which writes.
+    const successor = await takeOver(b, cleanups);
+    await successor.batch([change(ACCOUNT, 'ADDED', configMap('after', '20'))]);
+
+    // A's statement goes through while A is frozen; A thaws (well within the statement's client-side timeout).
+    await lock.rollback();
+    process.kill(-a.proc.pid, 'SIGCONT');
+    const ended = await stale.ended;
+    expect(ended.code).toBe(status.UNAVAILABLE);
+    // A has handled the stale batch: the store refused it (the counter of changes dropped for a lost lease), where
+    // an unfenced write would have been applied.
+    const handled = await eventually(
+      async () => ({
+        refused: await a.metric('scale_agent_plugin_server_changes_dropped_total{reason="lease_lost"}'),
+        applied: (await a.metric('scale_agent_plugin_server_changes_total{result="applied"}')) - appliedBefore,
+      }),
+      (m) => m.refused + m.applied >= STALE.length,
+      30_000,
+    );
+    expect(handled).toEqual({ refused: STALE.length, applied: 0 });
+
+    // The cache, read through either replica, has the successor's write and nothing of the stale batch.
+    const cached = async (server: PluginServerProcess): Promise<Record<string, boolean>> => {
+      const out: Record<string, boolean> = {};
+      for (const n of ['before', 'after', ...STALE]) {
+        const r = await server.get(`/manifests/${ACCOUNT}/default/${encodeURIComponent(`configMap ${n}`)}`);
+        out[n] = r.status === 200;
+      }
+      return out;
+    };
+    const expected = { before: true, after: true, ...Object.fromEntries(STALE.map((n) => [n, false])) };
+    for (const server of [a, b])
+      expect(
+        await eventually(
+          () => cached(server),
+          (c) => c.after === true,
+        ),
+      ).toEqual(expected);
+    // Still B's agent's: the refused stream took nothing with it.
+    const held = await b.get<{ state: string }>(`/armory/accounts/${ACCOUNT}`);
+    expect(held.body.state).toBe('ACTIVE');
+    const again = new TestAgent(a.grpcAddress);
+    cleanups.push(async () => again.close());
+    expect((await again.hello([account(ACCOUNT)], 'agent-1')).rejectedAccounts[0]?.reason).toMatch(/^standby:/);
+  });
+});
