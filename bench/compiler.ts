@@ -12,7 +12,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ensureTopologyCerts, loadTopology, synthFile, synthesize, writeOutput } from '../src/compiler/index.js';
+import {
+  ensureTopologyCerts,
+  ensureTopologySecrets,
+  loadTopology,
+  synthFile,
+  synthesize,
+  writeOutput,
+} from '../src/compiler/index.js';
 import { distribution, emit, flags, machineInfo, progress, versions } from './lib/report.js';
 
 const f = flags({ accounts: { type: 'string', default: '1000' }, runs: { type: 'string', default: '5' } });
@@ -92,9 +99,11 @@ try {
     t0 = performance.now();
     const { topology } = await loadTopology(file);
     const certs = await ensureTopologyCerts(topology, certsDir);
+    const { secrets } = await ensureTopologySecrets(topology, certsDir);
     const result = synthesize(topology, {
       version: '0',
       ...(certs ? { tls: certs.material } : {}),
+      secrets,
     });
     const t1 = performance.now();
     await writeOutput(out, result.files);

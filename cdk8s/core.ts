@@ -40,3 +40,22 @@ export class ServiceAccount extends Construct {
     }
   }
 }
+
+export interface KeySecretProps {
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  readonly key: string;
+  readonly value: string;
+}
+
+/** An Opaque Secret of one key, for a secret synth generated (the dynamic accounts' key, the peer secret). */
+export class KeySecret extends Construct {
+  constructor(scope: Construct, id: string, props: KeySecretProps) {
+    super(scope, id);
+    new k8s.KubeSecret(this, 'secret', {
+      metadata: { name: props.name, labels: props.labels },
+      type: 'Opaque',
+      stringData: { [props.key]: props.value },
+    });
+  }
+}

@@ -3,6 +3,6 @@ export { AccountRbac, type AccountRbacProps, type PolicyRule } from './account-r
 export { ConfigFile, type ConfigFileProps } from './config-file.js';
 export { TlsSecret, CertManagerCertificate, type TlsSecretProps, type CertManagerCertificateProps } from './tls.js';
 export { GrpcService, loadBalancerAnnotations, type GrpcServiceProps, type LoadBalancerProvider } from './grpc-lb.js';
-export { Namespace, ServiceAccount } from './core.js';
+export { KeySecret, Namespace, ServiceAccount, type KeySecretProps } from './core.js';
 export { Workload, DisruptionBudget, scheduling, type WorkloadProps, type WorkloadMount } from './workload.js';
 export { PluginServerNetworkPolicy, AgentNetworkPolicy, type NetworkPeer } from './network-policy.js';

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { versionInfo } from '../shared/version.js';
 import { ensureTopologyCerts } from './certs.js';
+import { ensureTopologySecrets } from './generated-secrets.js';
 import { synthesize, type SynthResult } from './synth.js';
 import type { Topology } from './topology.js';
 import { loadTopology } from './validate.js';
@@ -8,7 +9,7 @@ import { assertOutputDirectory, writeOutput } from './write.js';
 
 export interface SynthFileOptions {
   out: string;
-  /** Where generated certificates live (and are reused from). @default <out>/certs */
+  /** Where generated certificates and secrets live (and are reused from). @default <out>/certs */
   certsDir?: string;
   overlayDepth?: number;
 }
@@ -28,8 +29,10 @@ export async function synthFile(file: string, options: SynthFileOptions): Promis
   await assertOutputDirectory(options.out, '--out');
   if (options.certsDir !== undefined) await assertOutputDirectory(options.certsDir, '--certs-dir');
   const certs = await ensureTopologyCerts(topology, certsDir);
+  const generated = await ensureTopologySecrets(topology, certsDir);
   const result = synthesize(topology, {
     ...(certs ? { tls: certs.material } : {}),
+    secrets: generated.secrets,
     ...(options.overlayDepth !== undefined ? { overlayDepth: options.overlayDepth } : {}),
     version: versionInfo().version,
   });
@@ -39,7 +42,7 @@ export async function synthFile(file: string, options: SynthFileOptions): Promis
     topology,
     written,
     removed,
-    certsWritten: certs?.set.written ?? [],
-    ...(certs ? { certsDir } : {}),
+    certsWritten: [...(certs?.set.written ?? []), ...generated.written],
+    ...(certs || Object.keys(generated.secrets).length > 0 ? { certsDir } : {}),
   };
 }

@@ -5,13 +5,14 @@ import { pathToFileURL } from 'node:url';
 import { versionInfo } from '../shared/version.js';
 import { packageRoot } from './_package-root.js';
 import { ensureTopologyCerts } from './certs.js';
+import { ensureTopologySecrets } from './generated-secrets.js';
 import { synthesize } from './synth.js';
 import { loadTopology } from './validate.js';
 import { writeOutput } from './write.js';
 
 /**
  * kustomize/base/ and kustomize/overlays/<example>/<place>/ for every examples/<example>.yaml, synthesized with the example's committed
- * certificates (examples/certs/<example>/, example-only keys) so the result is stable. A unit test fails when the
+ * certificates and generated secrets (examples/certs/<example>/, example-only keys) so the result is stable. A unit test fails when the
  * committed overlays differ from this; `npx tsx src/compiler/examples.ts` rewrites them.
  */
 export async function exampleOverlays(root = packageRoot()): Promise<Map<string, string>> {
@@ -25,10 +26,12 @@ export async function exampleOverlays(root = packageRoot()): Promise<Map<string,
     try {
       await cp(join(root, 'examples', 'certs', name), tmp, { recursive: true }).catch(() => undefined);
       const certs = await ensureTopologyCerts(topology, tmp);
+      const { secrets } = await ensureTopologySecrets(topology, tmp);
       const r = synthesize(topology, {
         overlayDepth: 1,
         version: versionInfo().version,
         ...(certs ? { tls: certs.material } : {}),
+        secrets,
       });
       for (const [path, content] of r.files) {
         if (path.startsWith('kustomize/overlays/')) {
@@ -48,7 +51,9 @@ export async function exampleOverlays(root = packageRoot()): Promise<Map<string,
 export async function regenerateExampleOverlays(root = packageRoot()): Promise<string[]> {
   for (const file of (await readdir(join(root, 'examples'))).filter((f) => f.endsWith('.yaml'))) {
     const { topology } = await loadTopology(join(root, 'examples', file));
-    await ensureTopologyCerts(topology, join(root, 'examples', 'certs', basename(file, '.yaml')));
+    const dir = join(root, 'examples', 'certs', basename(file, '.yaml'));
+    await ensureTopologyCerts(topology, dir);
+    await ensureTopologySecrets(topology, dir);
   }
   const files = await exampleOverlays(root);
   const { written, removed } = await writeOutput(root, new Map([...files].map(([p, c]) => [p, c])), {

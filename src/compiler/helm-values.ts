@@ -32,6 +32,7 @@ export function helmValues(p: Place): Record<string, unknown> {
           : {}),
       },
       ...(w.restTokensSecret ? { restTokensSecret: w.restTokensSecret } : {}),
+      ...keySecretValues(w),
       ...artifactVolumes(w),
       ...(w.mysql ? { mysql: { secretName: w.mysql.name, secretKey: w.mysql.key } } : {}),
     };
@@ -43,6 +44,19 @@ export function helmValues(p: Place): Record<string, unknown> {
       mode: p.agent.mode,
       ...workloadValues(w),
       kubeconfigSecrets: w.kubeconfigMounts.map((m) => m.secret),
+    };
+  }
+  return values;
+}
+
+/** The chart's value for each key Secret: the generated value (the chart writes the Secret) or the user's Secret. */
+function keySecretValues(w: WorkloadModel): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  for (const k of w.keySecrets ?? []) {
+    values[k.role] = {
+      enabled: true,
+      secretKey: k.key,
+      ...(k.value !== undefined ? { value: k.value } : { existingSecret: k.secret }),
     };
   }
   return values;

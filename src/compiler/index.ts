@@ -11,6 +11,7 @@ export {
 } from './synth.js';
 export { baseBundle, type BaseBundle, type BaseComponent } from './base.js';
 export { ensureTopologyCerts, serverDnsNames } from './certs.js';
+export { ensureTopologySecrets, GENERATED_SECRET_FILES, type GeneratedSecrets } from './generated-secrets.js';
 export { loadTopology, loadTopologySource, validateLoaded, type ValidationResult } from './validate.js';
 export {
   loadYamlFile,

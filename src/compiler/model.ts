@@ -18,8 +18,11 @@ import {
   artifactSecretMounts,
   kubeconfigMounts,
   pluginServerConfig,
+  pluginServerKeySecrets,
   serverAddress,
+  type KeySecretMount,
 } from './runtime-config.js';
+import type { GeneratedSecrets } from './generated-secrets.js';
 import type { Account, Agent, Certificates, Exposure, PodSettings, Topology } from './topology.js';
 
 /**
@@ -89,6 +92,9 @@ export interface SecretMount {
 }
 export type KubeconfigMount = SecretMount;
 
+/** A Secret of one key the pod mounts; with `value` synth generated it and the place writes the Secret. */
+export type KeySecret = KeySecretMount & { value?: string };
+
 /** One Deployment over its kustomize base, with everything a place changes about it. */
 export interface WorkloadModel {
   component: BaseComponent;
@@ -112,6 +118,8 @@ export interface WorkloadModel {
   restTokensSecret?: string;
   /** The Secrets holding artifact credentials (plugin-server with spinnaker.artifacts), config's *File paths. */
   artifactSecretMounts?: SecretMount[];
+  /** The plugin-server's own secrets (dynamic accounts' key, peer secret), each the user's or generated. */
+  keySecrets?: KeySecret[];
   /** With more than one replica, a PodDisruptionBudget lets drains take one pod at a time. */
   maxUnavailable?: number;
   /** Scheduling and metadata the topology gives the pods (and their ServiceAccount). */
@@ -173,8 +181,8 @@ const ORDER = {
 } as const;
 
 /** Pure: builds every place of a topology, sorted in apply order. */
-export function buildPlaces(t: Topology, tls: TlsMaterial | undefined): Place[] {
-  const places = [pluginServerPlace(t, tls), ...t.agents.map((a) => agentPlace(t, a, tls))];
+export function buildPlaces(t: Topology, tls: TlsMaterial | undefined, secrets: GeneratedSecrets = {}): Place[] {
+  const places = [pluginServerPlace(t, tls, secrets), ...t.agents.map((a) => agentPlace(t, a, tls))];
   for (const agent of t.agents) {
     for (const acc of agent.accounts) {
       if (!acc.serviceAccount && acc.rbac.create) places.push(accountPlace(agent, acc));
@@ -220,10 +228,24 @@ function externalSans(e: Exposure): string[] {
   return [];
 }
 
-function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
+/** The plugin-server's key Secrets, the generated ones with the value synth generated for them. */
+function keySecrets(t: Topology, secrets: GeneratedSecrets): KeySecret[] {
+  const k = pluginServerKeySecrets(t);
+  return [k.dynamicAccountsKey, ...(k.peerSecret ? [k.peerSecret] : [])].map((m: KeySecretMount): KeySecret =>
+    m.generated ? { ...m, value: secrets[m.role] ?? '' } : m,
+  );
+}
+
+const KEY_SECRET_NEEDS: Record<KeySecret['role'], string> = {
+  dynamicAccountsKey: "dynamic accounts' encryption key, 32 bytes as base64 or 64 hex characters",
+  peerSecret: "replicas' peer secret, one word of at least 32 characters",
+};
+
+function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined, secrets: GeneratedSecrets): Place {
   const ps = t.pluginServer;
   const e = ps.exposure;
   const artifactMounts = artifactSecretMounts(t);
+  const keys = keySecrets(t, secrets);
   return {
     name: placeNames.pluginServer,
     kind: 'plugin-server',
@@ -251,6 +273,7 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
       }),
       kubeconfigMounts: [],
       ...(artifactMounts.length > 0 ? { artifactSecretMounts: artifactMounts } : {}),
+      keySecrets: keys,
       pod: scopedToInstance(withDefaultSpread(ps.pod, ps.replicas, 'plugin-server'), {
         'app.kubernetes.io/instance': t.name,
       }),
@@ -277,6 +300,9 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined): Place {
               `'<token> <name> read|admin') in namespace ${ps.namespace}`,
           ]
         : []),
+      ...keys
+        .filter((k) => !k.generated)
+        .map((k) => `Secret ${k.secret} (key ${k.key}: ${KEY_SECRET_NEEDS[k.role]}) in namespace ${ps.namespace}`),
       ...(t.artifacts?.http ?? []).flatMap((h) =>
         h.credential
           ? [

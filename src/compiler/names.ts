@@ -13,7 +13,13 @@ export const NAMES = {
   agent: `${NAME_PREFIX}-agent`,
   agentConfig: `${NAME_PREFIX}-agent-config`,
   agentTls: `${NAME_PREFIX}-agent-tls`,
+  /** Generated Secrets of the plugin-server (when the topology names none of its own). */
+  dynamicAccountsKey: `${NAME_PREFIX}-plugin-server-dynamic-accounts`,
+  peerSecret: `${NAME_PREFIX}-plugin-server-peer`,
 } as const;
+
+/** The keys of the generated Secrets above. */
+export const GENERATED_SECRET_KEYS = { dynamicAccountsKey: 'encryption-key', peerSecret: 'secret' } as const;
 
 export const PATHS = {
   configDir: '/etc/scale-agent/config',
@@ -24,6 +30,9 @@ export const PATHS = {
   restTokensDir: '/etc/scale-agent/rest-tokens',
   /** One directory mount per Secret holding artifact credentials (`<dir>/<secret>/<key>`), rotated in place too. */
   artifactSecretsDir: '/etc/scale-agent/artifact-secrets',
+  /** Directory mounts (rotated in place) of the dynamic accounts' encryption key and of the replicas' peer secret. */
+  dynamicAccountsKeyDir: '/etc/scale-agent/dynamic-accounts',
+  peerSecretDir: '/etc/scale-agent/peer',
 } as const;
 
 /** The container's gRPC port; the topology's port is the Service's. */

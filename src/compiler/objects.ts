@@ -5,6 +5,7 @@ import {
   CertManagerCertificate,
   ConfigFile,
   GrpcService,
+  KeySecret,
   Namespace,
   ServiceAccount,
   TlsSecret,
@@ -86,7 +87,10 @@ function labelsOf(
   };
 }
 
-/** The pod's volumes in the model's order: config, TLS (unless insecure), REST tokens, artifact and kubeconfig Secrets. */
+/**
+ * The pod's volumes in the model's order: config, TLS (unless insecure), REST tokens, the plugin-server's key
+ * Secrets, artifact and kubeconfig Secrets.
+ */
 export function podMounts(w: WorkloadModel, naming: Naming): WorkloadMount[] {
   const n = named(w, naming);
   const mounts: WorkloadMount[] = [{ volume: 'config', mountPath: PATHS.configDir, configMap: n(w.configName) }];
@@ -97,6 +101,9 @@ export function podMounts(w: WorkloadModel, naming: Naming): WorkloadMount[] {
   if (w.restTokensSecret) {
     mounts.push({ volume: 'rest-tokens', mountPath: PATHS.restTokensDir, secret: w.restTokensSecret });
   }
+  // A generated Secret is the overlay's (named like the workload's other objects); the user's is outside it.
+  for (const k of w.keySecrets ?? [])
+    mounts.push({ volume: k.volume, mountPath: k.mountPath, secret: k.generated ? n(k.secret) : k.secret });
   for (const m of w.artifactSecretMounts ?? [])
     mounts.push({ volume: m.volume, mountPath: m.mountPath, secret: m.secret });
   for (const m of w.kubeconfigMounts) mounts.push({ volume: m.volume, mountPath: m.mountPath, secret: m.secret });
@@ -165,6 +172,9 @@ function addGenerated(c: Chart, p: Place, w: WorkloadModel, naming: Naming): voi
       uris: tls.uris,
       durationHours: tls.durationHours,
     });
+  }
+  for (const k of w.keySecrets ?? []) {
+    if (k.value !== undefined) new KeySecret(c, k.volume, { name: n(k.secret), labels, key: k.key, value: k.value });
   }
   if (w.maxUnavailable !== undefined) {
     new DisruptionBudget(c, 'pdb', { name: n(w.name), labels, selector, maxUnavailable: w.maxUnavailable });

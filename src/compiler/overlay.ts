@@ -1,7 +1,11 @@
 import type { Place } from './model.js';
 import { DEFAULT_IMAGE_REPOSITORY } from './topology.js';
+import { NAMES } from './names.js';
 import { deploymentPatch, generatedObjects, outerObjects, serviceAccountPatch } from './objects.js';
 import { sortForApply, toYaml, toYamlDocuments, type Obj } from './serialize.js';
+
+/** Secrets synth generates besides the TLS material, written to the workload's secrets.yaml. */
+const GENERATED_SECRETS = new Set<string>([NAMES.dynamicAccountsKey, NAMES.peerSecret]);
 
 /** The Kustomize overlay of a place, projected from its model: outer objects plus a workload over the base. */
 export function overlayFiles(p: Place, depth: number, header: string): [string, string][] {
@@ -41,7 +45,9 @@ export function overlayFiles(p: Place, depth: number, header: string): [string, 
                 ? 'pdb.yaml'
                 : o.kind === 'NetworkPolicy'
                   ? 'network-policy.yaml'
-                  : 'tls-secret.yaml';
+                  : GENERATED_SECRETS.has((o.metadata as { name: string }).name)
+                    ? 'secrets.yaml'
+                    : 'tls-secret.yaml';
       byFile.set(f, [...(byFile.get(f) ?? []), o]);
     }
     for (const f of [...byFile.keys()].sort()) {

@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { schemaDefaults } from '../shared/yaml-config.js';
 import { agentKindNames } from './rbac-rules.js';
 import {
+  GENERATED_SECRET_KEYS,
   AGENT_ADMIN_PORT,
   AGENT_HEALTH_PORT,
   CONTAINER_GRPC_PORT,
@@ -11,7 +12,7 @@ import {
   PATHS,
   agentIdentityUri,
 } from './names.js';
-import { ACCOUNT_OPTIONS, type Agent, type Topology } from './topology.js';
+import { ACCOUNT_OPTIONS, type Agent, type SecretSource, type Topology } from './topology.js';
 
 /** Where an agent group dials: the Service's cluster DNS name in mode service, else the external address. */
 export function serverAddress(t: Topology, agent: Agent): { host: string; port: number } {
@@ -46,6 +47,62 @@ export function artifactSecretMounts(t: Topology): { secret: string; volume: str
     volume: `artifact-secret-${n}`,
     mountPath: `${PATHS.artifactSecretsDir}/${secret}`,
   }));
+}
+
+/** A Secret of one key the plugin-server mounts as a directory; `generated` when synth writes it into the output. */
+export interface KeySecretMount {
+  /** Which secret it is (also its key in the chart's values and in GeneratedSecrets). */
+  role: 'dynamicAccountsKey' | 'peerSecret';
+  secret: string;
+  key: string;
+  volume: string;
+  mountPath: string;
+  generated: boolean;
+}
+
+/**
+ * The plugin-server's own secrets, each the user's Secret or a generated one (docs/install.md, "Generated secrets"):
+ * the dynamic accounts' encryption key always (so kubeconfigContents work in every install), the peer secret with
+ * MySQL storage (the only one with peers).
+ */
+export function pluginServerKeySecrets(t: Topology): {
+  dynamicAccountsKey: KeySecretMount;
+  peerSecret?: KeySecretMount;
+} {
+  const mount = (
+    role: KeySecretMount['role'],
+    s: SecretSource,
+    generated: string,
+    key: string,
+    volume: string,
+    mountPath: string,
+  ): KeySecretMount =>
+    s.source === 'secret'
+      ? { role, secret: s.secret.name, key: s.secret.key, volume, mountPath, generated: false }
+      : { role, secret: generated, key, volume, mountPath, generated: true };
+  const ps = t.pluginServer;
+  return {
+    dynamicAccountsKey: mount(
+      'dynamicAccountsKey',
+      ps.dynamicAccountsKey,
+      NAMES.dynamicAccountsKey,
+      GENERATED_SECRET_KEYS.dynamicAccountsKey,
+      'dynamic-accounts-key',
+      PATHS.dynamicAccountsKeyDir,
+    ),
+    ...(ps.peerSecret
+      ? {
+          peerSecret: mount(
+            'peerSecret',
+            ps.peerSecret,
+            NAMES.peerSecret,
+            GENERATED_SECRET_KEYS.peerSecret,
+            'peer-secret',
+            PATHS.peerSecretDir,
+          ),
+        }
+      : {}),
+  };
 }
 
 /** spinnaker.artifacts of the plugin-server's config, each credential the file of its mounted Secret key. */
@@ -160,11 +217,13 @@ export function pluginServerConfig(t: Topology): Record<string, unknown> {
     };
   }
   const storage = t.pluginServer.storage.type === 'mysql' ? { type: 'mysql', env: MYSQL_URL_ENV } : { type: 'memory' };
+  const keys = pluginServerKeySecrets(t);
   return {
     grpc,
     http: {
       host: '0.0.0.0',
       port: CONTAINER_HTTP_PORT,
+      ...(keys.peerSecret ? { peerAuth: { secretFile: `${keys.peerSecret.mountPath}/${keys.peerSecret.key}` } } : {}),
       ...(t.pluginServer.restAuth.enabled
         ? {
             auth: {
@@ -175,6 +234,9 @@ export function pluginServerConfig(t: Topology): Record<string, unknown> {
         : {}),
     },
     storage,
+    dynamicAccounts: {
+      encryptionKeyFile: `${keys.dynamicAccountsKey.mountPath}/${keys.dynamicAccountsKey.key}`,
+    },
     ...spinnakerConfig(t),
     ...(mode === 'mtls'
       ? {

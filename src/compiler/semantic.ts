@@ -15,6 +15,12 @@ export function semanticErrors(t: TopologyInput, src: LoadedYaml): ErrorDetail[]
   if ((ps.replicas ?? 1) > 1 && (ps.storage?.type ?? 'memory') === 'memory') {
     err('/pluginServer/replicas', 'more than one replica needs storage.type mysql (the memory store is per replica)');
   }
+  if (ps.peerSecret && (ps.storage?.type ?? 'memory') === 'memory') {
+    err(
+      '/pluginServer/peerSecret',
+      'peerSecret needs storage.type mysql (one replica on the memory store has no peers)',
+    );
+  }
   const remote = t.agents.findIndex((a) => a.mode !== 'service');
   const lb = ps.grpc?.exposure;
   if (remote >= 0 && lb?.type === 'LoadBalancer' && lb.address === undefined) {

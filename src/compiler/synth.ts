@@ -1,10 +1,11 @@
 import { ScaleAgentError } from '../shared/errors.js';
 import { baseBundle } from './base.js';
 import { helmValues } from './helm-values.js';
+import type { GeneratedSecrets } from './generated-secrets.js';
 import { buildPlaces, type Place, type TlsMaterial } from './model.js';
 import { outerObjects, workloadObjects } from './objects.js';
 import { overlayFiles } from './overlay.js';
-import { serverAddress } from './runtime-config.js';
+import { pluginServerKeySecrets, serverAddress } from './runtime-config.js';
 import { sortForApply, toJsonText, toYaml, toYamlDocuments, type Obj } from './serialize.js';
 import { summarize, type SynthSummary } from './summary.js';
 import type { Topology } from './topology.js';
@@ -15,6 +16,8 @@ export type { SynthSummary } from './summary.js';
 export interface SynthOptions {
   /** Required when certificates.source is generate and tls.mode is not insecure. */
   tls?: TlsMaterial;
+  /** Required for each secret the topology leaves to synth (ensureTopologySecrets). */
+  secrets?: GeneratedSecrets;
   /** Directories between kustomize/overlays/ and each place (1 for the repo's per-example overlays). @default 0 */
   overlayDepth?: number;
   /** Version stamped into summary.json. */
@@ -37,7 +40,13 @@ export function synthesize(t: Topology, options: SynthOptions): SynthResult {
       'synthesize: generated TLS material is required for certificates.source generate',
     );
   }
-  const places = buildPlaces(t, options.tls);
+  const missing = Object.values(pluginServerKeySecrets(t))
+    .filter((k) => k.generated && !options.secrets?.[k.role])
+    .map((k) => k.role);
+  if (missing.length > 0) {
+    throw new ScaleAgentError('INTERNAL', `synthesize: generated secrets are required: ${missing.join(', ')}`);
+  }
+  const places = buildPlaces(t, options.tls, options.secrets);
   const files = new Map<string, string>();
   for (const [path, content] of Object.entries(baseBundle(options.version).files))
     files.set(`kustomize/base/${path}`, content);

@@ -164,6 +164,40 @@ spec:
 {{- end }}
 {{- end }}
 
+{{/*
+scale-agent.keySecret: an Opaque Secret of one key holding `values.value`; without one, the value the release's Secret
+already holds (read back with lookup, so upgrades keep it), else a new random one: 32 bytes as base64 (`generate`
+"key", an AES-256 key) or 64 letters and digits ("word"). A Secret the chart generated is kept on uninstall: what it
+sealed (dynamic accounts in MySQL) outlives the release.
+Call with (dict "context" $ "values" .Values.pluginServer.peerSecret "name" "..." "labels" "..." "generate" "key|word").
+*/}}
+{{- define "scale-agent.keySecret" -}}
+{{- $v := .values }}
+{{- $value := $v.value }}
+{{- if not $value }}
+{{- $existing := lookup "v1" "Secret" .context.Release.Namespace .name }}
+{{- with $existing }}
+{{- with index (.data | default dict) $v.secretKey }}{{ $value = b64dec . }}{{ end }}
+{{- end }}
+{{- end }}
+{{- if not $value }}
+{{- $value = eq .generate "key" | ternary (randBytes 32) (randAlphaNum 64) }}
+{{- end }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .name }}
+  labels:
+    {{- .labels | nindent 4 }}
+  {{- if not $v.value }}
+  annotations:
+    helm.sh/resource-policy: keep
+  {{- end }}
+type: Opaque
+stringData:
+  {{ $v.secretKey }}: {{ $value | quote }}
+{{- end }}
+
 {{/* scale-agent.podSecurity: the restricted Pod Security Standard, shared by both workloads. */}}
 {{- define "scale-agent.podSecurity" -}}
 runAsNonRoot: true

@@ -15,8 +15,9 @@ export default class Synth extends Command {
     'each target cluster of a kubeconfig account): a Kustomize overlay over a copy of the base ' +
     '(OUT/kustomize/overlays/<place>, OUT/kustomize/base), a values file for charts/scale-agent ' +
     '(OUT/helm/<place>.values.yaml), the rendered manifests (OUT/manifests/<place>.yaml) and OUT/summary.json ' +
-    '(what goes where, in which order). Output is deterministic. Generated certificates are kept in --certs-dir ' +
-    'and reused on the next run, so re-running does not rotate them. The output holds private keys in ' +
+    '(what goes where, in which order). Output is deterministic. Generated certificates and secrets (the dynamic ' +
+    "accounts' encryption key, the replicas' peer secret) are kept in --certs-dir and reused on the next run, so " +
+    're-running does not rotate them. The output holds private keys in ' +
     'Secrets: treat it like one.';
   static override enableJsonFlag = true;
   static override examples = [
@@ -26,7 +27,8 @@ export default class Synth extends Command {
   static override flags = {
     out: Flags.directory({ char: 'o', summary: 'Output directory.', required: true }),
     'certs-dir': Flags.directory({
-      summary: 'Where generated certificates and the CA key live, and are reused from. Default: OUT/certs.',
+      summary:
+        'Where generated certificates, the CA key and generated secrets live, and are reused from. Default: OUT/certs.',
     }),
   };
   static override summary = 'Compile a topology into Kustomize overlays, Helm values and manifests.';
@@ -42,7 +44,7 @@ export default class Synth extends Command {
         this.log(
           `${args.file} → ${flags.out}: ${r.files.size} files (${r.written.length} written, ${r.removed.length} removed)`,
         );
-        if (r.certsWritten.length > 0) this.log(`certificates issued: ${r.certsWritten.join(', ')}`);
+        if (r.certsWritten.length > 0) this.log(`certificates and secrets issued: ${r.certsWritten.join(', ')}`);
         this.log('apply in this order:');
         for (const p of r.summary.places) {
           this.log(`  ${p.order} ${p.name}: ${p.cluster}, namespace ${p.namespace} (${p.orderReason})`);

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ScaleAgentError } from '../../shared/errors.js';
+import { decodeEncryptionKey } from '../../shared/secret-formats.js';
 import type { PluginServerConfig } from '../config.js';
 
 const VERSION = 1;
@@ -37,7 +38,7 @@ export class SecretBox {
       if (!text) throw new ScaleAgentError('INVALID_INPUT', `${where}: environment variable not set`);
     }
     if (text === undefined) return undefined;
-    const key = decodeKey(text.trim());
+    const key = decodeEncryptionKey(text.trim());
     if (!key) {
       throw new ScaleAgentError('INVALID_INPUT', `${where}: expected 32 bytes as base64 or 64 hex characters`);
     }
@@ -71,13 +72,4 @@ export class SecretBox {
       });
     }
   }
-}
-
-function decodeKey(text: string): Buffer | undefined {
-  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, 'hex');
-  if (/^[A-Za-z0-9+/_-]+={0,2}$/.test(text)) {
-    const b = Buffer.from(text, 'base64');
-    if (b.length === 32) return b;
-  }
-  return undefined;
 }

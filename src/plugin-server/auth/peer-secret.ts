@@ -1,9 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { ScaleAgentError } from '../../shared/errors.js';
-
-/** Below this a secret could be guessed; `openssl rand -hex 32` and the compiler's secret are 64 characters. */
-export const MIN_PEER_SECRET_LENGTH = 32;
+import { MIN_PEER_SECRET_LENGTH, isPeerSecret } from '../../shared/secret-formats.js';
 
 /**
  * Who a peer replica forwards a request for (the principal the forwarding replica authenticated), for the audit
@@ -82,7 +80,7 @@ export class PeerSecret {
     } catch (e) {
       throw new ScaleAgentError('FILE_UNREADABLE', `cannot read http.peerAuth.secretFile ${this.file}`, { cause: e });
     }
-    if (text.length < MIN_PEER_SECRET_LENGTH || /\s/.test(text)) {
+    if (!isPeerSecret(text)) {
       const why = `http.peerAuth.secretFile ${this.file}: the peer secret must be one word of at least ${MIN_PEER_SECRET_LENGTH} characters`;
       if (this.stamp === '') throw new ScaleAgentError('INVALID_INPUT', why);
       // A bad rotation must not lock the replicas out of each other: keep the secret they share.

@@ -208,6 +208,13 @@ export interface PluginServerInput {
     };
   };
   /**
+   * Accounts created at run time with POST /armory/accounts/dynamic. Their `kubeconfigContents` are stored sealed (AES-256-GCM) with a 32-byte key the plugin-server reads from a mounted Secret (config dynamicAccounts.encryptionKeyFile).
+   */
+  dynamicAccounts?: {
+    encryptionKeySecret?: SecretKeyRef;
+  };
+  peerSecret?: SecretKeyRef;
+  /**
    * Where the cache and tasks live: `memory` (embedded default, one replica) or `mysql` (shared by replicas).
    */
   storage?:

@@ -34,7 +34,8 @@ type HttpAuth = { tokensFile: string; trustedNetworks: string[] };
 /** The plugin-server's generated `http` section, with the tokens file pointed at a temp copy. */
 function generatedHttp(rest: string, tokensFile: string): { auth: HttpAuth } {
   const { topology } = loadTopologySource(TOPOLOGY(rest), 'auth.yaml');
-  const r = synthesize(topology, { version: '0.1.0' });
+  // Only the http section is used here; the dynamic accounts' key synth would generate is not.
+  const r = synthesize(topology, { version: '0.1.0', secrets: { dynamicAccountsKey: 'unused' } });
   const cm = parseAllDocuments(r.files.get('manifests/plugin-server.yaml') as string)
     .map((d) => d.toJS() as { kind: string; data?: Record<string, string> })
     .find((o) => o.kind === 'ConfigMap');

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { loadTopologySource } from '../../../src/compiler/index.js';
 import { ensureTopologyCerts } from '../../../src/compiler/certs.js';
+import { ensureTopologySecrets } from '../../../src/compiler/generated-secrets.js';
 import { synthesize, type SynthResult } from '../../../src/compiler/synth.js';
 
 export const ROOT = new URL('../../../', import.meta.url).pathname;
@@ -15,11 +16,12 @@ export async function tempDir(
   return { dir, [Symbol.asyncDispose]: () => rm(dir, { recursive: true, force: true }) };
 }
 
-/** Synthesizes YAML text with certificates in `certsDir`. */
+/** Synthesizes YAML text with certificates and generated secrets in `certsDir`. */
 export async function synthText(text: string, certsDir: string): Promise<SynthResult> {
   const { topology } = loadTopologySource(text, 'inline.yaml');
   const certs = await ensureTopologyCerts(topology, certsDir);
-  return synthesize(topology, { version: '0.1.0', ...(certs ? { tls: certs.material } : {}) });
+  const { secrets } = await ensureTopologySecrets(topology, certsDir);
+  return synthesize(topology, { version: '0.1.0', secrets, ...(certs ? { tls: certs.material } : {}) });
 }
 
 export type K8sObject = {

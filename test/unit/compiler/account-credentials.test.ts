@@ -22,7 +22,11 @@ describe('accountCredentials', () => {
   it("takes the account place's objects exactly as synth renders them, and where the agent mounts the kubeconfig", () => {
     const t = topology();
     const c = accountCredentials(t, 'ops');
-    const synthed = docs(synthesize(t, { version: '0.0.0' }).files.get('manifests/account-ops.yaml') ?? '');
+    const synthed = docs(
+      synthesize(t, { version: '0.0.0', secrets: { dynamicAccountsKey: 'unused' } }).files.get(
+        'manifests/account-ops.yaml',
+      ) ?? '',
+    );
     expect(c.objects).toEqual(synthed);
     expect(c.objects.map((o) => o.kind).sort()).toEqual([
       'ClusterRole',

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadTopology, synthesize } from '../../../src/compiler/index.js';
 import { ensureTopologyCerts } from '../../../src/compiler/certs.js';
+import { ensureTopologySecrets } from '../../../src/compiler/generated-secrets.js';
 import { AuthorizationPolicy } from '../../../src/plugin-server/auth/policy.js';
 import { schemaValidator } from '../../../src/shared/yaml-config.js';
 import { MINIMAL, ROOT, docs, synthText, tempDir } from './_helpers.js';
@@ -26,7 +27,8 @@ async function emitted(): Promise<{
     await using tmp = await tempDir();
     const { topology } = await loadTopology(join(ROOT, 'examples', `${ex}.yaml`));
     const certs = await ensureTopologyCerts(topology, tmp.dir);
-    const r = synthesize(topology, { version: '0.1.0', ...(certs ? { tls: certs.material } : {}) });
+    const { secrets } = await ensureTopologySecrets(topology, tmp.dir);
+    const r = synthesize(topology, { version: '0.1.0', secrets, ...(certs ? { tls: certs.material } : {}) });
     for (const [path, content] of r.files) {
       if (path.startsWith('helm/')) out.values.push([`${ex}:${path}`, parse(content)]);
       if (!path.startsWith('manifests/')) continue;
