@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { kubectl, waitFor } from '../infra/index.js';
 import { KwokNode } from '../infra/kwok.js';
+import { replicaSet } from '../infra/manifests.js';
 import type { PluginServerProcess } from '../infra/processes.js';
 import { startStack, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
@@ -19,16 +20,8 @@ async function exists(args: string[]): Promise<boolean> {
   return r.code === 0;
 }
 
-const replicaSet = (replicas: number, image: string) => ({
-  apiVersion: 'apps/v1',
-  kind: 'ReplicaSet',
-  metadata: { name: 'shop-web' },
-  spec: {
-    replicas,
-    selector: { matchLabels: { app: 'shop-web' } },
-    template: { metadata: { labels: { app: 'shop-web' } }, spec: { containers: [{ name: 'main', image }] } },
-  },
-});
+const shopWeb = (replicas: number, image: string) =>
+  replicaSet('shop-web', { app: 'shop-web' }, replicas, { containers: [{ name: 'main', image }] });
 
 for (const storeType of ['memory', 'mysql'] as const) {
   describe(`Orca routes (${storeType} store)`, () => {
@@ -84,12 +77,12 @@ for (const storeType of ['memory', 'mysql'] as const) {
       // Three versions (different images, so each deploy is a new version), sizes chosen so every criteria differs.
       const sizes = [1, 3, 2];
       for (const [i, replicas] of sizes.entries()) {
-        const t = await ops.run(deploy(account, [replicaSet(replicas, `registry.example.com/web:${i}`)]));
+        const t = await ops.run(deploy(account, [shopWeb(replicas, `registry.example.com/web:${i}`)]));
         expect(t.resultObjects[0]?.manifestNamesByNamespace[ns]).toEqual([`replicaSet shop-web-v00${i}`]);
       }
       // Another cluster of the same application in the namespace is not part of it.
       await ops.run(
-        deploy(account, [{ ...replicaSet(1, 'registry.example.com/api:1'), metadata: { name: 'shop-api' } }], {
+        deploy(account, [{ ...shopWeb(1, 'registry.example.com/api:1'), metadata: { name: 'shop-api' } }], {
           app: 'shop',
           cluster: 'shop-api',
         }),

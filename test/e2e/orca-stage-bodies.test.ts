@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { kubectl, waitFor } from '../infra/index.js';
 import { KwokNode } from '../infra/kwok.js';
+import { replicaSet } from '../infra/manifests.js';
 import type { PluginServerProcess } from '../infra/processes.js';
 import { startStack, type Stack } from '../infra/stack.js';
 import {
@@ -34,19 +35,8 @@ describe('Orca stage bodies on an agent account', () => {
   const get = async (args: string[]): Promise<Obj> =>
     JSON.parse((await kubectl(['get', ...args, '-n', ns, '-o', 'json'])).stdout) as Obj;
 
-  const replicaSet = (image: string) => ({
-    apiVersion: 'apps/v1',
-    kind: 'ReplicaSet',
-    metadata: { name: 'web' },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: 'web' } },
-      template: {
-        metadata: { labels: { app: 'web' } },
-        spec: { nodeName: `kwok-${ns}`, containers: [{ name: 'main', image }] },
-      },
-    },
-  });
+  const webReplicaSet = (image: string) =>
+    replicaSet('web', { app: 'web' }, 1, { nodeName: `kwok-${ns}`, containers: [{ name: 'main', image }] });
 
   beforeAll(async () => {
     stack = await startStack({ name: 'orca-bodies', store: 'memory' });
@@ -77,7 +67,7 @@ describe('Orca stage bodies on an agent account', () => {
 
     const traffic = { services: ['service web'], strategy: 'redblack' as const };
     const first = await ops.run(
-      deployManifest({ account, app, namespace: ns, manifests: [replicaSet('nginx:1.25')], traffic, refId: '2' }),
+      deployManifest({ account, app, namespace: ns, manifests: [webReplicaSet('nginx:1.25')], traffic, refId: '2' }),
     );
     const result = first.resultObjects[0]!;
     // DeployManifestStage.GetDeployedManifests: outputs.manifests' ReplicaSets, their namespace and the cluster
@@ -106,7 +96,7 @@ describe('Orca stage bodies on an agent account', () => {
     expect(rs.spec.template.metadata.labels).toMatchObject({ app: 'web', 'serves-traffic': 'web' });
 
     await ops.run(
-      deployManifest({ account, app, namespace: ns, manifests: [replicaSet('nginx:1.26')], traffic, refId: '3' }),
+      deployManifest({ account, app, namespace: ns, manifests: [webReplicaSet('nginx:1.26')], traffic, refId: '3' }),
     );
     // ManifestOperationsHelper.getOldManifestNames: the cluster's ReplicaSets minus the one just deployed.
     const cluster = await server.get<Obj[]>(

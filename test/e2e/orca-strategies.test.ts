@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubectl, waitFor } from '../infra/index.js';
 import { KwokNode } from '../infra/kwok.js';
+import { replicaSet } from '../infra/manifests.js';
 import type { PluginServerProcess } from '../infra/processes.js';
 import { startStack, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
@@ -25,19 +26,8 @@ describe('Orca rollout strategies on an agent account (kwok node runs the Pods)'
   const account = 'strategies';
   const enc = encodeURIComponent;
 
-  const replicaSet = (name: string, image: string, replicas = 2) => ({
-    apiVersion: 'apps/v1',
-    kind: 'ReplicaSet',
-    metadata: { name },
-    spec: {
-      replicas,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: { nodeName: `kwok-${ns}`, containers: [{ name: 'main', image }] },
-      },
-    },
-  });
+  const onNode = (name: string, image: string, replicas = 2) =>
+    replicaSet(name, { app: name }, replicas, { nodeName: `kwok-${ns}`, containers: [{ name: 'main', image }] });
 
   /** DeployManifestTask's body for a stage with traffic management on. */
   const deployWithTraffic = (name: string, image: string, strategy: string) => [
@@ -48,7 +38,7 @@ describe('Orca rollout strategies on an agent account (kwok node runs the Pods)'
         moniker: { app: 'shop' },
         namespaceOverride: ns,
         source: 'text',
-        manifests: [replicaSet(name, image)],
+        manifests: [onNode(name, image)],
         trafficManagement: { enabled: true, options: { enableTraffic: true, services: [`service ${name}`], strategy } },
         services: [`service ${name}`],
         enableTraffic: true,

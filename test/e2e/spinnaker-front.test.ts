@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testEnv, waitFor } from '../infra/index.js';
 import { FiatStandIn } from '../infra/fiat-stand-in.js';
 import { HttpStandIn } from '../infra/http-stand-in.js';
+import { replicaSet } from '../infra/manifests.js';
 import { PluginServerProcess, type AgentProcess } from '../infra/processes.js';
 import { startStack, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
@@ -269,19 +270,9 @@ for (const storeType of ['memory', 'mysql'] as const) {
             moniker: { app: 'sharedapp' },
             namespaceOverride: ns,
             manifests: [
-              {
-                apiVersion: 'apps/v1',
-                kind: 'ReplicaSet',
-                metadata: { name: 'sharedapp-agent' },
-                spec: {
-                  replicas: 0,
-                  selector: { matchLabels: { app: 'sharedapp' } },
-                  template: {
-                    metadata: { labels: { app: 'sharedapp' } },
-                    spec: { containers: [{ name: 'main', image: 'nginx:1.19.1' }] },
-                  },
-                },
-              },
+              replicaSet('sharedapp-agent', { app: 'sharedapp' }, 0, {
+                containers: [{ name: 'main', image: 'nginx:1.19.1' }],
+              }),
             ],
           },
         },

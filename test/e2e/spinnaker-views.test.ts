@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubectl, waitFor } from '../infra/index.js';
 import { KwokNode } from '../infra/kwok.js';
+import { replicaSet } from '../infra/manifests.js';
 import type { PluginServerProcess } from '../infra/processes.js';
 import { startStack, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
@@ -164,19 +165,9 @@ for (const storeType of ['memory', 'mysql'] as const) {
 
       // Not deployed by Spinnaker: no moniker annotations, so Clouddriver parses the name.
       await kubectl(['apply', '-n', nsBack, '-f', '-'], {
-        input: JSON.stringify({
-          apiVersion: 'apps/v1',
-          kind: 'ReplicaSet',
-          metadata: { name: 'legacy-web-v003' },
-          spec: {
-            replicas: 0,
-            selector: { matchLabels: { tier: 'legacy' } },
-            template: {
-              metadata: { labels: { tier: 'legacy' } },
-              spec: { containers: [{ name: 'm', image: 'busybox' }] },
-            },
-          },
-        }),
+        input: JSON.stringify(
+          replicaSet('legacy-web-v003', { tier: 'legacy' }, 0, { containers: [{ name: 'm', image: 'busybox' }] }),
+        ),
       });
 
       // The controllers' work (ReplicaSets of the Deployment, Pods of every ReplicaSet) reaches the cache later.

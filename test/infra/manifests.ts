@@ -46,3 +46,23 @@ export function customResourceDefinition(o: {
     },
   };
 }
+
+/** A ReplicaSet of `replicas` Pods labelled `labels` (its selector too) that run `podSpec`. */
+export function replicaSet(
+  name: string,
+  labels: Record<string, string>,
+  replicas: number,
+  podSpec: Record<string, unknown>,
+): Record<string, unknown> {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'ReplicaSet',
+    metadata: { name },
+    spec: {
+      replicas,
+      // Copies: an executor that adds a label to the template must not change the selector with it.
+      selector: { matchLabels: { ...labels } },
+      template: { metadata: { labels: { ...labels } }, spec: podSpec },
+    },
+  };
+}

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createNamespace, kubectl } from '../../infra/index.js';
+import { replicaSet } from '../../infra/manifests.js';
 import {
   adminKube,
   deployment,
@@ -88,21 +89,10 @@ describe('deployManifest against the real API server', () => {
       metadata: { name: 'settings' },
       data: { value },
     });
-    const rs = (image: string) => ({
-      apiVersion: 'apps/v1',
-      kind: 'ReplicaSet',
-      metadata: { name: 'api' },
-      spec: {
-        replicas: 0,
-        selector: { matchLabels: { app: 'api' } },
-        template: {
-          metadata: { labels: { app: 'api' } },
-          spec: {
-            containers: [{ name: 'api', image, envFrom: [{ configMapRef: { name: 'settings' } }] }],
-          },
-        },
-      },
-    });
+    const rs = (image: string) =>
+      replicaSet('api', { app: 'api' }, 0, {
+        containers: [{ name: 'api', image, envFrom: [{ configMapRef: { name: 'settings' } }] }],
+      });
     const deploy = (value: string, image: string) =>
       runOne(
         kc,

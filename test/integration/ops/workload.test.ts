@@ -3,6 +3,7 @@ import { executeOperation, executeWireOperation } from '../../../src/agent/ops/i
 import type { Operation as WireOperation } from '../../../src/shared/proto.js';
 import { parseOperations } from '../../../src/plugin-server/api/descriptions/index.js';
 import { createNamespace, createServiceAccount } from '../../infra/index.js';
+import { replicaSet } from '../../infra/manifests.js';
 import {
   adminKube,
   deployment,
@@ -138,16 +139,7 @@ describe('workload operations against the real API server', () => {
       metadata: { name: 'web' },
       spec: { selector: { frontedBy: 'web' }, ports: [{ port: 80 }] },
     };
-    const rs = {
-      apiVersion: 'apps/v1',
-      kind: 'ReplicaSet',
-      metadata: { name: 'web' },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: { app: 'web' } },
-        template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } },
-      },
-    };
+    const rs = replicaSet('web', { app: 'web' }, 2, { containers: [{ name: 'c', image: 'nginx' }] });
     const r = expectOk(await deploy(kc, ns, [service, rs], { services: ['service web'], enableTraffic: true }));
     expect((r.result as Obj).manifestNamesByNamespace[ns]).toEqual(['service web', 'replicaSet web-v000']);
     let live = await getJson(['replicaset', 'web-v000', '-n', ns]);

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { MIGRATIONS, MysqlCacheStore } from '../../../src/plugin-server/cache/mysql.js';
 import type { StoreBackend } from '../../../src/plugin-server/cache/store.js';
 import { createTestDatabase } from '../../infra/index.js';
+import { accountRecord, storeChange } from '../../infra/records.js';
 import { cacheStoreContract } from '../../unit/plugin-server/store-contract.js';
 
 // The same contract as the memory store, against the real MariaDB of the test run (one database per test).
@@ -22,19 +23,14 @@ cacheStoreContract('mysql', {
 });
 
 describe('mysql store: account records from before permissions and the Clouddriver options', () => {
-  // A record as the previous version wrote it (and as a replica of it still writes during a rolling upgrade).
-  const old = {
-    name: 'old',
-    agentId: 'agent-1',
-    apiServerHost: '10.0.0.1:6443',
-    caFingerprint: 'ab'.repeat(32),
-    kubernetesVersion: 'v1.33.1',
-    namespaces: [],
-    omitNamespaces: [],
-    kinds: [],
-    omitKinds: [],
-    registeredAt: 1_700_000_000_000,
-  };
+  // A record as the previous version wrote it (and as a replica of it still writes during a rolling upgrade): today's
+  // without the three fields it did not know.
+  const {
+    permissions: _permissions,
+    onlySpinnakerManaged: _onlySpinnakerManaged,
+    cacheAllApplicationRelationships: _cacheAll,
+    ...old
+  } = accountRecord({ name: 'old', registeredAt: 1_700_000_000_000 });
   const defaults = {
     permissions: { READ: [], WRITE: [] },
     onlySpinnakerManaged: false,
@@ -101,20 +97,8 @@ describe('mysql store: a write InnoDB picks as a deadlock victim', () => {
     const other = await mysql.createConnection(db.url);
     try {
       await store.init();
-      const cm = (name: string, rv: string, data = 'v') => ({
-        op: 'change' as const,
-        change: {
-          type: 'ADDED' as const,
-          account: 'dev',
-          apiVersion: 'v1',
-          kind: 'ConfigMap',
-          namespace: 'ns',
-          name,
-          uid: `u-${name}`,
-          resourceVersion: rv,
-          json: JSON.stringify({ metadata: { name }, data: { data } }),
-        },
-      });
+      const cm = (name: string, rv: string, data = 'v') =>
+        storeChange(name, rv, { json: JSON.stringify({ metadata: { name }, data: { data } }) });
       const filler = Array.from({ length: 200 }, (_, i) => cm(`filler-${i}`, String(10 + i)));
       await store.apply([cm('a', '1'), cm('b', '2'), ...filler]);
       // Another writer (a peer replica, say) holds row b and, being heavier (200 rows changed), is not the one InnoDB

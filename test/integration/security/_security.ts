@@ -7,6 +7,7 @@ import { credentials, type ChannelCredentials, type ChannelOptions } from '@grpc
 import * as x509 from '@peculiar/x509';
 import { generateCa, issueCertificate, type PemPair } from '../../../src/shared/certs/index.js';
 import { AgentServiceClient, PROTOCOL_VERSION, type ServerMessage } from '../../../src/shared/proto.js';
+import { wireAccount } from '../../infra/records.js';
 
 export const SERVER_NAME = 'plugin-server.security.test';
 export const uriOf = (who: string) => `spiffe://scale-agent/security/agent/${who}`;
@@ -143,17 +144,9 @@ export function probe(
         version: 'test',
         zone: '',
         identity: {},
-        accounts: accounts.map((name) => ({
-          name,
-          cluster: { apiServerHost: `probe-${name}:443`, caFingerprint: '', kubernetesVersion: '' },
-          namespaces: [],
-          omitNamespaces: [],
-          kinds: [],
-          omitKinds: [],
-          permissions: undefined,
-          onlySpinnakerManaged: false,
-          cacheAllApplicationRelationships: false,
-        })),
+        accounts: accounts.map((name) =>
+          wireAccount(name, { apiServerHost: `probe-${name}:443`, caFingerprint: '', kubernetesVersion: '' }),
+        ),
         protocolVersion: PROTOCOL_VERSION,
       },
     });

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { credentials, status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AgentServiceClient, AgentMessage, PROTOCOL_VERSION, type ServerMessage } from '../../../src/shared/proto.js';
+import { wireAccount } from '../../infra/records.js';
 import { PluginServerProcess } from '../../infra/processes.js';
 import { probe, waitFor } from './_security.js';
 
@@ -36,17 +37,7 @@ function openGoodSession() {
       zone: '',
       identity: {},
       accounts: [
-        {
-          name: 'fuzz-good',
-          cluster: { apiServerHost: 'fuzz-good:443', caFingerprint: '', kubernetesVersion: '' },
-          namespaces: [],
-          omitNamespaces: [],
-          kinds: [],
-          omitKinds: [],
-          permissions: undefined,
-          onlySpinnakerManaged: false,
-          cacheAllApplicationRelationships: false,
-        },
+        wireAccount('fuzz-good', { apiServerHost: 'fuzz-good:443', caFingerprint: '', kubernetesVersion: '' }),
       ],
       protocolVersion: PROTOCOL_VERSION,
     },

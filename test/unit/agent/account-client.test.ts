@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { AccountRunner } from '../../../src/agent/account.js';
-import type { AccountConfig } from '../../../src/agent/config.js';
 import { AgentMetrics } from '../../../src/agent/metrics.js';
 import { createLogger } from '../../../src/shared/logging.js';
+import { agentAccount } from '../../infra/records.js';
 
 /** A kubeconfig for an API server nobody dials here: loading a client reads the file and opens no connection. */
 function writeKubeconfig(file: string): void {
@@ -24,18 +24,7 @@ function writeKubeconfig(file: string): void {
 }
 
 function runner(kubeconfigFile: string): AccountRunner {
-  const config: AccountConfig = {
-    name: 'a',
-    kubeconfigFile,
-    serviceAccount: false,
-    namespaces: [],
-    omitNamespaces: [],
-    kinds: [],
-    omitKinds: [],
-    onlyNamespacedResources: false,
-    onlySpinnakerManaged: false,
-    cacheAllApplicationRelationships: false,
-  };
+  const config = agentAccount({ name: 'a', kubeconfigFile });
   return new AccountRunner(config, {
     logger: createLogger({ name: 'account-client-test', level: 'silent' }),
     metrics: new AgentMetrics(),

@@ -4,16 +4,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { diffAccounts, loadAgentConfig, parseAgentConfig } from '../../../src/agent/config.js';
 import { ScaleAgentError } from '../../../src/shared/errors.js';
+import { agentAccount } from '../../infra/records.js';
+import { thrown } from '../../infra/assertions.js';
 
-function errorOf(fn: () => unknown): ScaleAgentError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof ScaleAgentError) return e;
-    throw e;
-  }
-  throw new Error('expected an error');
-}
+const errorOf = (fn: () => unknown): ScaleAgentError => thrown(ScaleAgentError, fn);
 
 describe('agent config', () => {
   it('fills in the documented defaults', () => {
@@ -31,15 +25,8 @@ describe('agent config', () => {
     expect(c.health).toEqual({ host: '0.0.0.0', metrics: false });
     expect(c.agentId).toBe('agent-0');
     expect(c.queue.maxBytes).toBe(16 * 1024 * 1024);
-    expect(c.kubernetes.accounts[0]).toMatchObject({
-      name: 'dev',
-      serviceAccount: true,
-      namespaces: [],
-      omitNamespaces: [],
-      kinds: [],
-      omitKinds: [],
-      onlyNamespacedResources: false,
-    });
+    // Every default of an account (agentAccount's are the schema's), the Clouddriver options too.
+    expect(c.kubernetes.accounts[0]).toMatchObject(agentAccount({ name: 'dev', serviceAccount: true }));
   });
 
   it('an empty file is a valid config with no accounts', () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AccountConfig } from '../../../src/agent/config.js';
 import { kindMatches, omitNamespacesSelector, selectResources, watchNamespaces } from '../../../src/agent/filters.js';
 import type { ApiResource } from '../../../src/agent/kube/resources.js';
+import { agentAccount } from '../../infra/records.js';
 
 const r = (kind: string, group = '', namespaced = true): ApiResource => ({
   kind,
@@ -18,18 +19,8 @@ const all = [
   r('Namespace', '', false),
   r('Widget', 'example.com'),
 ];
-const account = (over: Partial<AccountConfig>): AccountConfig => ({
-  name: 'a',
-  serviceAccount: true,
-  namespaces: [],
-  omitNamespaces: [],
-  kinds: [],
-  omitKinds: [],
-  onlyNamespacedResources: false,
-  onlySpinnakerManaged: false,
-  cacheAllApplicationRelationships: false,
-  ...over,
-});
+const account = (over: Partial<AccountConfig>): AccountConfig =>
+  agentAccount({ name: 'a', serviceAccount: true, ...over });
 const names = (rs: ApiResource[]): string[] => rs.map((x) => (x.group ? `${x.kind}.${x.group}` : x.kind));
 
 describe('kind filters', () => {

@@ -6,14 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { findArtifacts, type KubeObject } from '../../../src/shared/ops/index.js';
+import { korkArtifact } from '../../infra/records.js';
 
-const artifact = (type: string, name: string, reference = name) => ({
-  type,
-  customKind: false,
-  name,
-  reference,
-  metadata: {},
-});
+const artifact = korkArtifact;
 
 const podSpec = {
   initContainers: [{ name: 'migrate', image: 'localhost:5000/migrate' }],

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PluginServer } from '../../../src/plugin-server/server.js';
+import { korkArtifact } from '../../infra/records.js';
 import { account, change, configMap, getJson, startServer, TestAgent } from './helpers.js';
 
 describe('plugin-server REST API', () => {
@@ -186,17 +187,10 @@ describe('plugin-server REST API', () => {
       metrics: [],
     });
     // As Clouddriver's Deployment handler lists them: image, volume Secret, envFrom ConfigMap; no location.
-    const artifact = (type: string, name: string, reference = name) => ({
-      type,
-      customKind: false,
-      name,
-      reference,
-      metadata: {},
-    });
     expect((r.body as { artifacts: unknown[] }).artifacts).toEqual([
-      artifact('docker/image', 'ghcr.io/acme/web', 'ghcr.io/acme/web:1.4.2'),
-      artifact('kubernetes/secret', 'web-tls'),
-      artifact('kubernetes/configMap', 'web-config'),
+      korkArtifact('docker/image', 'ghcr.io/acme/web', 'ghcr.io/acme/web:1.4.2'),
+      korkArtifact('kubernetes/secret', 'web-tls'),
+      korkArtifact('kubernetes/configMap', 'web-config'),
     ]);
     // Aliases and case-insensitive kinds.
     expect((await getJson(`${base}/manifests/dev/payments/deploy%20web`)).status).toBe(200);

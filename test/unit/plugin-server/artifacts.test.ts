@@ -8,6 +8,7 @@ import { ArtifactCatalogue } from '../../../src/plugin-server/artifacts/catalogu
 import { hostAllowed } from '../../../src/plugin-server/artifacts/http-file.js';
 import { parsePluginServerConfig } from '../../../src/plugin-server/config.js';
 import { ScaleAgentError } from '../../../src/shared/errors.js';
+import { rejection } from '../../infra/assertions.js';
 
 const manifest = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: blue\n';
 const embeddedOnly = new ArtifactCatalogue(undefined);
@@ -17,15 +18,8 @@ const withHttp = new ArtifactCatalogue({
   maxBytes: 1024,
 });
 
-async function refusal(catalogue: ArtifactCatalogue, body: unknown): Promise<ScaleAgentError> {
-  try {
-    await catalogue.fetch(body);
-  } catch (e) {
-    if (e instanceof ScaleAgentError) return e;
-    throw e;
-  }
-  throw new Error('expected a refusal');
-}
+const refusal = (catalogue: ArtifactCatalogue, body: unknown): Promise<ScaleAgentError> =>
+  rejection(ScaleAgentError, () => catalogue.fetch(body));
 
 describe('artifact fetch', () => {
   it('decodes an embedded/base64 artifact as Orca sends it', async () => {

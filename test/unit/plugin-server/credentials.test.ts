@@ -1,23 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { credentialsDetail, credentialsSummary, fiatPermissions } from '../../../src/plugin-server/api/credentials.js';
 import type { AccountRecord } from '../../../src/plugin-server/cache/store.js';
+import { accountRecord } from '../../infra/records.js';
 
-const record = (over: Partial<AccountRecord> = {}): AccountRecord => ({
-  name: 'prod',
-  agentId: 'agent-1',
-  apiServerHost: '10.0.0.1:6443',
-  caFingerprint: 'ab'.repeat(32),
-  kubernetesVersion: 'v1.33.1',
-  namespaces: [],
-  omitNamespaces: [],
-  kinds: [],
-  omitKinds: [],
-  permissions: { READ: [], WRITE: [] },
-  onlySpinnakerManaged: false,
-  cacheAllApplicationRelationships: false,
-  registeredAt: 0,
-  ...over,
-});
+const record = (over: Partial<AccountRecord> = {}): AccountRecord => accountRecord({ name: 'prod', ...over });
 
 describe('credentials view (Clouddriver /credentials for Kubernetes accounts)', () => {
   it('permissions as Fiat reads them: roles trimmed, lower-cased, deduplicated; empty authorizations left out', () => {

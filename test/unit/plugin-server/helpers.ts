@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { parsePluginServerConfig } from '../../../src/plugin-server/config.js';
 import { PluginServer } from '../../../src/plugin-server/server.js';
 import type { StoreBackend } from '../../../src/plugin-server/cache/store.js';
+import { wireAccount } from '../../infra/records.js';
 import {
   AgentServiceClient,
   ChangeType,
@@ -30,17 +31,7 @@ export async function startServer(
 }
 
 export function account(name: string, host = '10.0.0.1:6443', fingerprint = 'aa'.repeat(32)): Account {
-  return {
-    name,
-    cluster: { apiServerHost: host, caFingerprint: fingerprint, kubernetesVersion: 'v1.33.1' },
-    namespaces: [],
-    omitNamespaces: [],
-    kinds: [],
-    omitKinds: [],
-    permissions: undefined,
-    onlySpinnakerManaged: false,
-    cacheAllApplicationRelationships: false,
-  };
+  return wireAccount(name, { apiServerHost: host, caFingerprint: fingerprint });
 }
 
 export function change(

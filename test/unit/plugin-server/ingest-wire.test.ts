@@ -11,6 +11,7 @@ import {
   validateHello,
 } from '../../../src/plugin-server/ingest/wire.js';
 import { ChangeType, PROTOCOL_VERSION, type Change, type ChangeBatch } from '../../../src/shared/proto.js';
+import { thrown } from '../../infra/assertions.js';
 import { account, change, configMap } from './helpers.js';
 
 const convert = (changes: Change[], over: Partial<Parameters<typeof convertBatch>[1]> = {}) =>
@@ -22,15 +23,7 @@ const convert = (changes: Change[], over: Partial<Parameters<typeof convertBatch
     ...over,
   });
 
-const refusal = (f: () => unknown): ProtocolError => {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof ProtocolError) return e;
-    throw e;
-  }
-  throw new Error('accepted');
-};
+const refusal = (f: () => unknown): ProtocolError => thrown(ProtocolError, f);
 
 describe('agent message checks (ingest/wire.ts)', () => {
   it('converts a batch into store changes, with index keys and Secret data stripped', () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
 import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import { CACHED_OBJECTS_MAX_AGE_MS, PluginServerMetrics } from '../../../src/plugin-server/metrics.js';
+import { storeChange } from '../../infra/records.js';
 
 function cachedObjects(text: string): string[] {
   return text.split('\n').filter((l) => l.startsWith('scale_agent_plugin_server_cached_objects{'));
@@ -20,20 +21,10 @@ describe('plugin-server /metrics', () => {
     let now = 1_000_000;
     const accounts = new AccountRegistry(store, pino({ level: 'silent' }), { gracePeriodMs: 60_000 });
     const metrics = new PluginServerMetrics({ store, accounts, now: () => now });
-    const change = (name: string, rv: string) => ({
-      op: 'change' as const,
-      change: {
-        type: 'ADDED' as const,
-        account: 'dev',
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        namespace: 'ns',
-        name,
-        uid: name,
-        resourceVersion: rv,
+    const change = (name: string, rv: string) =>
+      storeChange(name, rv, {
         json: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'ns' } }),
-      },
-    });
+      });
     await store.apply([change('a', '1')]);
 
     // Scrapes at once and in a burst: one count.

@@ -8,6 +8,7 @@ import { MysqlCacheStore } from '../../../src/plugin-server/cache/mysql.js';
 import { NO_KEYS, type IndexDefinition } from '../../../src/plugin-server/cache/store.js';
 import { convertBatch } from '../../../src/plugin-server/ingest/wire.js';
 import { APPLICATION_INDEX } from '../../../src/plugin-server/views/app-index.js';
+import { storeChange } from '../../infra/records.js';
 import { DEFAULT_INDEX_OPTIONS } from '../../../src/plugin-server/cache/store.js';
 import type { ChangeBatch } from '../../../src/shared/proto.js';
 import { change, configMap as configMapObject } from './helpers.js';
@@ -23,21 +24,7 @@ const TEAM_INDEX: IndexDefinition = {
   export: 'TEAM_INDEX',
 };
 
-const configMap = (name: string, rv: string, team: string) => ({
-  op: 'change' as const,
-  change: {
-    type: 'ADDED' as const,
-    account: 'dev',
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    namespace: 'ns',
-    name,
-    uid: `uid-${name}`,
-    resourceVersion: rv,
-    json: '{}',
-    index: { team },
-  },
-});
+const configMap = (name: string, rv: string, team: string) => storeChange(name, rv, { index: { team } });
 
 describe('named indexes by backend', () => {
   it('the memory store keeps any index a consumer registers, beside the views’ ones', async () => {

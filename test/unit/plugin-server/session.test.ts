@@ -10,7 +10,7 @@ import { loadSync } from '@grpc/proto-loader';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PluginServer } from '../../../src/plugin-server/server.js';
-import { AccountState, ChangeType, PROTOCOL_VERSION } from '../../../src/shared/proto.js';
+import { AccountState, ChangeType, PROTOCOL_VERSION, type Change } from '../../../src/shared/proto.js';
 import { account, change, configMap, eventually, getJson, startServer, TestAgent } from './helpers.js';
 
 describe('plugin-server sessions over a real gRPC stream', () => {
@@ -112,34 +112,19 @@ describe('plugin-server sessions over a real gRPC stream', () => {
     noHello.send({ heartbeat: { sentAtMs: 1 } });
     expect((await noHello.ended).code).toBe(GrpcStatus.FAILED_PRECONDITION);
 
-    const badJson = agent();
-    await badJson.hello([account('prod')]);
-    badJson.send({
-      changeBatch: {
-        seq: 1,
-        observedAtMs: 0,
-        changes: [{ ...change('prod', 'ADDED', configMap('x', '1')), objectJson: Buffer.from('{not json') }],
-      },
-    });
-    expect(await badJson.ended).toMatchObject({
-      code: GrpcStatus.INVALID_ARGUMENT,
-      details: expect.stringMatching(/not valid JSON/),
-    });
-
+    /** How a stream ends whose account's first batch is one ConfigMap change with `bad` fields. */
+    const afterBadChange = async (name: string, bad: Partial<Change>) => {
+      const a = agent();
+      await a.hello([account(name)]);
+      a.send({
+        changeBatch: { seq: 1, observedAtMs: 0, changes: [{ ...change(name, 'ADDED', configMap('x', '1')), ...bad }] },
+      });
+      return a.ended;
+    };
+    const notJson = { code: GrpcStatus.INVALID_ARGUMENT, details: expect.stringMatching(/not valid JSON/) };
+    expect(await afterBadChange('prod', { objectJson: Buffer.from('{not json') })).toMatchObject(notJson);
     // Braced like an object but not JSON: must be refused, never stored (it would break every read of the account).
-    const bracedJunk = agent();
-    await bracedJunk.hello([account('staging')]);
-    bracedJunk.send({
-      changeBatch: {
-        seq: 1,
-        observedAtMs: 0,
-        changes: [{ ...change('staging', 'ADDED', configMap('y', '1')), objectJson: Buffer.from('{"a": }') }],
-      },
-    });
-    expect(await bracedJunk.ended).toMatchObject({
-      code: GrpcStatus.INVALID_ARGUMENT,
-      details: expect.stringMatching(/not valid JSON/),
-    });
+    expect(await afterBadChange('staging', { objectJson: Buffer.from('{"a": }') })).toMatchObject(notJson);
 
     const badSeq = agent();
     await badSeq.hello([account('qa')]);
@@ -147,16 +132,8 @@ describe('plugin-server sessions over a real gRPC stream', () => {
     badSeq.send({ changeBatch: { seq: 1, observedAtMs: 0, changes: [] } });
     expect((await badSeq.ended).code).toBe(GrpcStatus.INVALID_ARGUMENT);
 
-    const badType = agent();
-    await badType.hello([account('qa2')]);
-    badType.send({
-      changeBatch: {
-        seq: 1,
-        observedAtMs: 0,
-        changes: [{ ...change('qa2', 'ADDED', configMap('x', '1')), type: ChangeType.CHANGE_TYPE_UNSPECIFIED }],
-      },
-    });
-    expect((await badType.ended).code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    const badType = await afterBadChange('qa2', { type: ChangeType.CHANGE_TYPE_UNSPECIFIED });
+    expect(badType.code).toBe(GrpcStatus.INVALID_ARGUMENT);
 
     const badRole = agent();
     badRole.send({

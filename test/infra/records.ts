@@ -1,0 +1,84 @@
+/**
+ * The project's own records as tests build them again and again, each with plain defaults and the fields a test
+ * cares about given: an account on the wire (Hello), an agent's account config, a stored account record and a store
+ * change.
+ */
+import type { AccountConfig } from '../../src/agent/config.js';
+import type { AccountRecord, StoreChange } from '../../src/plugin-server/cache/store.js';
+import type { Account, ClusterIdentity } from '../../src/shared/proto.js';
+
+/** An account as an agent announces it in Hello: no filters, no permissions, both Clouddriver options off. */
+export function wireAccount(name: string, cluster: Partial<ClusterIdentity> = {}): Account {
+  return {
+    name,
+    cluster: {
+      apiServerHost: '10.0.0.1:6443',
+      caFingerprint: 'aa'.repeat(32),
+      kubernetesVersion: 'v1.33.1',
+      ...cluster,
+    },
+    namespaces: [],
+    omitNamespaces: [],
+    kinds: [],
+    omitKinds: [],
+    permissions: undefined,
+    onlySpinnakerManaged: false,
+    cacheAllApplicationRelationships: false,
+  };
+}
+
+/** An agent's account as its config loader leaves it, with every default filled in. */
+export function agentAccount(over: Partial<AccountConfig> & Pick<AccountConfig, 'name'>): AccountConfig {
+  return {
+    serviceAccount: false,
+    namespaces: [],
+    omitNamespaces: [],
+    kinds: [],
+    omitKinds: [],
+    onlyNamespacedResources: false,
+    onlySpinnakerManaged: false,
+    cacheAllApplicationRelationships: false,
+    ...over,
+  };
+}
+
+/** An account record as a plugin-server stores it: unrestricted, both Clouddriver options off. */
+export function accountRecord(over: Partial<AccountRecord> & Pick<AccountRecord, 'name'>): AccountRecord {
+  return {
+    agentId: 'agent-1',
+    apiServerHost: '10.0.0.1:6443',
+    caFingerprint: 'ab'.repeat(32),
+    kubernetesVersion: 'v1.33.1',
+    namespaces: [],
+    omitNamespaces: [],
+    kinds: [],
+    omitKinds: [],
+    permissions: { READ: [], WRITE: [] },
+    onlySpinnakerManaged: false,
+    cacheAllApplicationRelationships: false,
+    registeredAt: 0,
+    ...over,
+  };
+}
+
+/** A store write of ConfigMap `name` (account dev, namespace ns) at `rv`: ADDED with `{}` unless `over` says more. */
+export function storeChange(name: string, rv: string, over: Partial<StoreChange> = {}) {
+  const change: StoreChange = {
+    type: 'ADDED',
+    account: 'dev',
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    namespace: 'ns',
+    name,
+    uid: `uid-${name}`,
+    resourceVersion: rv,
+    json: '{}',
+    ...over,
+  };
+  return { op: 'change' as const, change };
+}
+
+/** A kork Artifact as Clouddriver serialises a manifest's artifacts (NON_NULL: no location when there is none). */
+export function korkArtifact(type: string, name: string, reference = name) {
+  return { type, customKind: false, name, reference, metadata: {} };
+}
