@@ -1,4 +1,5 @@
-import { Command, Flags } from '@oclif/core';
+import { Command } from '@oclif/core';
+import { configFlag } from '../config-flag.js';
 import { serveUntilSignal } from '../serve.js';
 
 export default class AgentCommand extends Command {
@@ -18,14 +19,10 @@ export default class AgentCommand extends Command {
     '<%= config.bin %> agent --config /etc/scale-agent/',
   ];
   static override flags = {
-    config: Flags.file({
-      char: 'c',
-      summary: 'Agent config file (YAML), or a directory of them; repeat to merge several, later over earlier.',
-      required: true,
-      multiple: true,
-      exists: true,
-      env: 'SCALE_AGENT_CONFIG',
-    }),
+    config: configFlag(
+      'Agent config file (YAML), or a directory of them; repeat to merge several, later over earlier.',
+      'SCALE_AGENT_CONFIG',
+    ),
   };
 
   async run(): Promise<void> {

@@ -1,4 +1,5 @@
-import { Command, Flags } from '@oclif/core';
+import { Command } from '@oclif/core';
+import { configFlag } from '../config-flag.js';
 import { serveUntilSignal } from '../serve.js';
 
 export default class PluginServerCommand extends Command {
@@ -13,14 +14,10 @@ export default class PluginServerCommand extends Command {
     'stderr. SIGTERM/SIGINT stop it cleanly: agent streams are closed so agents reconnect elsewhere.';
   static override examples = ['<%= config.bin %> plugin-server --config /etc/scale-agent/plugin-server.yaml'];
   static override flags = {
-    config: Flags.file({
-      char: 'c',
-      summary: 'Plugin-server config file (YAML), or a directory of them; repeat to merge several, later over earlier.',
-      required: true,
-      multiple: true,
-      exists: true,
-      env: 'SCALE_AGENT_PLUGIN_SERVER_CONFIG',
-    }),
+    config: configFlag(
+      'Plugin-server config file (YAML), or a directory of them; repeat to merge several, later over earlier.',
+      'SCALE_AGENT_PLUGIN_SERVER_CONFIG',
+    ),
   };
 
   async run(): Promise<void> {
