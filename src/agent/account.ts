@@ -1,6 +1,7 @@
 import { realClock, sleep, type Clock, type ClockTimer } from '../shared/clock.js';
-import { ScaleAgentError } from '../shared/errors.js';
+import { isScaleAgentError, ScaleAgentError } from '../shared/errors.js';
 import type { Logger } from '../shared/logging.js';
+import { isSecretReference, type OpenSecret, type SecretResolver } from '../shared/secrets/index.js';
 import {
   AccountState as ProtoAccountState,
   qualifiedKind,
@@ -86,6 +87,8 @@ export class AccountRunner {
 
   private client: KubeClient | undefined;
   private clientLoad: Promise<KubeClient> | undefined;
+  /** The secret its kubeconfig was read from, watched while the account runs. */
+  private secret: OpenSecret | undefined;
   private discovered: ApiResource[] | undefined;
   private kindPolicy: KindPolicy | undefined;
   private session: AccountSession | undefined;
@@ -116,6 +119,10 @@ export class AccountRunner {
       settings: KubernetesSettings;
       /** Something an admin endpoint or readiness shows changed. */
       onChange?(): void;
+      /** Reads the account's secret references (kubeconfigFile: encryptedFile:...). */
+      secrets?: SecretResolver;
+      /** A secret the account's credentials came from changed: the account should reconnect with the new one. */
+      onSecretChanged?(): void;
     },
   ) {
     this.log = deps.logger.child({ account: config.name });
@@ -173,12 +180,39 @@ export class AccountRunner {
       return Promise.reject(new ScaleAgentError('UNAVAILABLE', `account ${this.name} is stopping`));
     }
     if (this.clientLoad) return this.clientLoad;
-    const load = KubeClient.create(this.config);
+    const load = this.credentials().then((source) => KubeClient.create(source));
     this.clientLoad = load;
     load.catch(() => {
       if (this.clientLoad === load) this.clientLoad = undefined;
     });
     return load;
+  }
+
+  /**
+   * The account's config with its kubeconfig as KubeClient reads it: a secret reference in kubeconfigFile is read
+   * (into memory only: the agent's root filesystem is read-only) and kept open, so a rotation is noticed. An error
+   * names the account and the reference, never the secret.
+   */
+  private async credentials(): Promise<AccountConfig> {
+    const ref = this.config.kubeconfigFile;
+    if (!isSecretReference(ref)) return this.config;
+    this.secret?.close();
+    this.secret = undefined;
+    let secret: OpenSecret;
+    try {
+      if (!this.deps.secrets) throw new ScaleAgentError('INVALID_INPUT', 'this agent reads no secret references');
+      secret = await this.deps.secrets.open(ref, () => this.deps.onSecretChanged?.(), this.abort.signal);
+    } catch (e) {
+      const kind = isScaleAgentError(e) ? e.kind : 'UNAVAILABLE';
+      throw new ScaleAgentError(kind, `account ${this.name}: kubeconfigFile: ${(e as Error).message}`, { cause: e });
+    }
+    if (this.abort.signal.aborted) {
+      secret.close();
+      throw new ScaleAgentError('UNAVAILABLE', `account ${this.name} is stopping`);
+    }
+    this.secret = secret;
+    const { kubeconfigFile: _ref, ...rest } = this.config;
+    return { ...rest, kubeconfigContents: secret.value.toString('utf8') };
   }
 
   /** The account as announced in Hello; undefined while its credentials cannot even be loaded. */
@@ -243,6 +277,7 @@ export class AccountRunner {
     await this.discovering?.catch(() => undefined);
     // Also a client still loading: it is closed once loaded.
     void this.clientLoad?.then((c) => c.close()).catch(() => undefined);
+    this.secret?.close();
     this.deps.metrics.forbiddenKinds.remove(this.name);
   }
 

@@ -15,18 +15,24 @@ import { versionInfo } from '../shared/version.js';
 import { WatchedFiles } from '../shared/watched-files.js';
 import { AccountRunner, type KubernetesSettings, type WatchInfo } from './account.js';
 import { AdminServer } from './admin.js';
-import { diffAccounts, parseAgentConfig, stableJson, type AccountConfig, type AgentConfig } from './config.js';
+import { configFiles } from '../shared/yaml-config.js';
+import { diffAccounts, parseAgentConfigs, stableJson, type AccountConfig, type AgentConfig } from './config.js';
 import { definitionFingerprint, dynamicAccountConfig } from './dynamic-accounts.js';
 import { AgentMetrics } from './metrics.js';
 import { OperationRunner } from './operations.js';
 import type { KindPolicy } from './filters.js';
+import { agentSecrets, type AgentSecrets } from './secrets.js';
 import { SendQueue } from './send-queue.js';
 import { StreamClient } from './stream.js';
 import { SyncBudget } from './sync-budget.js';
 import { HeapRelease } from './heap-release.js';
 
 export interface AgentOptions {
-  configFile: string;
+  /**
+   * The config file, or several merged in order (later over earlier), or directories of them (configFiles():
+   * name order, `*-local.yaml` last). Each file is watched.
+   */
+  configFile: string | readonly string[];
   logger?: Logger;
   /** Reload when the file changes (default true). */
   watchConfig?: boolean;
@@ -62,19 +68,25 @@ export class Agent {
   /** Dynamic accounts (assigned by the plugin-server): name -> definition fingerprint. */
   private readonly dynamic = new Map<string, string>();
   private watcher: WatchedFiles | undefined;
+  /** The config files, in merge order. */
+  private readonly files: string[];
+  private readonly secrets: AgentSecrets;
   private reloading: Promise<void> = Promise.resolve();
   private stopped = false;
 
   private constructor(
     private readonly options: AgentOptions,
-    text: string,
+    files: string[],
+    texts: string[],
   ) {
-    this.config = parseAgentConfig(options.configFile, text, options.env);
+    this.files = files;
+    this.config = parseAgentConfigs(this.sources(texts), options.env);
     this.syncBudget = new SyncBudget(this.config.kubernetes.maxConcurrentSyncs, {
       onBusy: () => this.heapRelease.syncStarted(),
       onIdle: () => this.heapRelease.syncsDone(),
     });
     this.log = options.logger ?? createLogger({ name: 'agent', base: { agentId: this.config.agentId } });
+    this.secrets = agentSecrets(this.config, options.env ?? process.env, this.log.child({ component: 'secrets' }));
     this.queue = new SendQueue(this.config.queue, {
       onSent: (changes, bytes) => {
         this.metrics.bytesSent.inc(bytes);
@@ -119,13 +131,18 @@ export class Agent {
 
   /** Loads the config, opens the admin endpoint, starts the accounts and dials the plugin-server. */
   static async start(options: AgentOptions): Promise<Agent> {
-    const text = readFileSync(options.configFile, 'utf8');
-    const agent = new Agent(options, text);
-    await agent.run(text);
+    const files = configFiles(typeof options.configFile === 'string' ? [options.configFile] : options.configFile);
+    const texts = files.map((f) => readFileSync(f, 'utf8'));
+    const agent = new Agent(options, files, texts);
+    await agent.run(texts);
     return agent;
   }
 
-  private async run(text: string): Promise<void> {
+  private sources(texts: readonly string[]): { file: string; text: string }[] {
+    return this.files.map((file, i) => ({ file, text: texts[i] ?? '' }));
+  }
+
+  private async run(texts: string[]): Promise<void> {
     const address = await this.admin.listen(this.config.admin.host, this.config.admin.port);
     const health = await this.listenHealth(this.config.health);
     this.log.info(
@@ -140,10 +157,10 @@ export class Agent {
     for (const a of this.config.kubernetes.accounts) this.addAccount(a);
     this.stream.start();
     if (this.options.watchConfig ?? true) {
-      this.watcher = new WatchedFiles([this.options.configFile], ([t]) => this.reload(String(t)), {
+      this.watcher = new WatchedFiles(this.files, (contents) => void this.reload(contents.map(String)), {
         pollMs: this.options.configPollMs,
       });
-      this.watcher.start([text]);
+      this.watcher.start(texts);
     }
   }
 
@@ -156,6 +173,7 @@ export class Agent {
     await this.operations.stop();
     await this.stream.stop();
     await Promise.all([...this.accounts.values()].map((a) => a.stop()));
+    this.secrets.stop();
     await Promise.all([this.admin.close(), this.health.close()]);
     this.log.info('agent stopped');
   }
@@ -167,9 +185,9 @@ export class Agent {
     return `http://${a.address}:${a.port}`;
   }
 
-  /** Applies a new config text; an invalid one is logged and the running config stays. */
-  reload(text: string): Promise<void> {
-    return this.serially('config reload', () => this.applyReload(text));
+  /** Applies new texts of the config files (in their order); an invalid config is logged and the running one stays. */
+  reload(texts: readonly string[]): Promise<void> {
+    return this.serially('config reload', () => this.applyReload(texts));
   }
 
   /**
@@ -184,11 +202,11 @@ export class Agent {
     return this.reloading;
   }
 
-  private async applyReload(text: string): Promise<void> {
+  private async applyReload(texts: readonly string[]): Promise<void> {
     if (this.stopped) return;
     let next: AgentConfig;
     try {
-      next = parseAgentConfig(this.options.configFile, text, this.options.env);
+      next = parseAgentConfigs(this.sources(texts), this.options.env);
     } catch (e) {
       const details = isScaleAgentError(e) ? e.details.map(formatDetail) : [];
       this.log.error({ error: (e as Error).message, details }, 'config reload failed; keeping the running config');
@@ -339,10 +357,24 @@ export class Agent {
       metrics: this.metrics,
       settings: this.settings(),
       onChange: () => this.onAccountChange(runner),
+      secrets: this.secrets.resolver,
+      onSecretChanged: () => void this.serially('secret rotated', () => this.reconnect(runner)),
     });
     this.accounts.set(config.name, runner);
     this.firstAttempts.set(config.name, runner.firstAttempt);
     void runner.start();
+  }
+
+  /**
+   * A secret the account's credentials come from changed (a rotated Secret or Vault value): the account starts over
+   * with the new credentials and is announced again (AccountsUpdate), as a changed account in a reloaded config is.
+   */
+  private async reconnect(runner: AccountRunner): Promise<void> {
+    if (this.stopped || this.accounts.get(runner.name) !== runner) return;
+    this.log.info({ account: runner.name }, 'a secret the account reads changed; reconnecting with the new one');
+    await this.removeAccount(runner.name);
+    this.addAccount(runner.config);
+    await this.updateAccounts([runner.name], []);
   }
 
   private async removeAccount(name: string): Promise<void> {

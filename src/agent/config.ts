@@ -5,7 +5,8 @@ import type {
   AccountConfig as AccountSchema,
   AgentConfig as AgentConfigSchema,
 } from '../shared/config-types/agent-config.js';
-import { parseYamlText, readYamlFile, validateConfig, type LoadedYaml } from '../shared/yaml-config.js';
+import { isSecretReference, parseSecretReference } from '../shared/secrets/index.js';
+import { mergeYaml, parseYamlText, readYamlFile, validateConfig, type LoadedYaml } from '../shared/yaml-config.js';
 
 /** One account (schemas/agent-config.schema.json, after defaults), or a dynamic account the plugin-server sent. */
 export type AccountConfig = AccountSchema & {
@@ -16,14 +17,30 @@ export type AccountConfig = AccountSchema & {
 /** schemas/agent-config.schema.json after defaults, with agentId settled. */
 export type AgentConfig = AgentConfigSchema & { agentId: string };
 
-/** Reads, validates and completes (defaults, agentId, absolute paths) an agent config file. */
-export function loadAgentConfig(file: string, env: NodeJS.ProcessEnv = process.env): AgentConfig {
-  return configFromDocument(readYamlFile(file), env);
+/** Lists of the agent config that overlays merge by item name rather than replace (docs/config-overlays.md). */
+export const AGENT_CONFIG_MERGED_LISTS = ['/kubernetes/accounts'];
+
+/**
+ * Reads, merges (later files over earlier ones), validates and completes (defaults, agentId, absolute paths) an
+ * agent's config files.
+ */
+export function loadAgentConfig(files: string | readonly string[], env: NodeJS.ProcessEnv = process.env): AgentConfig {
+  const docs = (typeof files === 'string' ? [files] : files).map((f) => readYamlFile(f));
+  return configFromDocument(mergeYaml(docs, AGENT_CONFIG_MERGED_LISTS), env);
 }
 
 /** Same as loadAgentConfig for text already in memory (`file` only names it in errors and anchors paths). */
 export function parseAgentConfig(file: string, text: string, env: NodeJS.ProcessEnv = process.env): AgentConfig {
-  return configFromDocument(parseYamlText(file, text), env);
+  return parseAgentConfigs([{ file, text }], env);
+}
+
+/** Same as loadAgentConfig for the texts of several files already in memory, in merge order. */
+export function parseAgentConfigs(
+  sources: readonly { file: string; text: string }[],
+  env: NodeJS.ProcessEnv = process.env,
+): AgentConfig {
+  const docs = sources.map((s) => parseYamlText(s.file, s.text));
+  return configFromDocument(mergeYaml(docs, AGENT_CONFIG_MERGED_LISTS), env);
 }
 
 function configFromDocument(doc: LoadedYaml, env: NodeJS.ProcessEnv): AgentConfig {
@@ -34,7 +51,7 @@ function configFromDocument(doc: LoadedYaml, env: NodeJS.ProcessEnv): AgentConfi
   }
   const agentId = config.agentId ?? (env.POD_NAME || hostname());
   const settled: AgentConfig = { ...config, agentId };
-  resolvePaths(settled, dirname(resolve(doc.file)));
+  resolvePaths(settled, (pointer) => dirname(resolve(doc.fileOf(pointer))));
   return settled;
 }
 
@@ -58,6 +75,10 @@ function semanticProblems(doc: LoadedYaml, config: AgentConfigSchema): ErrorDeta
     } else if (!a.kubeconfigFile && !a.serviceAccount) {
       problems.push(detailAt(at, 'needs kubeconfigFile or serviceAccount: true'));
     }
+    if (isSecretReference(a.kubeconfigFile)) {
+      const problem = referenceProblem(a.kubeconfigFile);
+      if (problem) problems.push(detailAt(`${at}/kubeconfigFile`, problem));
+    }
     if (a.context && !a.kubeconfigFile) {
       problems.push(detailAt(`${at}/context`, 'context only applies with kubeconfigFile'));
     }
@@ -68,22 +89,47 @@ function semanticProblems(doc: LoadedYaml, config: AgentConfigSchema): ErrorDeta
       problems.push(detailAt(`${at}/omitKinds`, 'kinds and omitKinds are exclusive'));
     }
   });
+  const vault = config.secrets.vault;
+  if (vault?.authMethod === 'KUBERNETES' && !vault.role) {
+    problems.push(detailAt('/secrets/vault', 'authMethod KUBERNETES needs role'));
+  }
   return problems;
 }
 
-// Relative paths are relative to the config file, as in a kubeconfig: the file then works wherever it is mounted.
-function resolvePaths(config: AgentConfig, base: string): void {
-  const abs = (p: string | undefined): string | undefined => (p === undefined || isAbsolute(p) ? p : resolve(base, p));
+/** What is wrong with a reference in a field that names a file (a kubeconfig), or undefined. */
+function referenceProblem(text: string): string | undefined {
+  try {
+    const ref = parseSecretReference(text);
+    // kork's encrypted: gives the value itself, which for a file field would be a path: a file is encryptedFile:.
+    if (!ref.file) return `a kubeconfig is a file: write encryptedFile:${text.slice('encrypted:'.length)}`;
+    return undefined;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
+/**
+ * Relative paths are relative to the config file that gives them, as in a kubeconfig: a file then works wherever it
+ * is mounted, and an overlay's paths need not know where the base file is.
+ */
+function resolvePaths(config: AgentConfig, baseOf: (pointer: string) => string): void {
+  // A secret reference is no path.
+  const abs = (pointer: string, p: string | undefined): string | undefined =>
+    p === undefined || isAbsolute(p) || isSecretReference(p) ? p : resolve(baseOf(pointer), p);
   const tls = config.server.tls;
   if (tls) {
-    if (tls.caFile) tls.caFile = abs(tls.caFile);
-    if (tls.certFile) tls.certFile = abs(tls.certFile);
-    if (tls.keyFile) tls.keyFile = abs(tls.keyFile);
+    if (tls.caFile) tls.caFile = abs('/server/tls/caFile', tls.caFile);
+    if (tls.certFile) tls.certFile = abs('/server/tls/certFile', tls.certFile);
+    if (tls.keyFile) tls.keyFile = abs('/server/tls/keyFile', tls.keyFile);
   }
-  if (config.server.tokenFile) config.server.tokenFile = abs(config.server.tokenFile);
-  for (const a of config.kubernetes.accounts) {
-    if (a.kubeconfigFile) a.kubeconfigFile = abs(a.kubeconfigFile);
-  }
+  if (config.server.tokenFile) config.server.tokenFile = abs('/server/tokenFile', config.server.tokenFile);
+  const k = config.secrets.kubernetes;
+  if (k.kubeconfigFile) k.kubeconfigFile = abs('/secrets/kubernetes/kubeconfigFile', k.kubeconfigFile);
+  const vault = config.secrets.vault;
+  if (vault?.tokenFile) vault.tokenFile = abs('/secrets/vault/tokenFile', vault.tokenFile);
+  config.kubernetes.accounts.forEach((a, i) => {
+    if (a.kubeconfigFile) a.kubeconfigFile = abs(`/kubernetes/accounts/${i}/kubeconfigFile`, a.kubeconfigFile);
+  });
 }
 
 /** What changed between two configs' account lists; unchanged accounts keep their watches. */

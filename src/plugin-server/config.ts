@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { ScaleAgentError } from '../shared/errors.js';
 import type { PluginServerConfig as PluginServerConfigSchema } from '../shared/config-types/plugin-server-config.js';
-import { parseYamlText, readYamlFile, validateConfig, type LoadedYaml } from '../shared/yaml-config.js';
+import { mergeYaml, parseYamlText, readYamlFile, validateConfig, type LoadedYaml } from '../shared/yaml-config.js';
 
 // Names for the parts of schemas/plugin-server-config.schema.json (after defaults) the code passes around.
 type Spinnaker = PluginServerConfigSchema['spinnaker'];
@@ -29,8 +29,13 @@ export type PluginServerConfig = Omit<PluginServerConfigSchema, 'storage' | 'spi
   spinnaker?: { upstream?: UpstreamConfig; artifacts?: ArtifactsConfig; fiat?: FiatConfig };
 };
 
-export function loadPluginServerConfig(file: string): PluginServerConfig {
-  return validatePluginServerConfig(readYamlFile(file));
+/** Lists that config overlays merge by item name rather than replace (docs/config-overlays.md). */
+export const PLUGIN_SERVER_CONFIG_MERGED_LISTS = ['/spinnaker/artifacts/http'];
+
+/** Reads and validates the plugin-server's config: one file, or several merged in order (later over earlier). */
+export function loadPluginServerConfig(files: string | readonly string[]): PluginServerConfig {
+  const docs = (typeof files === 'string' ? [files] : files).map((f) => readYamlFile(f));
+  return validatePluginServerConfig(mergeYaml(docs, PLUGIN_SERVER_CONFIG_MERGED_LISTS));
 }
 
 export function parsePluginServerConfig(text: string, file = '<inline>'): PluginServerConfig {
@@ -52,27 +57,34 @@ function validatePluginServerConfig(doc: LoadedYaml): PluginServerConfig {
     }
   }
   const tls = config.grpc.tls;
+  // Relative paths are relative to the config file that gives them, like every other file reference in our configs.
+  const relAt = (pointer: string, p: string): string => {
+    const file = doc.fileOf(pointer);
+    return isAbsolute(p) || file === '<inline>' ? p : resolve(dirname(file), p);
+  };
   if (tls) {
-    // Relative paths are relative to the config file, like every other file reference in our configs.
-    const base = dirname(doc.file);
-    const abs = (p: string) => (isAbsolute(p) || doc.file === '<inline>' ? p : resolve(base, p));
-    tls.certFile = abs(tls.certFile);
-    tls.keyFile = abs(tls.keyFile);
-    if (tls.clientCaFile) tls.clientCaFile = abs(tls.clientCaFile);
+    tls.certFile = relAt('/grpc/tls/certFile', tls.certFile);
+    tls.keyFile = relAt('/grpc/tls/keyFile', tls.keyFile);
+    if (tls.clientCaFile) tls.clientCaFile = relAt('/grpc/tls/clientCaFile', tls.clientCaFile);
     if (tls.requireClientCert && !tls.clientCaFile) {
       throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
         details: [doc.detail('/grpc/tls/requireClientCert', 'requireClientCert needs clientCaFile')],
       });
     }
   }
-  const rel = (p: string) => (isAbsolute(p) || doc.file === '<inline>' ? p : resolve(dirname(doc.file), p));
-  if (tls?.crlFile) tls.crlFile = rel(tls.crlFile);
-  if (config.http.auth) config.http.auth.tokensFile = rel(config.http.auth.tokensFile);
+  if (tls?.crlFile) tls.crlFile = relAt('/grpc/tls/crlFile', tls.crlFile);
+  if (config.http.auth) config.http.auth.tokensFile = relAt('/http/auth/tokensFile', config.http.auth.tokensFile);
   if (config.authorization?.agentTokensFile) {
-    config.authorization.agentTokensFile = rel(config.authorization.agentTokensFile);
+    config.authorization.agentTokensFile = relAt(
+      '/authorization/agentTokensFile',
+      config.authorization.agentTokensFile,
+    );
   }
   if (config.dynamicAccounts.encryptionKeyFile) {
-    config.dynamicAccounts.encryptionKeyFile = rel(config.dynamicAccounts.encryptionKeyFile);
+    config.dynamicAccounts.encryptionKeyFile = relAt(
+      '/dynamicAccounts/encryptionKeyFile',
+      config.dynamicAccounts.encryptionKeyFile,
+    );
   }
   if (config.dynamicAccounts.encryptionKeyFile && config.dynamicAccounts.encryptionKeyEnv) {
     throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
@@ -89,15 +101,19 @@ function validatePluginServerConfig(doc: LoadedYaml): PluginServerConfig {
       });
     }
   }
-  checkArtifacts(doc, config, rel);
-  if (config.storage.type === 'mysql' && config.storage.urlFile && !isAbsolute(config.storage.urlFile)) {
-    config.storage.urlFile = resolve(dirname(doc.file), config.storage.urlFile);
+  checkArtifacts(doc, config, relAt);
+  if (config.storage.type === 'mysql' && config.storage.urlFile) {
+    config.storage.urlFile = relAt('/storage/urlFile', config.storage.urlFile);
   }
   return config;
 }
 
 /** spinnaker.artifacts: names unique, one credential per account, files resolved, and none in front mode. */
-function checkArtifacts(doc: LoadedYaml, config: PluginServerConfig, rel: (p: string) => string): void {
+function checkArtifacts(
+  doc: LoadedYaml,
+  config: PluginServerConfig,
+  relAt: (pointer: string, p: string) => string,
+): void {
   const artifacts = config.spinnaker?.artifacts;
   if (!artifacts) return;
   const invalid = (path: string, message: string) =>
@@ -121,8 +137,11 @@ function checkArtifacts(doc: LoadedYaml, config: PluginServerConfig, rel: (p: st
     if (account.usernamePasswordFile && account.tokenFile) {
       throw invalid(`/spinnaker/artifacts/http/${i}`, 'give one of usernamePasswordFile and tokenFile, not both');
     }
-    if (account.usernamePasswordFile) account.usernamePasswordFile = rel(account.usernamePasswordFile);
-    if (account.tokenFile) account.tokenFile = rel(account.tokenFile);
+    const at = `/spinnaker/artifacts/http/${i}`;
+    if (account.usernamePasswordFile) {
+      account.usernamePasswordFile = relAt(`${at}/usernamePasswordFile`, account.usernamePasswordFile);
+    }
+    if (account.tokenFile) account.tokenFile = relAt(`${at}/tokenFile`, account.tokenFile);
   });
 }
 

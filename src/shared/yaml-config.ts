@@ -1,9 +1,11 @@
 /**
  * The one loader of the project's YAML files (the agent config, the plugin-server config, the topology, and the
- * Clouddriver files `accounts migrate` reads): read with a size bound, parse with positions, validate against a
- * schema of schemas/, and report every problem as `file:line:column /json/path: message`.
+ * Clouddriver files `accounts migrate` reads): read with a size bound, parse with positions, merge a runtime's
+ * config files in order (overlays), validate against a schema of schemas/, and report every problem as
+ * `file:line:column /json/path: message`, in the file the value came from.
  */
 import { readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { join } from 'node:path';
 import _Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import _addFormats from 'ajv-formats';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
@@ -34,6 +36,8 @@ export interface LoadedYaml {
   locate(pointer: string, options?: { key?: boolean }): { line: number; column: number } | undefined;
   /** The error detail for a problem at a JSON pointer. */
   detail(pointer: string, message: string, options?: { key?: boolean }): ErrorDetail;
+  /** The file the value at a JSON pointer came from (one of several when files were merged). */
+  fileOf(pointer: string): string;
 }
 
 /** Reads and parses a YAML file; unreadable, oversized, binary or unparseable files throw naming the file. */
@@ -119,7 +123,122 @@ export function parseYamlText(file: string, text: string, limits: YamlLimits = {
     data,
     locate,
     detail: (pointer, message, opts) => ({ file, ...locate(pointer, opts), path: pointer || '/', message }),
+    fileOf: () => file,
   };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Several files: overlays
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * The files a runtime's `--config` arguments name, in merge order: a file as given; a directory as its `*.yaml`,
+ * `*.yml` and `*.json` files (hidden ones, such as a ConfigMap volume's `..data`, skipped) in name order, except that
+ * files whose name ends in `-local` come after the others (Armory's `armory-agent-local.yaml` overrides
+ * `armory-agent.yml`, though it sorts before it).
+ */
+export function configFiles(paths: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const p of paths) {
+    let dir = false;
+    try {
+      dir = statSync(p).isDirectory();
+    } catch {
+      // not there: readYamlFile says so, naming it
+    }
+    if (!dir) {
+      out.push(p);
+      continue;
+    }
+    const files = readdirSync(p)
+      .filter((f) => !f.startsWith('.') && /\.(ya?ml|json)$/.test(f))
+      .sort((a, b) => Number(isLocal(a)) - Number(isLocal(b)) || (a < b ? -1 : a > b ? 1 : 0));
+    if (files.length === 0) {
+      throw new ScaleAgentError('FILE_UNREADABLE', `cannot read ${p}: the directory has no .yaml, .yml or .json file`, {
+        details: [{ file: p, message: 'no config file in this directory' }],
+      });
+    }
+    out.push(...files.map((f) => join(p, f)));
+  }
+  return out;
+}
+
+function isLocal(file: string): boolean {
+  return /-local\.(ya?ml|json)$/.test(file);
+}
+
+/**
+ * Merges config files, later over earlier: mappings merge key by key, a scalar or a list replaces what was there,
+ * except the lists named in `byName` (JSON pointers, e.g. `/kubernetes/accounts`), whose items merge by their
+ * `name`: an item of a later file replaces the earlier item of that name whole, a new name is appended. The result
+ * locates every value in the file it came from, so schema errors name that file and line. One file is returned as is.
+ */
+export function mergeYaml(docs: readonly LoadedYaml[], byName: readonly string[] = []): LoadedYaml {
+  if (docs.length === 1) return docs[0] as LoadedYaml;
+  const origins = new Map<string, { doc: LoadedYaml; pointer: string }>();
+  const lists = new Set(byName);
+  const forget = (under: string): void => {
+    for (const k of [...origins.keys()]) if (k === under || k.startsWith(`${under}/`)) origins.delete(k);
+  };
+  const place = (value: unknown, doc: LoadedYaml, src: string, dst: string): unknown => {
+    forget(dst);
+    origins.set(dst, { doc, pointer: src });
+    return structuredClone(value);
+  };
+  const mergeInto = (target: unknown, dst: string, value: unknown, doc: LoadedYaml, src: string): unknown => {
+    if (isMapping(target) && isMapping(value)) {
+      for (const [k, v] of Object.entries(value)) {
+        const d = `${dst}/${escapePointer(k)}`;
+        const s = `${src}/${escapePointer(k)}`;
+        target[k] = k in target ? mergeInto(target[k], d, v, doc, s) : place(v, doc, s, d);
+      }
+      return target;
+    }
+    if (lists.has(dst) && Array.isArray(target) && Array.isArray(value)) {
+      value.forEach((item: unknown, i) => {
+        const name = isMapping(item) ? item.name : undefined;
+        const at = name === undefined ? -1 : target.findIndex((t) => isMapping(t) && t.name === name);
+        const index = at >= 0 ? at : target.length;
+        target[index] = place(item, doc, `${src}/${i}`, `${dst}/${index}`);
+      });
+      return target;
+    }
+    return place(value, doc, src, dst);
+  };
+  let data: unknown = undefined;
+  for (const doc of docs) {
+    // An empty file (or one holding only comments) adds nothing.
+    if (doc.data === null || doc.data === undefined) continue;
+    data = data === undefined ? place(doc.data, doc, '', '') : mergeInto(data, '', doc.data, doc, '');
+  }
+  const first = docs[0] as LoadedYaml;
+  /** The file and in-file pointer of the deepest merged node at or above `pointer`. */
+  const originOf = (pointer: string): { doc: LoadedYaml; pointer: string } => {
+    let p = pointer === '/' ? '' : pointer;
+    for (;;) {
+      const o = origins.get(p);
+      if (o) return { doc: o.doc, pointer: o.pointer + pointer.slice(p.length) };
+      if (p === '') return { doc: first, pointer };
+      p = p.slice(0, p.lastIndexOf('/'));
+    }
+  };
+  return {
+    file: docs.map((d) => d.file).join(' + '),
+    data,
+    locate: (pointer, opts) => {
+      const o = originOf(pointer);
+      return o.doc.locate(o.pointer, opts);
+    },
+    detail: (pointer, message, opts) => {
+      const o = originOf(pointer);
+      return o.doc.detail(o.pointer, message, opts);
+    },
+    fileOf: (pointer) => originOf(pointer).doc.file,
+  };
+}
+
+function isMapping(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /**

@@ -23,6 +23,8 @@ export interface ClusterIdentity {
 
 export interface KubeClientSource {
   kubeconfigFile?: string;
+  /** The kubeconfig itself, from memory (a dynamic account's, or one read through a secret reference). */
+  kubeconfigContents?: string;
   serviceAccount?: boolean;
   context?: string;
 }

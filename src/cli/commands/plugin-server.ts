@@ -1,4 +1,5 @@
-import { Command, Flags } from '@oclif/core';
+import { Command } from '@oclif/core';
+import { configFlag } from '../config-flag.js';
 import { serveUntilSignal } from '../serve.js';
 
 export default class PluginServerCommand extends Command {
@@ -6,19 +7,17 @@ export default class PluginServerCommand extends Command {
   static override description =
     'Reads the plugin-server config (schemas/plugin-server-config.schema.json), listens for agents on gRPC ' +
     '(grpc.host:grpc.port; also grpc.health.v1 and server reflection) and serves the Clouddriver-compatible REST ' +
-    'API, the /armory admin API, /healthz, /readyz and /metrics on http.host:http.port. The cache lives in memory ' +
+    'API, the /armory admin API, /healthz, /readyz and /metrics on http.host:http.port. Several --config files (or ' +
+    'a directory of them) are merged in order, later over earlier (docs/config-overlays.md). The cache lives in memory ' +
     '(default) or MySQL (storage.type: mysql; schema created and migrated at startup). The grpc.tls files are ' +
     'reloaded when they change (a renewed Secret), without dropping open agent streams. Logs are JSON lines on ' +
     'stderr. SIGTERM/SIGINT stop it cleanly: agent streams are closed so agents reconnect elsewhere.';
   static override examples = ['<%= config.bin %> plugin-server --config /etc/scale-agent/plugin-server.yaml'];
   static override flags = {
-    config: Flags.file({
-      char: 'c',
-      summary: 'Plugin-server config file (YAML).',
-      required: true,
-      exists: true,
-      env: 'SCALE_AGENT_PLUGIN_SERVER_CONFIG',
-    }),
+    config: configFlag(
+      'Plugin-server config file (YAML), or a directory of them; repeat to merge several, later over earlier.',
+      'SCALE_AGENT_PLUGIN_SERVER_CONFIG',
+    ),
   };
 
   async run(): Promise<void> {
@@ -26,8 +25,9 @@ export default class PluginServerCommand extends Command {
     // Imported on use: oclif loads every command module to list them, and an agent process should not carry
     // the server (fastify, mysql2, ...) in its memory.
     const { loadPluginServerConfig, PluginServer: Server } = await import('../../plugin-server/index.js');
+    const { configFiles } = await import('../../shared/yaml-config.js');
     await serveUntilSignal(this, async () => {
-      const server = new Server(loadPluginServerConfig(flags.config));
+      const server = new Server(loadPluginServerConfig(configFiles(flags.config)));
       await server.start();
       return server;
     });

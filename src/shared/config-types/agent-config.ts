@@ -20,7 +20,7 @@ export type AccountConfig = AgentAccountOptions & {
  */
 export type AgentAccountOptions = AccountOptions & {
   /**
-   * Path, on the agent, of a kubeconfig file with the credentials for this account (service and infrastructure modes).
+   * Path, on the agent, of a kubeconfig file with the credentials for this account (service and infrastructure modes), or a secret reference to one: `encryptedFile:k8s!n:SECRET!k:KEY` (a key of a Secret in the agent's namespace, watched: a rotation reconnects the account) or `encryptedFile:vault!e:ENGINE!p:PATH!k:KEY` (Vault KV v2). A referenced kubeconfig is kept in memory, never written to disk (docs/secrets.md).
    */
   kubeconfigFile?: string;
   /**
@@ -138,6 +138,65 @@ export interface AgentConfig {
      * Batches sent but not yet acknowledged. While this many are in flight new changes accumulate into the next batch; when the queue is idle a change is sent at once (no flush timer).
      */
     maxInFlightBatches: number;
+  };
+  /**
+   * Where secret references (`encryptedFile:k8s!n:SECRET!k:KEY`, `encrypted:vault!e:ENGINE!p:PATH!k:KEY`, Spinnaker kork syntax) are read: accounts' kubeconfigFile may be one (docs/secrets.md). Read when the agent starts; a change to this block applies on restart.
+   */
+  secrets: {
+    /**
+     * The `k8s` engine: Secrets of the agent's own cluster, read and watched with the agent's own credentials (a rotation reconnects the accounts that use it). `scale-agent synth` grants get and watch on exactly the Secrets its config names.
+     */
+    kubernetes: {
+      /**
+       * Credentials to read Secrets with. Default: the pod's ServiceAccount.
+       */
+      kubeconfigFile?: string;
+      /**
+       * Namespace of references without `!ns:`. Default: the POD_NAMESPACE environment variable, else the pod's ServiceAccount namespace.
+       */
+      namespace?: string;
+    };
+    /**
+     * The `vault` engine: HashiCorp Vault's KV version 2 secrets engine over its HTTP API (Armory's `secrets.vault` keys). Without this block, vault references are refused.
+     */
+    vault?: {
+      /**
+       * Accepted for Armory configs; false turns the engine off.
+       */
+      enabled: boolean;
+      /**
+       * Vault's address, e.g. https://vault.example.com:8200.
+       */
+      url: string;
+      /**
+       * TOKEN: a token from tokenFile or the VAULT_TOKEN environment variable; KUBERNETES: log in at auth/<path>/login with the pod's ServiceAccount token and `role`.
+       */
+      authMethod: 'TOKEN' | 'KUBERNETES';
+      /**
+       * File holding the Vault token (authMethod TOKEN). Default: the VAULT_TOKEN environment variable.
+       */
+      tokenFile?: string;
+      /**
+       * Vault role of the Kubernetes auth method (required with authMethod KUBERNETES).
+       */
+      role?: string;
+      /**
+       * Mount path of the Kubernetes auth method.
+       */
+      path: string;
+      /**
+       * Vault Enterprise namespace (sent as X-Vault-Namespace).
+       */
+      namespace?: string;
+      /**
+       * The JWT sent to the Kubernetes auth method.
+       */
+      serviceAccountTokenFile: string;
+      /**
+       * How often each reference is read again; a new value reconnects the accounts that use it.
+       */
+      refreshSeconds: number;
+    };
   };
   kubernetes: {
     /**

@@ -26,7 +26,7 @@ export type DynamicAccountDefinition = AgentAccountOptions & {
  */
 export type AgentAccountOptions = AccountOptions & {
   /**
-   * Path, on the agent, of a kubeconfig file with the credentials for this account (service and infrastructure modes).
+   * Path, on the agent, of a kubeconfig file with the credentials for this account (service and infrastructure modes), or a secret reference to one: `encryptedFile:k8s!n:SECRET!k:KEY` (a key of a Secret in the agent's namespace, watched: a rotation reconnects the account) or `encryptedFile:vault!e:ENGINE!p:PATH!k:KEY` (Vault KV v2). A referenced kubeconfig is kept in memory, never written to disk (docs/secrets.md).
    */
   kubeconfigFile?: string;
   /**

@@ -1,0 +1,3 @@
+export { isSecretReference, parseSecretReference, referenceParams, type SecretReference } from './reference.js';
+export { SecretResolver, type OpenSecret, type SecretEngine } from './registry.js';
+export { VaultEngine, type VaultSettings } from './vault.js';
