@@ -52,6 +52,7 @@ interface Published {
 interface Peer {
   replica: string;
   url: string;
+  /** When its view expires, on this process's monotonic clock (converted from the store's at the read). */
   expiresAt: number;
   doc: Published;
 }
@@ -63,7 +64,8 @@ export interface ReplicaViewsDeps {
   /** This replica's agent streams (those past Hello). */
   sessions: () => SessionInfo[];
   log: Logger;
-  now?: () => number;
+  /** A clock that never steps (ms), for peers' expiry between reads: performance.now() unless given (tests). */
+  monotonicNow?: () => number;
 }
 
 /** Views of replicas gone (ids are per process) are deleted this long after they expired. */
@@ -93,16 +95,15 @@ export function agentView(s: SessionInfo): AgentView {
 
 export class ReplicaViews {
   private peers: Peer[] = [];
-  private readonly now: () => number;
+  private readonly monotonicNow: () => number;
 
   constructor(private readonly deps: ReplicaViewsDeps) {
-    this.now = deps.now ?? Date.now;
+    this.monotonicNow = deps.monotonicNow ?? (() => performance.now());
   }
 
   /** Publishes this replica's view and reads its peers'; run with every lease renewal. */
   async heartbeat(): Promise<void> {
     const { store, accounts, activity } = this.deps;
-    const now = this.now();
     const held: Record<string, PublishedAccount> = {};
     for (const a of accounts.list()) {
       if (!a.sessionId) continue;
@@ -110,19 +111,24 @@ export class ReplicaViews {
     }
     const doc: Published = { agents: this.deps.sessions().map(agentView), accounts: held };
     const self = accounts.replica;
+    // Expiry is the store's clock's, as leases are: a replica's skewed wall clock neither drops a live peer's view
+    // nor keeps a dead one's.
     await store.publishReplicaView(
-      { replica: self.id, replicaUrl: self.url, json: JSON.stringify(doc), expiresAt: now + accounts.leaseMs },
-      now - PRUNE_AFTER_MS,
+      { replica: self.id, replicaUrl: self.url, json: JSON.stringify(doc) },
+      accounts.leaseMs,
+      PRUNE_AFTER_MS,
     );
+    const read = this.monotonicNow();
+    const { now: storeNow, views } = await store.listReplicaViews();
     const peers: Peer[] = [];
-    for (const v of await store.listReplicaViews(now)) {
+    for (const v of views) {
       if (v.replica === self.id) continue;
       try {
         const parsed = JSON.parse(v.json) as Partial<Published>;
         peers.push({
           replica: v.replica,
           url: v.replicaUrl,
-          expiresAt: v.expiresAt,
+          expiresAt: read + (v.expiresAt - storeNow),
           doc: { agents: parsed.agents ?? [], accounts: parsed.accounts ?? {} },
         });
       } catch (e) {
@@ -140,7 +146,7 @@ export class ReplicaViews {
 
   /** Peers whose view has not expired: a replica that stopped publishing drops out even between heartbeats. */
   private livePeers(): Peer[] {
-    const now = this.now();
+    const now = this.monotonicNow();
     return this.peers.filter((p) => p.expiresAt > now);
   }
 

@@ -24,6 +24,11 @@ export interface DynamicDefinition {
   failedCount: number;
   createdAt: number;
   updatedAt: number;
+  /**
+   * The last placement a replica decided for an account no agent held (accounts/dynamic.ts placeUnheld): written
+   * conditionally on the generation, so of replicas deciding at once one writes it and places the account.
+   */
+  placement?: { agentId: string; replica: string } | undefined;
 }
 
 export interface StoredDynamicAccount {

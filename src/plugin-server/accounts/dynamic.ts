@@ -155,6 +155,8 @@ export class DynamicAccounts implements SessionGate {
         if (entry && entry.generation >= row.generation) continue;
         const next = this.entryFrom(row);
         this.entries.set(name, next);
+        // A peer placed it: its agent gets a lease period to register it before anyone places it again.
+        if (placementOf(next.def) !== placementOf(entry?.def)) this.unplacedSince.delete(name);
         if (entry) await this.followChange(entry, next);
       }
       for (const name of [...this.entries.keys()]) {
@@ -185,7 +187,8 @@ export class DynamicAccounts implements SessionGate {
   /**
    * Enabled definitions no agent holds anywhere: the replica that wrote one places it on its own agents at once;
    * when it had none, a peer whose agent may serve it places it once it stayed unheld for a lease period (its
-   * writer's agent would have registered it by then), so replicas do not race to place one account twice.
+   * writer's agent would have registered it by then). Peers see that moment within a second of each other, so the
+   * placement is a conditional write (placeUnheld): one replica places it, the others leave it.
    */
   private placeUnplaced(): void {
     const now = this.now();
@@ -200,9 +203,34 @@ export class DynamicAccounts implements SessionGate {
       if (since === undefined) this.unplacedSince.set(name, now);
       else if (now - since >= this.deps.registry.leaseMs) {
         this.unplacedSince.delete(name);
-        this.place(name);
+        void this.placeUnheld(name).catch((e: unknown) =>
+          this.deps.log.warn({ account: name, err: (e as Error).message }, 'could not place the dynamic account'),
+        );
       }
     }
+  }
+
+  /**
+   * Places an account no agent holds on one of this replica's agents, if the definition is still as this replica
+   * read it: the placement is written with the definition's generation (DynamicAccountStore.save), so of replicas
+   * placing it at once exactly one writes — and sends it to its agent — and the others find it changed (nothing
+   * sent; they take the winner's placement in when they follow the store).
+   */
+  async placeUnheld(name: string): Promise<boolean> {
+    const entry = this.entries.get(name);
+    const target = entry?.def.enabled ? this.target(name, entry.def) : undefined;
+    if (!entry || !target) return false;
+    const def = { ...entry.def, placement: { agentId: target.agentId, replica: this.deps.registry.replica.id } };
+    const sealedKubeconfig =
+      entry.kubeconfig !== undefined && this.deps.secrets ? this.deps.secrets.seal(entry.kubeconfig, name) : undefined;
+    const generation = await this.deps.store.save({ definition: def, sealedKubeconfig }, entry.generation);
+    if (generation === undefined) {
+      this.deps.log.info({ account: name }, 'dynamic account placed through another replica first');
+      return false;
+    }
+    this.entries.set(name, { ...entry, def, generation });
+    this.place(name, target);
+    return true;
   }
 
   // ---------------------------------------------------------------------------------------------------------
@@ -477,20 +505,26 @@ export class DynamicAccounts implements SessionGate {
     return this.liveSessions().find((s) => s.agentId === agentId);
   }
 
-  /** Sends an ACTIVE definition to the agent holding it, else the one it was assigned to, else the least loaded. */
-  private place(name: string): void {
+  /** The agent of this replica an ACTIVE definition goes to: the one holding it, else assigned it, else the least loaded. */
+  private target(name: string, def: DynamicDefinition): GatedSession | undefined {
+    const sessions = this.liveSessions();
+    const holder = this.deps.registry.get(name)?.sessionId;
+    let target = sessions.find((s) => s.id === holder) ?? this.liveAgent(this.assignments.get(name));
+    if (target && !this.eligible(target, def)) target = undefined;
+    if (!target) {
+      const load = (s: GatedSession) => [...this.assignments.values()].filter((a) => a === s.agentId).length;
+      target = sessions.filter((s) => this.eligible(s, def)).sort((a, b) => load(a) - load(b))[0];
+    }
+    return target;
+  }
+
+  /** Sends an ACTIVE definition to `chosen`, else to target()'s choice. */
+  private place(name: string, chosen?: GatedSession): void {
     const entry = this.entries.get(name);
     if (!entry?.def.enabled) return;
     // Its agent is on a peer: that replica places it again when it follows the change (followChange).
     if (this.heldByPeer(name)) return;
-    const sessions = this.liveSessions();
-    const holder = this.deps.registry.get(name)?.sessionId;
-    let target = sessions.find((s) => s.id === holder) ?? this.liveAgent(this.assignments.get(name));
-    if (target && !this.eligible(target, entry.def)) target = undefined;
-    if (!target) {
-      const load = (s: GatedSession) => [...this.assignments.values()].filter((a) => a === s.agentId).length;
-      target = sessions.filter((s) => this.eligible(s, entry.def)).sort((a, b) => load(a) - load(b))[0];
-    }
+    const target = chosen ?? this.target(name, entry.def);
     if (!target) {
       this.deps.log.warn(
         { account: name, zoneId: entry.def.zoneId },
@@ -636,6 +670,11 @@ export class DynamicAccounts implements SessionGate {
         'replica while this request was applied; nothing was written: read it again and retry',
     );
   }
+}
+
+/** The placement a definition records, comparable. */
+function placementOf(d: DynamicDefinition | undefined): string {
+  return d?.placement ? `${d.placement.replica}\u0000${d.placement.agentId}` : '';
 }
 
 /** What the agent watches for a definition: a change here means a relist. */

@@ -522,16 +522,21 @@ export class MemoryCacheStore implements StoreBackend {
     return true;
   }
 
-  async publishReplicaView(view: ReplicaView, pruneBefore: number): Promise<void> {
-    for (const [replica, v] of this.replicaViews) if (v.expiresAt < pruneBefore) this.replicaViews.delete(replica);
-    this.replicaViews.set(view.replica, { ...view });
+  async publishReplicaView(view: Omit<ReplicaView, 'expiresAt'>, ttlMs: number, pruneAfterMs: number): Promise<void> {
+    const now = this.now();
+    for (const [replica, v] of this.replicaViews) {
+      if (v.expiresAt < now - pruneAfterMs) this.replicaViews.delete(replica);
+    }
+    this.replicaViews.set(view.replica, { ...view, expiresAt: now + ttlMs });
   }
 
-  async listReplicaViews(now: number): Promise<ReplicaView[]> {
-    return [...this.replicaViews.values()]
+  async listReplicaViews(): Promise<{ now: number; views: ReplicaView[] }> {
+    const now = this.now();
+    const views = [...this.replicaViews.values()]
       .filter((v) => v.expiresAt > now)
       .sort((a, b) => (a.replica < b.replica ? -1 : a.replica > b.replica ? 1 : 0))
       .map((v) => ({ ...v }));
+    return { now, views };
   }
 
   async dropReplicaView(replica: string): Promise<void> {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
+import { DB_NOW } from './mysql-clock.js';
 import { MIGRATION_TIMEOUT_MS, timed } from './mysql-timeout.js';
 import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
 import { ScaleAgentError } from '../../shared/errors.js';
@@ -863,28 +864,31 @@ export class MysqlCacheStore implements StoreBackend {
     return rows.map(toLease);
   }
 
-  async publishReplicaView(v: ReplicaView, pruneBefore: number): Promise<void> {
+  async publishReplicaView(v: Omit<ReplicaView, 'expiresAt'>, ttlMs: number, pruneAfterMs: number): Promise<void> {
     await this.query(
-      'INSERT INTO sa_replica_views (replica, replica_url, view_json, expires_at) VALUES (?, ?, ?, ?) ' +
+      `INSERT INTO sa_replica_views (replica, replica_url, view_json, expires_at) VALUES (?, ?, ?, ${DB_NOW} + ?) ` +
         'ON DUPLICATE KEY UPDATE replica_url = VALUES(replica_url), view_json = VALUES(view_json), ' +
         'expires_at = VALUES(expires_at)',
-      [v.replica, v.replicaUrl, v.json, v.expiresAt],
+      [v.replica, v.replicaUrl, v.json, ttlMs],
     );
     // Replica ids are per process: views of replicas gone long ago would otherwise stay forever.
-    await this.query('DELETE FROM sa_replica_views WHERE expires_at < ?', [pruneBefore]);
+    await this.query(`DELETE FROM sa_replica_views WHERE expires_at < ${DB_NOW} - ?`, [pruneAfterMs]);
   }
 
-  async listReplicaViews(now: number): Promise<ReplicaView[]> {
+  async listReplicaViews(): Promise<{ now: number; views: ReplicaView[] }> {
     const [rows] = await this.query(
-      'SELECT replica, replica_url, view_json, expires_at FROM sa_replica_views WHERE expires_at > ? ORDER BY replica',
-      [now],
+      `SELECT replica, replica_url, view_json, expires_at, ${DB_NOW} AS now_ms FROM sa_replica_views ` +
+        `WHERE expires_at > ${DB_NOW} ORDER BY replica`,
+      [],
     );
-    return rows.map((r) => ({
+    const views = rows.map((r) => ({
       replica: r.replica as string,
       replicaUrl: r.replica_url as string,
       json: r.view_json as string,
       expiresAt: Number(r.expires_at),
     }));
+    // No row: the clock is not needed (nothing to expire).
+    return { now: rows.length > 0 ? Number(rows[0]!.now_ms) : 0, views };
   }
 
   async dropReplicaView(replica: string): Promise<void> {
@@ -940,9 +944,6 @@ export class MysqlCacheStore implements StoreBackend {
 
 const LEASE_COLUMNS =
   'account, replica, replica_url, session_id, agent_id, state, expires_at, released_at, generation, failed_at';
-
-/** The database's clock in ms since the epoch: every lease decision is taken at it, never at a replica's. */
-const DB_NOW = 'FLOOR(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) * 1000)';
 
 function toLease(r: RowDataPacket): AccountLease {
   return {

@@ -234,7 +234,7 @@ export interface ReplicaView {
   replicaUrl: string;
   /** The published document as JSON text, exactly as stored. */
   json: string;
-  /** ms since the epoch. */
+  /** ms at the store's clock. */
   expiresAt: number;
 }
 
@@ -343,10 +343,13 @@ export interface AccountStateStore {
   renewLeases(replica: string, leaseMs: number): Promise<AccountLease[]>;
   /** Every lease, with the store's clock at the moment it read them (liveness is judged at that clock). */
   listLeases(): Promise<{ now: number; leases: AccountLease[] }>;
-  /** Writes the replica's view (replacing its previous one); views expired before `pruneBefore` are deleted. */
-  publishReplicaView(view: ReplicaView, pruneBefore: number): Promise<void>;
-  /** Views whose expiresAt is after `now`, ordered by replica. */
-  listReplicaViews(now: number): Promise<ReplicaView[]>;
+  /**
+   * Writes the replica's view (replacing its previous one), expiring `ttlMs` from now at the store's clock; views
+   * expired for longer than `pruneAfterMs` are deleted.
+   */
+  publishReplicaView(view: Omit<ReplicaView, 'expiresAt'>, ttlMs: number, pruneAfterMs: number): Promise<void>;
+  /** Views not expired at the store's clock, ordered by replica, with that clock as it read them. */
+  listReplicaViews(): Promise<{ now: number; views: ReplicaView[] }>;
   /** The replica is stopping: its view goes at once instead of expiring. */
   dropReplicaView(replica: string): Promise<void>;
 }

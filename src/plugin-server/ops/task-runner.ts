@@ -73,21 +73,21 @@ export class TaskRunner {
    * Marks this runner's tasks as alive (every few seconds), so no replica reaps them; see reap().
    */
   heartbeat(): Promise<void> {
-    return this.deps.repo.heartbeat(this.ownerId, Date.now());
+    return this.deps.repo.heartbeat(this.ownerId);
   }
 
   /**
    * Tasks whose owner stopped marking them (the replica was killed, or lost the database) cannot finish: any
    * replica fails them as retryable, once, so pollers stop waiting and Orca may run them again. Never a task whose
-   * owner is alive: the failure is written only if the owner is still silent.
+   * owner is alive: the failure is written only if the owner is still silent. Silence is measured at the store's
+   * clock (TaskRepository.abandoned), never at this replica's.
    */
   async reap(staleMs: number): Promise<number> {
-    const staleBefore = Date.now() - staleMs;
     let n = 0;
-    for (const t of await this.deps.repo.abandoned(staleBefore)) {
+    for (const t of await this.deps.repo.abandoned(staleMs)) {
       if (this.running.has(t.id)) continue;
       failTask(t, 'Orchestration failed: the plugin-server replica running the task stopped', true);
-      if (await this.deps.repo.saveIfAbandoned(t, staleBefore)) n += 1;
+      if (await this.deps.repo.saveIfAbandoned(t, staleMs)) n += 1;
     }
     return n;
   }
@@ -272,7 +272,7 @@ export class TaskRunner {
     const snapshot = structuredClone(task);
     const prev = this.saving.get(task.id) ?? Promise.resolve();
     // Writes of one task are chained, so a slow earlier write never lands after a later one.
-    const next = prev.then(() => this.saveUntilStored(snapshot));
+    const next = prev.then(() => this.saveUntilStored(snapshot, task));
     this.saving.set(task.id, next);
     void next.finally(() => {
       if (this.saving.get(task.id) === next) this.saving.delete(task.id);
@@ -286,10 +286,20 @@ export class TaskRunner {
    * the task running there for ever (seen with MariaDB's disk full: operations polled as running until the client
    * gave up). The task stays running in this process, answered from memory, until then. Ends when the runner stops.
    */
-  private async saveUntilStored(snapshot: Task): Promise<void> {
+  private async saveUntilStored(snapshot: Task, live: Task): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.deps.repo.save(snapshot);
+        if (!(await this.deps.repo.save(snapshot))) {
+          // A peer failed it (this replica looked dead: frozen, or cut off from the database) or took it over: the
+          // store keeps their outcome, and this run's is not recorded.
+          this.deps.log.warn(
+            { taskId: snapshot.id },
+            "task no longer this replica's to write; its outcome is not recorded",
+          );
+          // Its run stops before its next operation, and reads of the task answer from the store.
+          if (this.running.get(live.id) === live) this.running.delete(live.id);
+          return;
+        }
         if (attempt > 1) this.deps.log.info({ taskId: snapshot.id, attempt }, 'task saved');
         return;
       } catch (e) {
@@ -303,6 +313,8 @@ export class TaskRunner {
   private async run(task: Task, operations: NormalizedOperation[], from = 0): Promise<void> {
     try {
       for (let index = from; index < operations.length; index++) {
+        // Failed by a peer or taken over meanwhile (saveUntilStored): not this runner's to go on with.
+        if (this.running.get(task.id) !== task) return;
         const ok = await this.runOne(task, operations[index]!, task.operations[index]!);
         if (!ok) return;
       }

@@ -24,8 +24,11 @@ export class MemoryTaskRepository implements TaskRepository {
     return { task, created: true };
   }
 
-  async save(task: Task): Promise<void> {
+  async save(task: Task): Promise<boolean> {
+    const stored = this.tasks.get(task.id);
+    if (!stored || stored.status.completed || stored.ownerId !== task.ownerId) return false;
     this.tasks.set(task.id, structuredClone(task));
+    return true;
   }
 
   async get(id: string): Promise<Task | undefined> {

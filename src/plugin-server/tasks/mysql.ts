@@ -1,4 +1,5 @@
 import mysql, { type Pool, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+import { DB_NOW } from '../cache/mysql-clock.js';
 import { timed } from '../cache/mysql-timeout.js';
 import type { Task } from './model.js';
 import type { TaskRepository } from './repository.js';
@@ -6,6 +7,9 @@ import { StorageFullSignal } from '../storage-full.js';
 
 /** Running tasks marked alive per statement (a replica runs at most a few hundred at once). */
 const HEARTBEAT_BATCH = 500;
+
+/** Not marked or written for ? ms of the database's clock (rows a previous version wrote: by its updated_at). */
+const SILENT = `COALESCE(alive_at, updated_at) < ${DB_NOW} - ?`;
 
 /**
  * Tasks in MySQL next to the cache, so finished tasks (and their results) survive a plugin-server restart. The
@@ -33,11 +37,32 @@ export class MysqlTaskRepository implements TaskRepository {
         started_at BIGINT NOT NULL,
         updated_at BIGINT NOT NULL,
         body LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+        alive_at BIGINT NULL,
         UNIQUE KEY sa_tasks_request (request_id),
         KEY sa_tasks_started (started_at),
         KEY sa_tasks_incomplete (completed, started_at)
       ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`),
     );
+    await this.addAliveAt();
+  }
+
+  /**
+   * alive_at: when the task was last marked or written, at the database's clock (staleness is judged at it). Added to
+   * tables made before it; NULL in rows a replica of the previous version wrote during a rolling upgrade, which are
+   * judged by updated_at (that replica's clock) as that version judged them.
+   */
+  private async addAliveAt(): Promise<void> {
+    const [cols] = await this.pool.query<RowDataPacket[]>(
+      timed(
+        "SELECT COUNT(*) AS n FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'sa_tasks' " +
+          "AND COLUMN_NAME = 'alive_at'",
+      ),
+    );
+    if (Number(cols[0]?.n) > 0) return;
+    // Two replicas starting together may both add it: the second is told the column exists (1060).
+    await this.pool.query(timed('ALTER TABLE sa_tasks ADD COLUMN alive_at BIGINT NULL')).catch((e: unknown) => {
+      if ((e as { errno?: number }).errno !== 1060) throw e;
+    });
   }
 
   async create(task: Task, options: { replaces?: string } = {}): Promise<{ task: Task; created: boolean }> {
@@ -51,8 +76,8 @@ export class MysqlTaskRepository implements TaskRepository {
         ]);
       }
       const [r] = await conn.query<ResultSetHeader>(
-        timed(`INSERT IGNORE INTO sa_tasks (id, request_id, owner_id, completed, started_at, updated_at, body)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`),
+        timed(`INSERT IGNORE INTO sa_tasks (id, request_id, owner_id, completed, started_at, updated_at, body, alive_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ${DB_NOW})`),
         [
           task.id,
           task.requestId ?? null,
@@ -76,20 +101,21 @@ export class MysqlTaskRepository implements TaskRepository {
     return { task: existing, created: false };
   }
 
-  async save(task: Task): Promise<void> {
-    // owner_id follows the body: a resumed or restarted task moves to the replica running it, whose heartbeat
-    // then keeps it from being reaped.
-    await this.pool
-      .query(timed('UPDATE sa_tasks SET completed = ?, updated_at = ?, owner_id = ?, body = ? WHERE id = ?'), [
-        task.status.completed ? 1 : 0,
-        task.updatedAtMs,
-        task.ownerId,
-        JSON.stringify(task),
-        task.id,
-      ])
+  async save(task: Task): Promise<boolean> {
+    // Only the owner's, only while running: a task a peer failed (reaped) or took over (resume, restart: owner_id
+    // moves with saveIfUnchanged) is not written over by the replica that ran it before.
+    const [r] = await this.pool
+      .query<ResultSetHeader>(
+        timed(
+          `UPDATE sa_tasks SET completed = ?, updated_at = ?, body = ?, alive_at = ${DB_NOW} ` +
+            'WHERE id = ? AND owner_id = ? AND completed = 0',
+        ),
+        [task.status.completed ? 1 : 0, task.updatedAtMs, JSON.stringify(task), task.id, task.ownerId],
+      )
       .catch((e: unknown) => {
         throw this.storageFull.noted(e);
       });
+    return r.affectedRows === 1;
   }
 
   async get(id: string): Promise<Task | undefined> {
@@ -122,7 +148,7 @@ export class MysqlTaskRepository implements TaskRepository {
    * `completed = 0` in the WHERE the optimizer still picked the secondary index for a short id list (and deadlocked).
    * A task that completes in between is skipped by `completed = 0`; one created in between is fresh anyway.
    */
-  async heartbeat(ownerId: string, now: number): Promise<void> {
+  async heartbeat(ownerId: string): Promise<void> {
     const [rows] = await this.pool.query<RowDataPacket[]>(
       timed('SELECT id FROM sa_tasks WHERE owner_id = ? AND completed = 0'),
       [ownerId],
@@ -130,27 +156,28 @@ export class MysqlTaskRepository implements TaskRepository {
     const ids = rows.map((r) => r.id as string);
     for (let i = 0; i < ids.length; i += HEARTBEAT_BATCH) {
       await this.pool.query(
-        timed('UPDATE sa_tasks FORCE INDEX (PRIMARY) SET updated_at = ? WHERE id IN (?) AND completed = 0'),
-        [now, ids.slice(i, i + HEARTBEAT_BATCH)],
+        timed(`UPDATE sa_tasks FORCE INDEX (PRIMARY) SET alive_at = ${DB_NOW} WHERE id IN (?) AND completed = 0`),
+        [ids.slice(i, i + HEARTBEAT_BATCH)],
       );
     }
   }
 
-  async abandoned(staleBefore: number): Promise<Task[]> {
+  async abandoned(staleMs: number): Promise<Task[]> {
     const [rows] = await this.pool.query<RowDataPacket[]>(
-      timed('SELECT body FROM sa_tasks WHERE completed = 0 AND updated_at < ? ORDER BY started_at LIMIT 1000'),
-      [staleBefore],
+      timed(`SELECT body FROM sa_tasks WHERE completed = 0 AND ${SILENT} ORDER BY started_at LIMIT 1000`),
+      [staleMs],
     );
     return rows.map(parse);
   }
 
-  async saveIfAbandoned(task: Task, staleBefore: number): Promise<boolean> {
+  async saveIfAbandoned(task: Task, staleMs: number): Promise<boolean> {
     // Conditional on the owner still being silent, so a live owner's task is never failed under it.
     const [r] = await this.pool.query<ResultSetHeader>(
       timed(
-        'UPDATE sa_tasks SET completed = ?, updated_at = ?, body = ? WHERE id = ? AND completed = 0 AND updated_at < ?',
+        `UPDATE sa_tasks SET completed = ?, updated_at = ?, body = ?, alive_at = ${DB_NOW} ` +
+          `WHERE id = ? AND completed = 0 AND ${SILENT}`,
       ),
-      [task.status.completed ? 1 : 0, task.updatedAtMs, JSON.stringify(task), task.id, staleBefore],
+      [task.status.completed ? 1 : 0, task.updatedAtMs, JSON.stringify(task), task.id, staleMs],
     );
     return r.affectedRows === 1;
   }
@@ -158,7 +185,8 @@ export class MysqlTaskRepository implements TaskRepository {
   async saveIfUnchanged(task: Task, readUpdatedAtMs: number): Promise<boolean> {
     const [r] = await this.pool.query<ResultSetHeader>(
       timed(
-        'UPDATE sa_tasks SET completed = ?, updated_at = ?, owner_id = ?, body = ? WHERE id = ? AND updated_at = ?',
+        `UPDATE sa_tasks SET completed = ?, updated_at = ?, owner_id = ?, body = ?, alive_at = ${DB_NOW} ` +
+          'WHERE id = ? AND updated_at = ?',
       ),
       [task.status.completed ? 1 : 0, task.updatedAtMs, task.ownerId, JSON.stringify(task), task.id, readUpdatedAtMs],
     );

@@ -13,18 +13,29 @@ export interface TaskRepository {
    * run again), in which case the request id moves to the new task.
    */
   create(task: Task, options?: { replaces?: string }): Promise<{ task: Task; created: boolean }>;
-  /** Overwrites a stored task (the runner saves after every change). */
-  save(task: Task): Promise<void>;
+  /**
+   * Overwrites a stored task (the runner saves after every change), only while it is still running and still
+   * `task.ownerId`'s: false, nothing written, once a peer has failed it (reaped: its owner looked dead) or taken it
+   * over (resume, restart), so a reaped task never flips to succeeded under its reaper.
+   */
+  save(task: Task): Promise<boolean>;
   get(id: string): Promise<Task | undefined>;
   getByRequestId(requestId: string): Promise<Task | undefined>;
   /** Newest first. */
   list(options: { limit: number; incompleteOnly?: boolean }): Promise<Task[]>;
-  /** The owner is alive: marks its incomplete tasks as running somewhere (replicas reap tasks nobody marks). */
-  heartbeat(ownerId: string, now: number): Promise<void>;
-  /** Incomplete tasks whose owner has not marked them since `staleBefore` (it died, or lost the database). */
-  abandoned(staleBefore: number): Promise<Task[]>;
-  /** Saves a task failed by a reaper, only if its owner still has not marked it since `staleBefore`. */
-  saveIfAbandoned(task: Task, staleBefore: number): Promise<boolean>;
+  /**
+   * The owner is alive: marks its incomplete tasks as running somewhere (replicas reap tasks nobody marks), at the
+   * store's clock, as every write of a task does.
+   */
+  heartbeat(ownerId: string): Promise<void>;
+  /**
+   * Incomplete tasks nobody has marked or written for `staleMs` of the store's clock (their owner died, or lost the
+   * database): judged at one clock, so a replica's skewed wall clock neither reaps a live peer's tasks nor has its own
+   * reaped.
+   */
+  abandoned(staleMs: number): Promise<Task[]>;
+  /** Saves a task failed by a reaper, only if it still has not been marked or written for `staleMs`. */
+  saveIfAbandoned(task: Task, staleMs: number): Promise<boolean>;
   /**
    * Saves a task being run again (resume, restart) only if nobody wrote it since it was read (`updatedAtMs` as read
    * is still stored): of two replicas taking one task over at once, exactly one wins.

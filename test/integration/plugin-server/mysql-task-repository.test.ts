@@ -33,23 +33,53 @@ describe('tasks of a replica that stopped (mysql)', () => {
     const repo = new MysqlTaskRepository(db.url);
     cleanups.push(() => repo.close());
     await repo.init();
-    const t0 = Date.now();
-    await repo.create(newTask('dead-1', 'dead@a', undefined, t0 - 60_000));
-    await repo.create(newTask('live-1', 'live@b', undefined, t0 - 60_000));
-    await repo.heartbeat('live@b', t0);
-    const abandoned = await repo.abandoned(t0 - 10_000);
+    const c = await createConnection(db.url);
+    cleanups.push(() => c.end());
+    // Time passing for a task's owner, at the database's clock (which no process here can step): its mark aged.
+    const silence = (id: string, ms: number) =>
+      c.query('UPDATE sa_tasks SET alive_at = alive_at - ? WHERE id = ?', [ms, id]);
+    // Stamped by the replicas' wall clocks, an hour off: nothing is judged by them.
+    const skewed = Date.now() + 3_600_000;
+    await repo.create(newTask('dead-1', 'dead@a', undefined, skewed));
+    await repo.create(newTask('live-1', 'live@b', undefined, skewed - 7_200_000));
+    await silence('dead-1', 60_000);
+    await silence('live-1', 60_000);
+    await repo.heartbeat('live@b');
+    const abandoned = await repo.abandoned(10_000);
     expect(abandoned.map((t) => t.id)).toEqual(['dead-1']);
     const dead = abandoned[0]!;
     failTask(dead, 'Orchestration failed: replica stopped', true);
     // The owner comes back to life before the reaper writes: the write is refused.
-    await repo.heartbeat('dead@a', Date.now());
-    expect(await repo.saveIfAbandoned(dead, t0 - 10_000)).toBe(false);
+    await repo.heartbeat('dead@a');
+    expect(await repo.saveIfAbandoned(dead, 10_000)).toBe(false);
     expect((await repo.get('dead-1'))?.status.completed).toBe(false);
     // Silent again past the bound: failed once, and a second reaper finds nothing.
-    const later = Date.now() + 20_000;
-    expect(await repo.saveIfAbandoned(dead, later)).toBe(true);
+    await silence('dead-1', 20_000);
+    expect(await repo.saveIfAbandoned(dead, 10_000)).toBe(true);
     expect(await repo.get('dead-1')).toMatchObject({ status: { completed: true, failed: true, retryable: true } });
-    expect(await repo.saveIfAbandoned(dead, later)).toBe(false);
+    expect(await repo.saveIfAbandoned(dead, 10_000)).toBe(false);
+  });
+
+  it('judges a task written by a replica of the previous version (no alive_at) by its updated_at', async () => {
+    const db = await createTestDatabase('sa_tasks_upgrade');
+    cleanups.push(db.drop);
+    const repo = new MysqlTaskRepository(db.url);
+    cleanups.push(() => repo.close());
+    await repo.init();
+    const c = await createConnection(db.url);
+    cleanups.push(() => c.end());
+    for (const [id, age] of [
+      ['old-live', 1_000],
+      ['old-dead', 60_000],
+    ] as const) {
+      const t = newTask(id, 'older@a', undefined);
+      // As the previous version inserts: no alive_at.
+      await c.query(
+        'INSERT INTO sa_tasks (id, request_id, owner_id, completed, started_at, updated_at, body) VALUES (?, NULL, ?, 0, ?, ?, ?)',
+        [id, t.ownerId, t.startTimeMs, Date.now() - age, JSON.stringify(t)],
+      );
+    }
+    expect((await repo.abandoned(10_000)).map((t) => t.id)).toEqual(['old-dead']);
   });
 });
 

@@ -36,17 +36,25 @@ describe('task heartbeat beside task writes (mysql)', () => {
     let stop = false;
     const beats = (async () => {
       let n = 0;
-      while (!stop) await repo.heartbeat(owner, Date.now() + n++).catch(note);
+      while (!stop) {
+        await repo.heartbeat(owner).catch(note);
+        n += 1;
+      }
       return n;
     })();
     // Each round flips every task between completed and running, as finishing and resuming tasks do.
     for (let round = 0; round < ROUNDS; round++) {
       await Promise.all(
         tasks.map((t) => {
-          if (t.status.completed) reopenTask(t, 'again');
-          else completeTask(t);
-          t.updatedAtMs = Date.now();
-          return repo.save(t).catch(note);
+          if (!t.status.completed) {
+            completeTask(t);
+            return repo.save(t).catch(note);
+          }
+          // Reopened as a resume does: conditional on the version read.
+          const read = t.updatedAtMs;
+          reopenTask(t, 'again');
+          t.updatedAtMs = Math.max(t.updatedAtMs, read + 1);
+          return repo.saveIfUnchanged(t, read).catch(note);
         }),
       );
     }

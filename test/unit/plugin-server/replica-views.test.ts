@@ -29,9 +29,9 @@ function session(agentId: string, sessionId: string, connectedAt: number, accoun
 
 /** Two replicas on one store, with one clock and their agent streams set by the test. */
 function twoReplicas() {
-  const store = new MemoryCacheStore();
   const clock = { now: 1_000_000 };
   const now = () => clock.now;
+  const store = new MemoryCacheStore(now);
   const make = (id: string) => {
     const sessions: SessionInfo[] = [];
     const accounts = new AccountRegistry(store, log, {
@@ -41,7 +41,7 @@ function twoReplicas() {
       now,
     });
     const activity = new AccountActivity();
-    const views = new ReplicaViews({ store, accounts, activity, sessions: () => sessions, log, now });
+    const views = new ReplicaViews({ store, accounts, activity, sessions: () => sessions, log, monotonicNow: now });
     return { sessions, accounts, activity, views };
   };
   return { clock, a: make('replica-a'), b: make('replica-b') };

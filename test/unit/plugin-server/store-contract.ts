@@ -463,28 +463,31 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       expect(await store.listAccounts()).toEqual([]);
     });
 
-    it('keeps replica views: replaced by their replica, listed while unexpired, pruned and dropped', async () => {
-      const view = (replica: string, json: string, expiresAt: number) => ({
-        replica,
-        replicaUrl: `http://${replica}:7002`,
-        json,
-        expiresAt,
-      });
-      await store.publishReplicaView(view('r2', '{"agents":[]}', 1_000), 0);
-      await store.publishReplicaView(view('r1', '{"agents":[1]}', 1_000), 0);
+    it('keeps replica views: replaced by their replica, listed while unexpired at its clock, pruned and dropped', async () => {
+      const view = (replica: string, json: string) => ({ replica, replicaUrl: `http://${replica}:7002`, json });
+      const listed = async () => {
+        const { now, views } = await store.listReplicaViews();
+        for (const v of views) expect(v.expiresAt).toBeGreaterThan(now);
+        return views.map((v) => [v.replica, v.json]);
+      };
+      await store.publishReplicaView(view('r2', '{"agents":[]}'), 60_000, 0);
+      await store.publishReplicaView(view('r1', '{"agents":[1]}'), 60_000, 0);
       // Listed in replica order, the JSON exactly as written; a later publish replaces the replica's view.
-      await store.publishReplicaView(view('r1', '{"agents":[1,2]}', 2_000), 0);
-      expect(await store.listReplicaViews(500)).toEqual([
-        view('r1', '{"agents":[1,2]}', 2_000),
-        view('r2', '{"agents":[]}', 1_000),
+      await store.publishReplicaView(view('r1', '{"agents":[1,2]}'), 60_000, 0);
+      expect(await listed()).toEqual([
+        ['r1', '{"agents":[1,2]}'],
+        ['r2', '{"agents":[]}'],
       ]);
-      // Expired (its replica stopped publishing): no longer listed.
-      expect(await store.listReplicaViews(1_000)).toEqual([view('r1', '{"agents":[1,2]}', 2_000)]);
-      // Pruned by a later publish once expired before pruneBefore, so it stays gone whatever `now` is asked.
-      await store.publishReplicaView(view('r3', '{}', 5_000), 1_500);
-      expect((await store.listReplicaViews(0)).map((v) => v.replica)).toEqual(['r1', 'r3']);
+      // Expired (its replica stopped publishing; here at once): no longer listed, and pruned by the next publish.
+      await store.publishReplicaView(view('r2', '{"agents":[]}'), -1, 3_600_000);
+      expect(await listed()).toEqual([['r1', '{"agents":[1,2]}']]);
+      await store.publishReplicaView(view('r3', '{}'), 60_000, -1);
+      expect(await listed()).toEqual([
+        ['r1', '{"agents":[1,2]}'],
+        ['r3', '{}'],
+      ]);
       await store.dropReplicaView('r1');
-      expect(await store.listReplicaViews(0)).toEqual([view('r3', '{}', 5_000)]);
+      expect(await listed()).toEqual([['r3', '{}']]);
     });
 
     describe("named indexes (the views' application, cluster and owner indexes)", () => {

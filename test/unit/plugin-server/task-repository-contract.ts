@@ -99,14 +99,40 @@ export function taskRepositoryContract(name: string, factory: TaskRepositoryFact
       await repo.create(t);
       failTask(t, 'Orchestration failed: no agent', true);
       await repo.save(t);
+      const read = t.updatedAtMs;
       t.ownerId = 'second@h';
       addHistory(t, 'ORCHESTRATION', 'Resuming task from operation 1 of 1');
       t.status = { ...t.status, complete: false, completed: false, failed: false, retryable: false };
-      t.updatedAtMs = now - 60_000;
-      await repo.save(t);
-      await repo.heartbeat('second@h', now);
-      expect((await repo.abandoned(now - 10_000)).map((x) => x.id)).not.toContain('moved');
+      t.updatedAtMs = read + 1;
+      expect(await repo.saveIfUnchanged(t, read)).toBe(true);
+      await repo.heartbeat('second@h');
+      expect((await repo.abandoned(10_000)).map((x) => x.id)).not.toContain('moved');
       expect((await repo.get('moved'))?.ownerId).toBe('second@h');
+    });
+
+    it('a save by a former owner writes nothing once the task was failed by a peer or taken over', async () => {
+      const reaped = newTask('reaped', 'first@h', undefined, 1000);
+      await repo.create(reaped);
+      // A peer fails it (reaping, or PATCH) with a conditional write; then the first owner finishes its run.
+      const read = (await repo.get('reaped'))!;
+      const failed = structuredClone(read);
+      failTask(failed, 'Orchestration failed: the plugin-server replica running the task stopped', true);
+      failed.updatedAtMs = read.updatedAtMs + 1;
+      expect(await repo.saveIfUnchanged(failed, read.updatedAtMs)).toBe(true);
+      completeTask(reaped);
+      expect(await repo.save(reaped)).toBe(false);
+      expect((await repo.get('reaped'))?.status).toMatchObject({ completed: true, failed: true, retryable: true });
+
+      const moved = newTask('moved-on', 'first@h', undefined, 1000);
+      await repo.create(moved);
+      const taken = { ...structuredClone(moved), ownerId: 'second@h', updatedAtMs: moved.updatedAtMs + 1 };
+      expect(await repo.saveIfUnchanged(taken, moved.updatedAtMs)).toBe(true);
+      addHistory(moved, 'ORCHESTRATION', 'still running on the first owner');
+      expect(await repo.save(moved)).toBe(false);
+      addHistory(taken, 'ORCHESTRATION', 'running on the second owner');
+      expect(await repo.save(taken)).toBe(true);
+      expect((await repo.get('moved-on'))?.history.at(-1)?.status).toBe('running on the second owner');
+      expect(await repo.save(newTask('never-created', 'first@h', undefined))).toBe(false);
     });
 
     it('of two takeovers of one task read at the same version, exactly one is saved', async () => {
