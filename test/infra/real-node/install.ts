@@ -1,13 +1,20 @@
 /**
  * What an install test on the real node does as a user would: read synth's summary.json, mint an account's
- * kubeconfig with `scale-agent kubeconfig` and apply its Secret with the command it prints, wait for Deployments
- * (saying what a person would look at when they are not Available), and read the pods' states.
+ * kubeconfig with `scale-agent kubeconfig` and apply its Secret with the command it prints, install a place with
+ * the summary's helm command, wait for Deployments (saying what a person would look at when they are not
+ * Available), read the pods' states, and post an Orca-shaped deploy to the REST API and wait for its task.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
 import { run } from '../exec.js';
+import { resolveK8sBinDir } from '../k8s-tools.js';
 import { cliCommand } from '../processes.js';
+import { waitFor } from '../wait.js';
 import type { RealNode } from './node.js';
+
+const CHART = fileURLToPath(new URL('../../../charts/scale-agent', import.meta.url));
 
 export interface Place {
   name: string;
@@ -34,7 +41,7 @@ export function readSummary(out: string): Summary {
  */
 export async function mintAccountKubeconfig(
   node: RealNode,
-  opts: { topology: string; account: string; dir: string; server: string },
+  opts: { topology: string; account: string; dir: string; server: string; applySecret?: boolean },
 ): Promise<string> {
   const out = join(opts.dir, `${opts.account}.kubeconfig`);
   const cli = cliCommand([
@@ -54,6 +61,7 @@ export async function mintAccountKubeconfig(
   ]);
   const r = await run(cli.cmd, cli.args, { timeoutMs: 120_000 });
   const result = JSON.parse(r.stdout) as { secret: { file: string; apply: string } };
+  if (opts.applySecret === false) return readFileSync(out, 'utf8');
   // The printed command is `kubectl apply --server-side --field-manager=... -f FILE`: run with the node's kubectl.
   const words = result.secret.apply.split(/\s+/);
   if (words[0] !== 'kubectl')
@@ -140,4 +148,105 @@ export async function clusterIp(node: RealNode, namespace: string, service: stri
   return (
     await node.kubectl(['-n', namespace, 'get', 'service', service, '-o', 'jsonpath={.spec.clusterIP}'])
   ).stdout.trim();
+}
+
+/** Helm's environment for a test: the node's cluster, and caches inside the test's directory. */
+export function helmEnv(node: RealNode, dir: string): Record<string, string> {
+  return { KUBECONFIG: node.kubeconfig, HELM_CACHE_HOME: join(dir, '.helm'), HELM_CONFIG_HOME: join(dir, '.helm') };
+}
+
+/** The release and namespace of a place's `helm upgrade --install RELEASE CHART ... --namespace NS` line. */
+export function helmRelease(place: Place): { line: string; release: string; namespace: string } {
+  const line = place.apply.find((a) => a.startsWith('helm '));
+  if (!line) throw new Error(`summary.json: place ${place.name} gives no helm command`);
+  const words = line.split(/\s+/);
+  return { line, release: words[3]!, namespace: words[words.indexOf('--namespace') + 1]! };
+}
+
+/** The summary's `helm upgrade --install ...` line for a place, run as written (in `out`), with this checkout's chart. */
+export async function helmInstall(node: RealNode, out: string, place: Place): Promise<void> {
+  const args = helmRelease(place)
+    .line.split(/\s+/)
+    .slice(1)
+    .map((a) => (a === 'charts/scale-agent' ? CHART : a));
+  await run(join(await resolveK8sBinDir(), 'helm'), [...args, '--wait', '--timeout=150s'], {
+    cwd: out,
+    env: helmEnv(node, out),
+    timeoutMs: 180_000,
+  });
+}
+
+/** `helm test` of a place's release: its exit code and, when it failed, what helm said. */
+export async function helmTest(node: RealNode, out: string, place: Place): Promise<{ code: number; out: string }> {
+  const { release, namespace } = helmRelease(place);
+  const r = await run(
+    join(await resolveK8sBinDir(), 'helm'),
+    ['test', release, '--namespace', namespace, '--timeout=150s'],
+    { env: helmEnv(node, out), timeoutMs: 180_000, allowFail: true },
+  );
+  return { code: r.code, out: r.code === 0 ? '' : r.stdout + r.stderr };
+}
+
+/** Every pod Running, every container Ready without a restart: a failed expectation names the pod. */
+export function expectAllReady(pods: PodState[]): void {
+  for (const p of pods) {
+    expect({ pod: p.pod, phase: p.phase }).toEqual({ pod: p.pod, phase: 'Running' });
+    for (const c of p.containers) {
+      expect({ pod: p.pod, ...c }).toEqual({ pod: p.pod, name: c.name, ready: true, restarts: 0 });
+    }
+  }
+}
+
+export interface RestAnswer {
+  status: number;
+  body: string;
+}
+
+/** A REST call as a test makes it (from this machine, or from a pod); `base` picks a replica where it matters. */
+export type RestCall = (method: string, path: string, body?: unknown) => Promise<RestAnswer>;
+
+export interface TaskView {
+  status: { completed: boolean; failed: boolean };
+  history: { status: string }[];
+}
+
+/**
+ * What Orca's deployManifest stage posts (Clouddriver's KubernetesDeployManifestDescription): one unversioned
+ * ConfigMap into `namespace` of `account`; the task, once completed.
+ */
+export async function orcaDeployConfigMap(
+  rest: RestCall,
+  target: { account: string; namespace: string; name: string },
+): Promise<TaskView> {
+  const submitted = await rest('POST', '/kubernetes/ops', [
+    {
+      deployManifest: {
+        account: target.account,
+        cloudProvider: 'kubernetes',
+        source: 'text',
+        moniker: { app: 'install' },
+        namespaceOverride: target.namespace,
+        manifests: [
+          {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: target.name, annotations: { 'strategy.spinnaker.io/versioned': 'false' } },
+            data: { k: 'v' },
+          },
+        ],
+      },
+    },
+  ]);
+  if (submitted.status !== 200) throw new Error(`POST /kubernetes/ops: ${submitted.status} ${submitted.body}`);
+  const { id } = JSON.parse(submitted.body) as { id: string };
+  return waitFor(
+    `task ${id} done`,
+    async () => {
+      const r = await rest('GET', `/task/${id}`);
+      if (r.status !== 200) throw new Error(`GET /task/${id}: ${r.status} ${r.body}`);
+      const task = JSON.parse(r.body) as TaskView;
+      return task.status.completed ? task : undefined;
+    },
+    90_000,
+  );
 }
