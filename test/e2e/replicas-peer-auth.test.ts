@@ -6,14 +6,14 @@
  * without the agent runs through its peer; /internal/* refuses every caller without the peer secret, whatever its
  * network or token, and with it runs only operations of tasks in the task store.
  */
-import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess, peerSecretFile } from '../infra/processes.js';
+import { kubectl } from '../infra/index.js';
+import { peerSecretFile, type PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import type { Obj, TaskBody } from './operations-helpers.js';
 
 const ADMIN_TOKEN = 'peer-auth-admin-token-0123456789';
@@ -50,33 +50,26 @@ function call(
 }
 
 describe('replicas authenticate each other by the peer secret, not by network', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  let dir: string;
+  let stack: Stack;
   let a: PluginServerProcess;
   let b: PluginServerProcess;
   let ns: string;
   const account = 'peer-auth';
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-peer-auth-'));
-    ns = await createNamespace('peer-auth');
-    const db = await createTestDatabase('e2e_peer_auth');
-    cleanups.push(() => db.drop());
-    const tokensFile = join(dir, 'tokens');
+    // The replicas are added once their tokens file is in the stack's directory.
+    stack = await startStack({ name: 'peer-auth', store: 'mysql', replicas: 0 });
+    ns = stack.ns;
+    const tokensFile = join(stack.dir, 'tokens');
     writeFileSync(tokensFile, `${ADMIN_TOKEN} operator admin\n`);
-    const storage = { type: 'mysql' as const, url: db.url };
     const extra = {
       accounts: { gracePeriodSeconds: 30, leaseSeconds: 3 },
       // Spinnaker's network only: the replicas' own address (127.0.0.1) is not in it.
       http: { auth: { tokensFile, trustedNetworks: ['127.0.0.2/32'] } },
     };
-    a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
-    cleanups.push(() => a.stop());
-    b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
-    cleanups.push(() => b.stop());
-    const spec = { name: account, kubeconfigFile: testEnv().kubeconfig, namespaces: [ns], kinds: ['ConfigMap'] };
-    const agent = await AgentProcess.start({ dir, serverAddress: a.grpcAddress, accounts: [spec] });
-    cleanups.push(() => agent.stop());
+    a = await stack.addReplica({ name: 'replica-a', extra });
+    b = await stack.addReplica({ name: 'replica-b', extra });
+    await stack.addAgent({ serverAddress: a.grpcAddress, accounts: [{ name: account, kinds: ['ConfigMap'] }] });
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
     for (let i = 0; ; i++) {
       const r = await call(b.httpBase, 'GET', `/armory/accounts/${account}`, { headers: admin });
@@ -87,8 +80,7 @@ describe('replicas authenticate each other by the peer secret, not by network', 
   });
 
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
-    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+    await stack?.stop();
   });
 
   it('a token-less deploy from the trusted network, posted to the replica without the agent, runs through its peer', async () => {
@@ -148,7 +140,7 @@ describe('replicas authenticate each other by the peer secret, not by network', 
   });
 
   it('with the peer secret, an operation of no task in the task store is refused, nothing run', async () => {
-    const secret = readFileSync(peerSecretFile(dir), 'utf8').trim();
+    const secret = readFileSync(peerSecretFile(stack.dir), 'utf8').trim();
     const r = await call(a.httpBase, 'POST', '/internal/operations', {
       headers: { authorization: `Bearer ${secret}` },
       body: {

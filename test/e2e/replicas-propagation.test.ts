@@ -4,37 +4,19 @@
  * otherwise), and are written conditionally; an account an agent registers through one replica is served by the
  * other before that one's next lease refresh (it reads through to the store and forwards the operation).
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNamespace, createTestDatabase, kubectl, testEnv } from '../infra/index.js';
-import { AgentProcess, PluginServerProcess, type AgentAccountSpec } from '../infra/processes.js';
+import { kubectl, testEnv, waitFor } from '../infra/index.js';
+import { sendJson, type AgentAccountSpec, type AgentProcess, type PluginServerProcess } from '../infra/processes.js';
+import { startStack, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
-async function send(server: PluginServerProcess, method: string, path: string, body?: unknown) {
-  const res = await fetch(server.httpBase + path, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Obj };
-}
+const send = (server: PluginServerProcess, method: string, path: string, body?: unknown) =>
+  sendJson<Obj>(server.httpBase + path, method, body);
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+const until = <T>(what: string, probe: () => Promise<T | undefined>) => waitFor(what, probe, 30_000);
 
 describe('replicas follow the store', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
+  let stack: Stack;
   let a: PluginServerProcess;
   let b: PluginServerProcess;
   let agentA: AgentProcess;
@@ -48,26 +30,21 @@ describe('replicas follow the store', () => {
   });
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-propagation-'));
-    ns = await createNamespace('propagation');
-    const db = await createTestDatabase('e2e_propagation');
-    cleanups.push(() => db.drop());
-    const storage = { type: 'mysql' as const, url: db.url };
-    // The default lease: replicas refresh every 5 s, the window case 8 is about.
-    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 15 } };
-    a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
-    cleanups.push(() => a.stop());
-    b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
-    cleanups.push(() => b.stop());
-    agentA = await AgentProcess.start({ dir, agentId: 'agent-a', serverAddress: a.grpcAddress, accounts: [] });
-    cleanups.push(() => agentA.stop());
-    agentB = await AgentProcess.start({ dir, agentId: 'agent-b', serverAddress: b.grpcAddress, accounts: [] });
-    cleanups.push(() => agentB.stop());
+    stack = await startStack({
+      name: 'propagation',
+      store: 'mysql',
+      replicas: 2,
+      // The default lease: replicas refresh every 5 s, the window case 8 is about.
+      server: { extra: { accounts: { gracePeriodSeconds: 60, leaseSeconds: 15 } } },
+    });
+    ({ ns } = stack);
+    [a, b] = stack.replicas as [PluginServerProcess, PluginServerProcess];
+    agentA = await stack.addAgent({ agentId: 'agent-a', serverAddress: a.grpcAddress, accounts: [] });
+    agentB = await stack.addAgent({ agentId: 'agent-b', serverAddress: b.grpcAddress, accounts: [] });
   });
 
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
-    await kubectl(['delete', 'namespace', ns, '--wait=false'], { allowFail: true });
+    await stack?.stop();
   });
 
   it('a dynamic account created on A is one on B at once: get, list and update there', async () => {

@@ -57,8 +57,21 @@ async function waitReady(
 }
 
 /** GET `url`; the status and the body parsed as JSON (undefined when empty). */
-export async function getJson<T = unknown>(url: string): Promise<{ status: number; body: T }> {
-  const res = await fetch(url);
+export function getJson<T = unknown>(url: string): Promise<{ status: number; body: T }> {
+  return sendJson<T>(url, 'GET');
+}
+
+/** `method` on `url` with `body` as JSON when there is one; the status and the body parsed as JSON (or undefined). */
+export async function sendJson<T = unknown>(
+  url: string,
+  method: string,
+  body?: unknown,
+): Promise<{ status: number; body: T }> {
+  const res = await fetch(url, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
 }

@@ -39,7 +39,10 @@ export interface StackOptions {
   store: 'memory' | 'mysql';
   /** Prefixes of the namespaces to create (deleted by stop()); default `[name]`, `[]` for none. */
   namespaces?: string[];
-  /** Plugin-server replicas on the one store, started together (their migrations race, as a rollout's do). */
+  /**
+   * Plugin-server replicas on the one store, started together (their migrations race, as a rollout's do); 0 for none
+   * yet (a test that writes files into `dir` first adds them with addReplica()).
+   */
   replicas?: number;
   /** HAProxy in front of the replicas (haproxy.ts); agents connect through it. */
   loadBalancer?: boolean;
@@ -123,13 +126,21 @@ export class Stack {
     return ns;
   }
 
-  /** One more replica on the stack's store, or on `storage` (the same database through a proxy, say). */
-  async addReplica(o: { name: string; storage?: StorageSpec }): Promise<PluginServerProcess> {
+  /**
+   * One more replica on the stack's store, or on `storage` (the same database through a proxy, say), with the stack's
+   * settings or `extra` ones.
+   */
+  async addReplica(o: {
+    name: string;
+    storage?: StorageSpec;
+    extra?: PluginServerOptions['extra'];
+  }): Promise<PluginServerProcess> {
     const server = await PluginServerProcess.start({
       dir: this.dir,
       name: o.name,
       storage: o.storage ?? this.storage,
       ...this.opts.server,
+      ...(o.extra ? { extra: o.extra } : {}),
     });
     this.replicas.push(server);
     this.defer(() => server.stop());

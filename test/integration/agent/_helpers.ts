@@ -1,6 +1,16 @@
+import type { ApiResource } from '../../../src/agent/kube/resources.js';
 import type { ReflectorSink, WatchScope } from '../../../src/agent/reflector.js';
 import { ChangeType, type Change } from '../../../src/shared/proto.js';
 import { createLogger } from '../../../src/shared/logging.js';
+
+/** The resource the reflector tests watch. */
+export const CONFIGMAPS: ApiResource = {
+  group: '',
+  version: 'v1',
+  kind: 'ConfigMap',
+  resource: 'configmaps',
+  namespaced: true,
+};
 
 export const logger = createLogger({ name: 'agent-test', level: process.env.SCALE_AGENT_LOG_LEVEL ?? 'warn' });
 

@@ -3,15 +3,8 @@ import { KubeClient } from '../../../src/agent/kube/client.js';
 import type { ApiResource } from '../../../src/agent/kube/resources.js';
 import { Reflector } from '../../../src/agent/reflector.js';
 import { createNamespace, kubectl, testEnv } from '../../infra/index.js';
-import { logger, RecordingSink, waitFor } from './_helpers.js';
+import { CONFIGMAPS, logger, RecordingSink, waitFor } from './_helpers.js';
 
-const CONFIGMAPS: ApiResource = {
-  group: '',
-  version: 'v1',
-  kind: 'ConfigMap',
-  resource: 'configmaps',
-  namespaced: true,
-};
 const SECRETS: ApiResource = { group: '', version: 'v1', kind: 'Secret', resource: 'secrets', namespaced: true };
 
 let client: KubeClient;

@@ -3,19 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient } from '../../../src/agent/kube/client.js';
-import type { ApiResource } from '../../../src/agent/kube/resources.js';
 import { Reflector, type ReflectorHooks } from '../../../src/agent/reflector.js';
 import { ControlPlane, run } from '../../infra/index.js';
-import { logger, RecordingSink, waitFor } from './_helpers.js';
+import { CONFIGMAPS, logger, RecordingSink, waitFor } from './_helpers.js';
 
 // Destructive: etcd compaction and an API server restart, so a private control plane.
-const CONFIGMAPS: ApiResource = {
-  group: '',
-  version: 'v1',
-  kind: 'ConfigMap',
-  resource: 'configmaps',
-  namespaced: true,
-};
 
 let cp: ControlPlane;
 let client: KubeClient;

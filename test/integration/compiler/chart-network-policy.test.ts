@@ -5,14 +5,14 @@
  * installed for real by helm into a restricted namespace of a control plane of the test's own, which has a stand-in
  * ServiceMonitor CRD (test/fixtures/crds/) whose strict field validation checks the ServiceMonitor.
  */
-import { appendFile, cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
-import { synthFile } from '../../../src/compiler/index.js';
 import { ControlPlane, helm, kustomize, run } from '../../infra/index.js';
 import { expectAllPodsAdmitted, RESTRICTED } from '../../infra/pod-security.js';
+import { synthForComponents } from '../../infra/synth-out.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const CHART = join(ROOT, 'charts', 'scale-agent');
@@ -199,13 +199,7 @@ describe('chart extraEnv, extraVolumes, extraVolumeMounts', () => {
 describe('chart and kustomize components give one place the same objects', () => {
   let out: string;
   beforeAll(async () => {
-    out = await mkdtemp(join(tmpdir(), 'scale-agent-chart-np-'));
-    // synth's own NetworkPolicies off: the components add them here, as to an install made from the base alone.
-    const topology = join(out, 'mixed-without-policies.yaml');
-    const mixed = await readFile(join(ROOT, 'examples', 'mixed.yaml'), 'utf8');
-    await writeFile(topology, `${mixed}\nnetworkPolicies: { enabled: false }\n`);
-    await synthFile(topology, { out });
-    await cp(join(ROOT, 'kustomize', 'components'), join(out, 'kustomize', 'components'), { recursive: true });
+    out = await synthForComponents('scale-agent-chart-np-');
   });
   afterAll(async () => {
     await rm(out, { recursive: true, force: true });

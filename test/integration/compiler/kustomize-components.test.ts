@@ -3,15 +3,12 @@
  * kustomize, picks up the overlay's namespace, name suffix and instance label, and the NetworkPolicy components
  * clear kube-score's NetworkPolicy CRITICAL (the one finding the plain manifests keep on purpose).
  */
-import { appendFile, cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { appendFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { synthFile } from '../../../src/compiler/index.js';
 import { kubeScore, kustomize } from '../../infra/index.js';
-
-const ROOT = new URL('../../../', import.meta.url).pathname;
+import { synthForComponents } from '../../infra/synth-out.js';
 
 type Obj = {
   kind: string;
@@ -21,13 +18,7 @@ type Obj = {
 
 let out: string;
 beforeAll(async () => {
-  out = await mkdtemp(join(tmpdir(), 'scale-agent-components-'));
-  // synth's own NetworkPolicies off: the components add them here, as to an install made from the base alone.
-  const topology = join(out, 'mixed-without-policies.yaml');
-  const mixed = await readFile(join(ROOT, 'examples', 'mixed.yaml'), 'utf8');
-  await writeFile(topology, `${mixed}\nnetworkPolicies: { enabled: false }\n`);
-  await synthFile(topology, { out });
-  await cp(join(ROOT, 'kustomize', 'components'), join(out, 'kustomize', 'components'), { recursive: true });
+  out = await synthForComponents('scale-agent-components-');
 });
 afterAll(async () => {
   await rm(out, { recursive: true, force: true });

@@ -15,7 +15,7 @@ import { parsePluginServerConfig } from '../../../src/plugin-server/config.js';
 import { PluginServer } from '../../../src/plugin-server/server.js';
 import { createLogger } from '../../../src/shared/logging.js';
 import { createNamespace, kubectl, testEnv, waitFor } from '../../infra/index.js';
-import { AgentProcess, PluginServerProcess } from '../../infra/processes.js';
+import { AgentProcess, PluginServerProcess, sendJson } from '../../infra/processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sa-account-mgmt-'));
 let server: PluginServerProcess;
@@ -26,15 +26,8 @@ let ns2: string;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Body = any;
 
-async function api(method: string, path: string, body?: unknown, base = server.httpBase) {
-  const res = await fetch(base + path, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Body };
-}
+const api = (method: string, path: string, body?: unknown, base = server.httpBase) =>
+  sendJson<Body>(base + path, method, body);
 
 const dynamicNames = async (): Promise<string[]> =>
   ((await api('GET', '/armory/accounts?limit=1000')).body.items as { name: string; dynamic?: boolean }[])
