@@ -165,6 +165,23 @@ describe('secret references in the agent config', () => {
     expect(bad.details[0]?.message).toMatch(/secret reference encryptedFile:k8s is malformed/);
   });
 
+  it('server.tokenFile may be a reference too, to a file', () => {
+    const ok = parseAgentConfigs(
+      [{ file: '/etc/a.yaml', text: 'server: {tokenFile: "encryptedFile:k8s!n:t!k:token"}\n' }],
+      {},
+    );
+    expect(ok.server.tokenFile).toBe('encryptedFile:k8s!n:t!k:token');
+    const e = errorOf(() =>
+      parseAgentConfigs([{ file: '/etc/a.yaml', text: 'server: {tokenFile: "encrypted:k8s!n:t!k:token"}\n' }], {}),
+    );
+    expect(e.details).toContainEqual(
+      expect.objectContaining({
+        path: '/server/tokenFile',
+        message: 'a token file is a file: write encryptedFile:k8s!n:t!k:token',
+      }),
+    );
+  });
+
   it('vault with Kubernetes auth needs a role', () => {
     const e = errorOf(() =>
       parseAgentConfigs(
