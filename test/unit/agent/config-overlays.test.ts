@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadAgentConfig, parseAgentConfigs } from '../../../src/agent/config.js';
 import { ScaleAgentError } from '../../../src/shared/errors.js';
+import { loadPluginServerConfig } from '../../../src/plugin-server/config.js';
 import { configFiles } from '../../../src/shared/yaml-config.js';
 
 function errorOf(fn: () => unknown): ScaleAgentError {
@@ -129,6 +130,35 @@ describe('agent config overlays', () => {
     expect(c.kubernetes.accounts.find((a) => a.name === 'dev')?.serviceAccount).toBe(false);
     const empty = mkdtempSync(join(tmpdir(), 'overlay-empty-'));
     expect(() => configFiles([empty])).toThrow(/has no \.yaml, \.yml or \.json file/);
+  });
+});
+
+describe('plugin-server config overlays', () => {
+  it('merges files in order, artifact accounts by name, paths relative to the file that gives them', () => {
+    const base = mkdtempSync(join(tmpdir(), 'ps-base-'));
+    const site = mkdtempSync(join(tmpdir(), 'ps-site-'));
+    writeFileSync(
+      join(base, 'plugin-server.yaml'),
+      [
+        'http: {port: 7002}',
+        'spinnaker:',
+        '  artifacts:',
+        '    http:',
+        '      - {name: github, allowedHosts: [github.com], tokenFile: tokens/github}',
+        '      - {name: nexus, allowedHosts: [nexus.example.com]}',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(site, 'site.yaml'),
+      'http: {port: 8002}\nspinnaker: {artifacts: {http: [{name: github, allowedHosts: [ghe.example.com], tokenFile: ghe}]}}\n',
+    );
+    const c = loadPluginServerConfig([join(base, 'plugin-server.yaml'), join(site, 'site.yaml')]);
+    expect(c.http.port).toBe(8002);
+    expect(c.spinnaker?.artifacts?.http.map((h) => [h.name, h.allowedHosts, h.tokenFile])).toEqual([
+      ['github', ['ghe.example.com'], join(site, 'ghe')],
+      ['nexus', ['nexus.example.com'], undefined],
+    ]);
   });
 });
 
