@@ -15,6 +15,7 @@ import { versionInfo } from '../shared/version.js';
 import { WatchedFiles } from '../shared/watched-files.js';
 import { AccountRunner, type KubernetesSettings, type WatchInfo } from './account.js';
 import { AdminServer } from './admin.js';
+import { isSecretReference } from '../shared/secrets/index.js';
 import { configFiles } from '../shared/yaml-config.js';
 import { diffAccounts, parseAgentConfigs, stableJson, type AccountConfig, type AgentConfig } from './config.js';
 import { definitionFingerprint, dynamicAccountConfig } from './dynamic-accounts.js';
@@ -109,6 +110,7 @@ export class Agent {
       queue: this.queue,
       server: () => this.config.server,
       hello: () => this.hello(),
+      bearerToken: () => this.bearerToken(),
       onWelcome: (w) => this.onWelcome(w),
       onClosed: () => this.onClosed(),
       onAccountsChanged: (m) => void this.accountsChanged(m),
@@ -405,6 +407,16 @@ export class Agent {
     if (this.stream.connected && runner.helloAccount() && !this.helloAccounts.has(runner.name)) {
       this.reloading = this.reloading.then(() => this.updateAccounts([runner.name], []));
     }
+  }
+
+  /** server.tokenFile's token: the file, or a secret reference read at each dial (a rotation applies on the next). */
+  private async bearerToken(): Promise<string | undefined> {
+    const file = this.config.server.tokenFile;
+    if (!file) return undefined;
+    if (!isSecretReference(file)) return readFileSync(file, 'utf8').trim();
+    const secret = await this.secrets.resolver.open(file, () => undefined);
+    secret.close();
+    return secret.value.toString('utf8').trim();
   }
 
   private async hello(): Promise<Hello> {

@@ -76,7 +76,7 @@ function semanticProblems(doc: LoadedYaml, config: AgentConfigSchema): ErrorDeta
       problems.push(detailAt(at, 'needs kubeconfigFile or serviceAccount: true'));
     }
     if (isSecretReference(a.kubeconfigFile)) {
-      const problem = referenceProblem(a.kubeconfigFile);
+      const problem = referenceProblem(a.kubeconfigFile, 'a kubeconfig');
       if (problem) problems.push(detailAt(`${at}/kubeconfigFile`, problem));
     }
     if (a.context && !a.kubeconfigFile) {
@@ -89,6 +89,10 @@ function semanticProblems(doc: LoadedYaml, config: AgentConfigSchema): ErrorDeta
       problems.push(detailAt(`${at}/omitKinds`, 'kinds and omitKinds are exclusive'));
     }
   });
+  if (isSecretReference(config.server.tokenFile)) {
+    const problem = referenceProblem(config.server.tokenFile, 'a token file');
+    if (problem) problems.push(detailAt('/server/tokenFile', problem));
+  }
   const vault = config.secrets.vault;
   if (vault?.authMethod === 'KUBERNETES' && !vault.role) {
     problems.push(detailAt('/secrets/vault', 'authMethod KUBERNETES needs role'));
@@ -96,12 +100,12 @@ function semanticProblems(doc: LoadedYaml, config: AgentConfigSchema): ErrorDeta
   return problems;
 }
 
-/** What is wrong with a reference in a field that names a file (a kubeconfig), or undefined. */
-function referenceProblem(text: string): string | undefined {
+/** What is wrong with a reference in a field that names a file (a kubeconfig, a token file), or undefined. */
+function referenceProblem(text: string, what: string): string | undefined {
   try {
     const ref = parseSecretReference(text);
     // kork's encrypted: gives the value itself, which for a file field would be a path: a file is encryptedFile:.
-    if (!ref.file) return `a kubeconfig is a file: write encryptedFile:${text.slice('encrypted:'.length)}`;
+    if (!ref.file) return `${what} is a file: write encryptedFile:${text.slice('encrypted:'.length)}`;
     return undefined;
   } catch (e) {
     return (e as Error).message;

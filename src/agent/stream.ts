@@ -34,6 +34,11 @@ export interface StreamClientDeps {
   /** The current server settings (re-read at every dial, so a config reload applies on the next one). */
   server(): AgentConfig['server'];
   hello(): Promise<Hello>;
+  /**
+   * The bearer token of server.tokenFile, read at every dial (a rotated one applies on the next); without this,
+   * the file is read as is. The agent brings one that also reads secret references.
+   */
+  bearerToken?(): Promise<string | undefined>;
   /** The server answered Hello: start the accepted accounts' watches. */
   onWelcome(welcome: Welcome): void;
   /** The stream is gone: stop the watches (they restart from the next Welcome's resume points). */
@@ -163,7 +168,10 @@ export class StreamClient {
     const { creds, options } = channelSetup(server);
     const client = new AgentServiceClient(server.address, creds, options);
     const metadata = new Metadata();
-    if (server.tokenFile) metadata.set('authorization', `Bearer ${readFileSync(server.tokenFile, 'utf8').trim()}`);
+    const token = this.deps.bearerToken
+      ? await this.deps.bearerToken()
+      : server.tokenFile && readFileSync(server.tokenFile, 'utf8').trim();
+    if (token) metadata.set('authorization', `Bearer ${token}`);
     const hello = await this.deps.hello();
     log.info({ address: server.address, accounts: hello.accounts.map((a) => a.name) }, 'connecting to plugin-server');
     const call = client.connect(metadata);

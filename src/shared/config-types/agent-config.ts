@@ -67,7 +67,7 @@ export interface AgentConfig {
       serverName?: string;
     };
     /**
-     * File holding a bearer token sent as `authorization: Bearer <token>` on the stream. Re-read at every (re)connect, so a rotated token is picked up.
+     * File holding a bearer token sent as `authorization: Bearer <token>` on the stream. Re-read at every (re)connect, so a rotated token is picked up. May be a secret reference (`encryptedFile:k8s!n:SECRET!k:KEY`, `encryptedFile:vault!...`, docs/secrets.md), read at every connection.
      */
     tokenFile?: string;
     /**

@@ -4,13 +4,14 @@
  * Secrets by name, nothing else) and watches it; the `vault` engine reads Vault KV v2 from a STAND-IN for Vault
  * (test/infra/vault-stand-in.ts: Vault cannot be built here).
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { Agent } from '../../../src/agent/index.js';
-import { createNamespace, createServiceAccount, kubectl } from '../../infra/index.js';
+import { createNamespace, createServiceAccount, kubectl, testEnv } from '../../infra/index.js';
 import { PluginServerProcess } from '../../infra/processes.js';
 import { VaultStandIn } from '../../infra/vault-stand-in.js';
 import { logger, waitFor } from './_helpers.js';
@@ -198,6 +199,61 @@ describe('k8s secret references', () => {
       expect(error).not.toContain('TOPSECRET');
       expect(error).not.toContain(reader.token);
     }
+  });
+});
+
+describe('the stream token from a secret reference', () => {
+  let tokenServer: PluginServerProcess;
+  const token = randomBytes(24).toString('hex');
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'secrets-token-ps-'));
+    writeFileSync(join(dir, 'agent-tokens'), `${token} team-ref\n`, { mode: 0o600 });
+    tokenServer = await PluginServerProcess.start({
+      dir,
+      name: 'token-server',
+      extra: {
+        authorization: {
+          agentTokensFile: join(dir, 'agent-tokens'),
+          identities: [{ match: { token: 'team-ref' }, accounts: ['token-ref-*'] }],
+        },
+      },
+    });
+  });
+  afterAll(async () => {
+    await tokenServer?.stop();
+  });
+
+  it("server.tokenFile: encryptedFile:k8s!... authenticates the agent with the Secret's token", async () => {
+    const agentNs = await createNamespace('secrets-token');
+    await putSecret(agentNs, 'agent-token', { token: `${token}\n` });
+    const dir = mkdtempSync(join(tmpdir(), 'secrets-token-'));
+    const file = join(dir, 'agent.yaml');
+    writeFileSync(
+      file,
+      stringify({
+        server: {
+          address: tokenServer.grpcAddress,
+          insecure: true,
+          tokenFile: 'encryptedFile:k8s!n:agent-token!k:token',
+          backoff: { baseDelaySeconds: 0.2, maxDelaySeconds: 2 },
+        },
+        agentId: `token-ref-${agentNs}`,
+        admin: { host: '127.0.0.1', port: 0 },
+        secrets: { kubernetes: { kubeconfigFile: await agentIdentity(agentNs, ['agent-token']), namespace: agentNs } },
+        kubernetes: {
+          accounts: [{ name: `token-ref-${agentNs}`, kubeconfigFile: testEnv().kubeconfig, kinds: ['Namespace'] }],
+        },
+      }),
+    );
+    agents.push(await Agent.start({ configFile: file, logger }));
+    const view = await waitFor('the agent registered with its token', async () =>
+      (
+        await tokenServer.get<{ agentId: string; authIdentity: string; accounts: string[] }[]>('/armory/agents')
+      ).body.find((a) => a.agentId === `token-ref-${agentNs}`),
+    );
+    expect(view.authIdentity).toBe('token:team-ref');
+    expect(view.accounts).toEqual([`token-ref-${agentNs}`]);
   });
 });
 

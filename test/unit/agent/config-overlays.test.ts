@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadAgentConfig, parseAgentConfigs } from '../../../src/agent/config.js';
 import { ScaleAgentError } from '../../../src/shared/errors.js';
+import { loadPluginServerConfig } from '../../../src/plugin-server/config.js';
 import { configFiles } from '../../../src/shared/yaml-config.js';
 
 function errorOf(fn: () => unknown): ScaleAgentError {
@@ -132,6 +133,35 @@ describe('agent config overlays', () => {
   });
 });
 
+describe('plugin-server config overlays', () => {
+  it('merges files in order, artifact accounts by name, paths relative to the file that gives them', () => {
+    const base = mkdtempSync(join(tmpdir(), 'ps-base-'));
+    const site = mkdtempSync(join(tmpdir(), 'ps-site-'));
+    writeFileSync(
+      join(base, 'plugin-server.yaml'),
+      [
+        'http: {port: 7002}',
+        'spinnaker:',
+        '  artifacts:',
+        '    http:',
+        '      - {name: github, allowedHosts: [github.com], tokenFile: tokens/github}',
+        '      - {name: nexus, allowedHosts: [nexus.example.com]}',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(site, 'site.yaml'),
+      'http: {port: 8002}\nspinnaker: {artifacts: {http: [{name: github, allowedHosts: [ghe.example.com], tokenFile: ghe}]}}\n',
+    );
+    const c = loadPluginServerConfig([join(base, 'plugin-server.yaml'), join(site, 'site.yaml')]);
+    expect(c.http.port).toBe(8002);
+    expect(c.spinnaker?.artifacts?.http.map((h) => [h.name, h.allowedHosts, h.tokenFile])).toEqual([
+      ['github', ['ghe.example.com'], join(site, 'ghe')],
+      ['nexus', ['nexus.example.com'], undefined],
+    ]);
+  });
+});
+
 describe('secret references in the agent config', () => {
   it('keeps a reference as written (no path resolution) and checks its syntax where it is written', () => {
     const ref = 'encryptedFile:k8s!n:kubeconfigs!k:prod';
@@ -163,6 +193,23 @@ describe('secret references in the agent config', () => {
       ),
     );
     expect(bad.details[0]?.message).toMatch(/secret reference encryptedFile:k8s is malformed/);
+  });
+
+  it('server.tokenFile may be a reference too, to a file', () => {
+    const ok = parseAgentConfigs(
+      [{ file: '/etc/a.yaml', text: 'server: {tokenFile: "encryptedFile:k8s!n:t!k:token"}\n' }],
+      {},
+    );
+    expect(ok.server.tokenFile).toBe('encryptedFile:k8s!n:t!k:token');
+    const e = errorOf(() =>
+      parseAgentConfigs([{ file: '/etc/a.yaml', text: 'server: {tokenFile: "encrypted:k8s!n:t!k:token"}\n' }], {}),
+    );
+    expect(e.details).toContainEqual(
+      expect.objectContaining({
+        path: '/server/tokenFile',
+        message: 'a token file is a file: write encryptedFile:k8s!n:t!k:token',
+      }),
+    );
   });
 
   it('vault with Kubernetes auth needs a role', () => {
