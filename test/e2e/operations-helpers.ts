@@ -79,3 +79,18 @@ export class OpsClient {
     );
   }
 }
+
+/** Orca's deployManifest body: `manifests` deployed through `account` into `namespace`, for application `app`. */
+export function deployBody(account: string, app: string, namespace: string, manifests: object[]): Obj[] {
+  return [{ deployManifest: { account, moniker: { app }, namespaceOverride: namespace, manifests } }];
+}
+
+/** A ConfigMap deployed unversioned (`strategy.spinnaker.io/versioned: false`): each deploy replaces the one object. */
+export function unversionedConfigMap(name: string, data: Record<string, string>): Obj {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, annotations: { 'strategy.spinnaker.io/versioned': 'false' } },
+    data,
+  };
+}

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubectl } from '../infra/index.js';
 import { startStack, type Stack } from '../infra/stack.js';
-import { fixture, OpsClient, type Obj } from './operations-helpers.js';
+import { deployBody, fixture, OpsClient, type Obj } from './operations-helpers.js';
 
 async function getJson(args: string[]): Promise<Obj> {
   const { stdout } = await kubectl(['get', ...args, '-o', 'json']);
@@ -76,16 +76,9 @@ for (const storeType of ['memory', 'mysql'] as const) {
     it('barrier: after every deploy, patch and scale task the read shows the new generation (30 rounds)', async () => {
       const name = 'barrier';
       for (let i = 1; i <= 30; i++) {
-        const deploy = await ops.run([
-          {
-            deployManifest: {
-              account,
-              moniker: { app: 'barrier' },
-              namespaceOverride: ns,
-              manifests: [deployment(name, 1, `registry.example.com/web:${i}`)],
-            },
-          },
-        ]);
+        const deploy = await ops.run(
+          deployBody(account, 'barrier', ns, [deployment(name, 1, `registry.example.com/web:${i}`)]),
+        );
         const deployed = deploy.resultObjects[0]?.manifests[0];
         let read = await ops.manifest(account, ns, `deployment ${name}`);
         expect(read.body.manifest.metadata.generation).toBeGreaterThanOrEqual(deployed.metadata.generation);

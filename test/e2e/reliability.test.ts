@@ -8,23 +8,22 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { waitForCacheToMatch, type CacheCheckOptions } from '../infra/cache-checker.js';
-import { ControlPlane, createNamespace, createTestDatabase, kubectl, run, testEnv } from '../infra/index.js';
+import { waitForCacheToMatch, type CacheCheckOptions, type CheckedKind } from '../infra/cache-checker.js';
+import { ControlPlane, kubectl, run } from '../infra/index.js';
 import { configMapList } from '../infra/manifests.js';
 import { AgentProcess, PluginServerProcess } from '../infra/processes.js';
+import { startStack } from '../infra/stack.js';
 
 const SYNC_STARTS = 'scale_agent_plugin_server_messages_received_total{type="syncStart"}';
 
-const checked = (httpBase: string, account: string, kubeconfig: string, ns: string): CacheCheckOptions => ({
-  httpBase,
-  account,
-  kubeconfig,
-  namespaces: [ns],
-  kinds: [
-    { apiVersion: 'v1', kind: 'ConfigMap', namespaced: true },
-    { apiVersion: 'v1', kind: 'Secret', namespaced: true },
-  ],
-});
+const CONFIG_MAPS_AND_SECRETS: CheckedKind[] = [
+  { apiVersion: 'v1', kind: 'ConfigMap', namespaced: true },
+  { apiVersion: 'v1', kind: 'Secret', namespaced: true },
+];
+
+/** A stack with one agent account that caches the stack namespace's ConfigMaps and Secrets. */
+const withAccount = (name: string, account: string, store: 'memory' | 'mysql') =>
+  startStack({ name, store, agent: { accounts: [{ name: account, kinds: ['ConfigMap', 'Secret'] }] } });
 
 describe('reliability end to end', () => {
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -33,20 +32,12 @@ describe('reliability end to end', () => {
   });
 
   it('agent killed mid-stream resumes without a full relist; the cache equals the API server', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-kill-'));
-    const ns = await createNamespace('kill-agent');
-    const server = await PluginServerProcess.start({ dir });
-    cleanups.push(() => server.stop());
-    const spec = {
-      name: 'resume',
-      kubeconfigFile: testEnv().kubeconfig,
-      namespaces: [ns],
-      kinds: ['ConfigMap', 'Secret'],
-    };
-    const agent = await AgentProcess.start({ dir, serverAddress: server.grpcAddress, accounts: [spec] });
-    cleanups.push(() => agent.stop());
+    const stack = await withAccount('kill-agent', 'resume', 'memory');
+    cleanups.push(() => stack.stop());
+    const { ns, server, agent } = stack;
+    const checked = stack.cacheCheck('resume', { kinds: CONFIG_MAPS_AND_SECRETS });
     await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'before', 0, 50) });
-    await waitForCacheToMatch(checked(server.httpBase, 'resume', testEnv().kubeconfig, ns));
+    await waitForCacheToMatch(checked);
     const syncsBefore = await server.metric(SYNC_STARTS);
     expect(syncsBefore).toBeGreaterThan(0);
 
@@ -58,36 +49,26 @@ describe('reliability end to end', () => {
     await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'after', 0, 20) });
 
     await agent.restart();
-    await waitForCacheToMatch(checked(server.httpBase, 'resume', testEnv().kubeconfig, ns));
+    await waitForCacheToMatch(checked);
     // Resumed from the server's resume points: not one scope was listed again.
     expect(await server.metric(SYNC_STARTS)).toBe(syncsBefore);
     expect((await server.get('/armory/accounts/resume')).body).toMatchObject({ state: 'ACTIVE' });
   });
 
   it('plugin-server restarted on MySQL: the agent reconnects and the cache converges', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-psrestart-'));
-    const ns = await createNamespace('ps-restart');
-    const db = await createTestDatabase('e2e_restart');
-    cleanups.push(() => db.drop());
-    const server = await PluginServerProcess.start({ dir, storage: { type: 'mysql', url: db.url } });
-    cleanups.push(() => server.stop());
-    const spec = {
-      name: 'durable',
-      kubeconfigFile: testEnv().kubeconfig,
-      namespaces: [ns],
-      kinds: ['ConfigMap', 'Secret'],
-    };
-    const agent = await AgentProcess.start({ dir, serverAddress: server.grpcAddress, accounts: [spec] });
-    cleanups.push(() => agent.stop());
+    const stack = await withAccount('ps-restart', 'durable', 'mysql');
+    cleanups.push(() => stack.stop());
+    const { ns, server } = stack;
+    const checked = stack.cacheCheck('durable', { kinds: CONFIG_MAPS_AND_SECRETS });
     await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'a', 0, 40) });
-    await waitForCacheToMatch(checked(server.httpBase, 'durable', testEnv().kubeconfig, ns));
+    await waitForCacheToMatch(checked);
 
     await server.kill();
     await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'b', 0, 40) });
     await kubectl(['delete', 'configmap', 'a-0', 'a-1', 'a-2', '-n', ns]);
     await server.restart();
     // The restarted server knows the account from MySQL before the agent is back (ORPHANED, cache served).
-    await waitForCacheToMatch(checked(server.httpBase, 'durable', testEnv().kubeconfig, ns));
+    await waitForCacheToMatch(checked);
     expect((await server.get('/armory/accounts/durable')).body).toMatchObject({ state: 'ACTIVE' });
     // The resume points survived in MySQL: the new server process saw no relist.
     expect(await server.metric(SYNC_STARTS)).toBe(0);
@@ -106,8 +87,11 @@ describe('reliability end to end', () => {
     const agent = await AgentProcess.start({ dir, serverAddress: server.grpcAddress, accounts: [spec] });
     cleanups.push(() => agent.stop());
     await kubectlCp(['apply', '-f', '-'], configMapList('compact', 'x', 0, 30));
-    const opts = {
-      ...checked(server.httpBase, 'compacted', cp.kubeconfig, 'compact'),
+    const opts: CacheCheckOptions = {
+      httpBase: server.httpBase,
+      account: 'compacted',
+      kubeconfig: cp.kubeconfig,
+      namespaces: ['compact'],
       kinds: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaced: true }],
     };
     await waitForCacheToMatch(opts);

@@ -13,7 +13,7 @@ import { kubectl, waitFor } from '../infra/index.js';
 import { configMapList } from '../infra/manifests.js';
 import type { PluginServerProcess } from '../infra/processes.js';
 import { startStack, type Stack } from '../infra/stack.js';
-import type { Obj, TaskBody } from './operations-helpers.js';
+import { deployBody, unversionedConfigMap, type Obj, type TaskBody } from './operations-helpers.js';
 
 const ACCOUNTS = ['fleet-0', 'fleet-1', 'fleet-2'];
 const SYNC_STARTS = 'scale_agent_plugin_server_messages_received_total{type="syncStart"}';
@@ -100,23 +100,7 @@ describe('three replicas behind HAProxy', () => {
     const operations = (async () => {
       for (let i = 0; !stop; i++) {
         const account = ACCOUNTS[i % ACCOUNTS.length]!;
-        const body = [
-          {
-            deployManifest: {
-              account,
-              moniker: { app: 'failover' },
-              namespaceOverride: ns,
-              manifests: [
-                {
-                  apiVersion: 'v1',
-                  kind: 'ConfigMap',
-                  metadata: { name: `op-${account}`, annotations: { 'strategy.spinnaker.io/versioned': 'false' } },
-                  data: { i: String(i) },
-                },
-              ],
-            },
-          },
-        ];
+        const body = deployBody(account, 'failover', ns, [unversionedConfigMap(`op-${account}`, { i: String(i) })]);
         const res = await fetch(`${stack.httpBase}/kubernetes/ops?clientRequestId=failover-${i}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },

@@ -5,20 +5,14 @@
  * replicas) — and clientRequestId dedupes across replicas.
  */
 import { readFileSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kubectl } from '../infra/index.js';
+import { kubectl, waitFor } from '../infra/index.js';
 import { peerSecretFile, type PluginServerProcess } from '../infra/processes.js';
 import { startStack, type Stack } from '../infra/stack.js';
-import { OpsClient, type Obj } from './operations-helpers.js';
+import { deployBody, OpsClient, unversionedConfigMap, type Obj } from './operations-helpers.js';
 
-const configMap = (name: string, round: number): Obj => ({
-  apiVersion: 'v1',
-  kind: 'ConfigMap',
-  // Unversioned, so every round replaces the same object.
-  metadata: { name, annotations: { 'strategy.spinnaker.io/versioned': 'false' } },
-  data: { round: String(round) },
-});
+// Unversioned, so every round replaces the same object.
+const configMap = (name: string, round: number): Obj => unversionedConfigMap(name, { round: String(round) });
 
 describe('operations posted to any replica', () => {
   let stack: Stack;
@@ -40,12 +34,10 @@ describe('operations posted to any replica', () => {
     ns = stack.ns;
     dir = stack.dir;
     // B learns from the shared leases that A holds the account.
-    for (let i = 0; ; i++) {
-      const r = await b.get<{ state: string; heldBy: unknown }>(`/armory/accounts/${account}`);
-      if (r.status === 200 && r.body.state === 'ACTIVE') break;
-      if (i > 300) throw new Error(`replica B never saw ${account} held: ${JSON.stringify(r.body)}`);
-      await sleep(100);
-    }
+    await waitFor(`replica B to see ${account} held`, async () => {
+      const r = await b.get<{ state: string }>(`/armory/accounts/${account}`);
+      return r.status === 200 && r.body.state === 'ACTIVE';
+    });
   });
 
   afterAll(async () => {
@@ -56,16 +48,7 @@ describe('operations posted to any replica', () => {
     const viaB = new OpsClient(b);
     const viaA = new OpsClient(a);
     for (let round = 1; round <= 10; round++) {
-      const task = await viaB.run([
-        {
-          deployManifest: {
-            account,
-            moniker: { app: 'fwd' },
-            namespaceOverride: ns,
-            manifests: [configMap('fwd', round)],
-          },
-        },
-      ]);
+      const task = await viaB.run(deployBody(account, 'fwd', ns, [configMap('fwd', round)]));
       expect(task.history.map((h) => h.status).join('\n')).toMatch(/Sent deployManifest to agent /);
       // The barrier across replicas: the replica the task was posted to (and its peer) already serve this round.
       for (const ops of [viaB, viaA]) {

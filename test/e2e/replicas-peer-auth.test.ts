@@ -11,10 +11,10 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kubectl } from '../infra/index.js';
+import { kubectl, waitFor } from '../infra/index.js';
 import { peerSecretFile, type PluginServerProcess } from '../infra/processes.js';
 import { startStack, type Stack } from '../infra/stack.js';
-import type { Obj, TaskBody } from './operations-helpers.js';
+import { deployBody, unversionedConfigMap, type Obj, type TaskBody } from './operations-helpers.js';
 
 const ADMIN_TOKEN = 'peer-auth-admin-token-0123456789';
 
@@ -71,12 +71,10 @@ describe('replicas authenticate each other by the peer secret, not by network', 
     b = await stack.addReplica({ name: 'replica-b', extra });
     await stack.addAgent({ serverAddress: a.grpcAddress, accounts: [{ name: account, kinds: ['ConfigMap'] }] });
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
-    for (let i = 0; ; i++) {
+    await waitFor(`replica B to see ${account} held`, async () => {
       const r = await call(b.httpBase, 'GET', `/armory/accounts/${account}`, { headers: admin });
-      if (r.status === 200 && r.body.state === 'ACTIVE') break;
-      if (i > 300) throw new Error(`replica B never saw ${account} held: ${JSON.stringify(r.body)}`);
-      await sleep(100);
-    }
+      return r.status === 200 && r.body.state === 'ACTIVE';
+    });
   });
 
   afterAll(async () => {
@@ -84,23 +82,7 @@ describe('replicas authenticate each other by the peer secret, not by network', 
   });
 
   it('a token-less deploy from the trusted network, posted to the replica without the agent, runs through its peer', async () => {
-    const body = [
-      {
-        deployManifest: {
-          account,
-          moniker: { app: 'peer' },
-          namespaceOverride: ns,
-          manifests: [
-            {
-              apiVersion: 'v1',
-              kind: 'ConfigMap',
-              metadata: { name: 'via-peer', annotations: { 'strategy.spinnaker.io/versioned': 'false' } },
-              data: { from: 'spinnaker' },
-            },
-          ],
-        },
-      },
-    ];
+    const body = deployBody(account, 'peer', ns, [unversionedConfigMap('via-peer', { from: 'spinnaker' })]);
     const posted = await call(b.httpBase, 'POST', '/kubernetes/ops', { body });
     expect(posted.status, JSON.stringify(posted.body)).toBe(200);
     let task: TaskBody;

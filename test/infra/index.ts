@@ -162,3 +162,26 @@ export async function createServiceAccount(opts: {
 export function createTestDatabase(prefix: string): Promise<{ url: string; database: string; drop(): Promise<void> }> {
   return createDatabase(testEnv().mysqlUrl, prefix);
 }
+
+/**
+ * A contract suite's factory (store-contract.ts, task-repository-contract.ts) for a MySQL backend: each test gets
+ * `open(url)` on a fresh database of its own, closed and the database dropped after the test.
+ */
+export function onTestDatabases<T extends { close(): Promise<void> }>(
+  prefix: string,
+  open: (url: string) => T,
+): { create(): Promise<T>; destroy(t: T): Promise<void> } {
+  const drops = new WeakMap<T, () => Promise<void>>();
+  return {
+    create: async () => {
+      const db = await createTestDatabase(prefix);
+      const t = open(db.url);
+      drops.set(t, db.drop);
+      return t;
+    },
+    destroy: async (t) => {
+      await t.close();
+      await drops.get(t)?.();
+    },
+  };
+}

@@ -8,6 +8,7 @@ import { Agent } from '../../../src/agent/index.js';
 import type { WatchInfo } from '../../../src/agent/account.js';
 import { AtomicVolume } from '../../infra/atomic-volume.js';
 import { createNamespace, createServiceAccount, kubectl, testEnv } from '../../infra/index.js';
+import { customResourceDefinition } from '../../infra/manifests.js';
 import { PluginServerProcess } from '../../infra/processes.js';
 import { logger, waitFor } from './_helpers.js';
 
@@ -219,24 +220,7 @@ describe('agent with a real plugin-server', () => {
     expect((await get<WatchInfo[]>(`${admin}/watches?account=${account}`)).body).toEqual([]);
 
     await kubectl(['apply', '-f', '-'], {
-      input: JSON.stringify({
-        apiVersion: 'apiextensions.k8s.io/v1',
-        kind: 'CustomResourceDefinition',
-        metadata: { name: `widgets.${group}` },
-        spec: {
-          group,
-          scope: 'Namespaced',
-          names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
-          versions: [
-            {
-              name: 'v1',
-              served: true,
-              storage: true,
-              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-            },
-          ],
-        },
-      }),
+      input: JSON.stringify(customResourceDefinition({ group, kind: 'Widget', plural: 'widgets' })),
     });
     const watches = await waitFor('a watch on the new kind', async () => {
       const w = (await get<WatchInfo[]>(`${admin}/watches?account=${account}`)).body;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createNamespace, kubectl } from '../../infra/index.js';
-import { replicaSet } from '../../infra/manifests.js';
+import { customResourceDefinition, replicaSet } from '../../infra/manifests.js';
 import {
   adminKube,
   deployment,
@@ -18,30 +18,28 @@ const ACCOUNT = 'k8s-local';
 
 describe('deployManifest against the real API server', () => {
   const kc = adminKube();
+  /** deployManifest through ACCOUNT, in an Orca stage's context. */
+  const deployStage = (description: Record<string, unknown>) =>
+    runOne(kc, 'deployManifest', stageContext({ account: ACCOUNT, ...description }));
 
   it('deploys a Deployment + Service + ConfigMap with server-side apply as scale-agent', async () => {
     const ns = await createNamespace('ops-deploy');
     const r = expectOk(
-      await runOne(
-        kc,
-        'deployManifest',
-        stageContext({
-          account: ACCOUNT,
-          moniker: { app: 'shop' },
-          namespaceOverride: ns,
-          source: 'text',
-          manifests: [
-            deployment('web', { app: 'web' }),
-            {
-              apiVersion: 'v1',
-              kind: 'Service',
-              metadata: { name: 'web' },
-              spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
-            },
-            { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-cfg' }, data: { a: '1' } },
-          ],
-        }),
-      ),
+      await deployStage({
+        moniker: { app: 'shop' },
+        namespaceOverride: ns,
+        source: 'text',
+        manifests: [
+          deployment('web', { app: 'web' }),
+          {
+            apiVersion: 'v1',
+            kind: 'Service',
+            metadata: { name: 'web' },
+            spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
+          },
+          { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-cfg' }, data: { a: '1' } },
+        ],
+      }),
     );
     const result = r.result as Obj;
     // Deploy priority: configMap (50) → service (70) → deployment (100); ConfigMaps are versioned.
@@ -94,18 +92,13 @@ describe('deployManifest against the real API server', () => {
         containers: [{ name: 'api', image, envFrom: [{ configMapRef: { name: 'settings' } }] }],
       });
     const deploy = (value: string, image: string) =>
-      runOne(
-        kc,
-        'deployManifest',
-        stageContext({
-          account: ACCOUNT,
-          moniker: { app: 'api' },
-          namespaceOverride: ns,
-          manifests: [rs(image), cm(value)],
-          requiredArtifacts: [{ type: 'docker/image', name: 'ghcr.io/acme/api', reference: image }],
-          optionalArtifacts: [],
-        }),
-      );
+      deployStage({
+        moniker: { app: 'api' },
+        namespaceOverride: ns,
+        manifests: [rs(image), cm(value)],
+        requiredArtifacts: [{ type: 'docker/image', name: 'ghcr.io/acme/api', reference: image }],
+        optionalArtifacts: [],
+      });
     const first = expectOk(await deploy('a', 'ghcr.io/acme/api:1.0.0')).result as Obj;
     expect(first.manifestNamesByNamespace[ns]).toEqual(['configMap settings-v000', 'replicaSet api-v000']);
     const again = expectOk(await deploy('a', 'ghcr.io/acme/api:1.0.0')).result as Obj;
@@ -147,51 +140,32 @@ describe('deployManifest against the real API server', () => {
     const ns = await createNamespace('ops-crd');
     const group = `${ns}.example.com`;
     const r = expectOk(
-      await runOne(
-        kc,
-        'deployManifest',
-        stageContext({
-          account: ACCOUNT,
-          moniker: { app: 'crons' },
-          manifests: [
-            {
-              apiVersion: 'v1',
-              kind: 'List',
-              items: [
-                {
-                  apiVersion: 'stable.example.com/v1',
-                  kind: 'CronTab',
-                  metadata: { name: 'nightly', namespace: ns },
-                  spec: { cronSpec: '0 3 * * *' },
-                },
-              ].map((x) => ({ ...x, apiVersion: `${group}/v1` })),
-            },
-            {
-              apiVersion: 'apiextensions.k8s.io/v1',
-              kind: 'CustomResourceDefinition',
-              metadata: { name: `crontabs.${group}` },
-              spec: {
-                group,
-                scope: 'Namespaced',
-                names: { plural: 'crontabs', singular: 'crontab', kind: 'CronTab' },
-                versions: [
-                  {
-                    name: 'v1',
-                    served: true,
-                    storage: true,
-                    schema: {
-                      openAPIV3Schema: {
-                        type: 'object',
-                        properties: { spec: { type: 'object', properties: { cronSpec: { type: 'string' } } } },
-                      },
-                    },
-                  },
-                ],
+      await deployStage({
+        moniker: { app: 'crons' },
+        manifests: [
+          {
+            apiVersion: 'v1',
+            kind: 'List',
+            items: [
+              {
+                apiVersion: 'stable.example.com/v1',
+                kind: 'CronTab',
+                metadata: { name: 'nightly', namespace: ns },
+                spec: { cronSpec: '0 3 * * *' },
               },
+            ].map((x) => ({ ...x, apiVersion: `${group}/v1` })),
+          },
+          customResourceDefinition({
+            group,
+            kind: 'CronTab',
+            plural: 'crontabs',
+            schema: {
+              type: 'object',
+              properties: { spec: { type: 'object', properties: { cronSpec: { type: 'string' } } } },
             },
-          ],
-        }),
-      ),
+          }),
+        ],
+      }),
     );
     const result = r.result as Obj;
     expect(result.manifestNamesByNamespace).toEqual({

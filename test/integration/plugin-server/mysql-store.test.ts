@@ -2,25 +2,15 @@ import mysql, { type RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS, MysqlCacheStore } from '../../../src/plugin-server/cache/mysql.js';
 import type { StoreBackend } from '../../../src/plugin-server/cache/store.js';
-import { createTestDatabase } from '../../infra/index.js';
+import { createTestDatabase, onTestDatabases } from '../../infra/index.js';
 import { accountRecord, storeChange } from '../../infra/records.js';
 import { cacheStoreContract } from '../../unit/plugin-server/store-contract.js';
 
 // The same contract as the memory store, against the real MariaDB of the test run (one database per test).
-const drops = new WeakMap<StoreBackend, () => Promise<void>>();
-
-cacheStoreContract('mysql', {
-  create: async () => {
-    const db = await createTestDatabase('sa_store');
-    const store = new MysqlCacheStore(db.url);
-    drops.set(store, db.drop);
-    return store;
-  },
-  destroy: async (store) => {
-    await store.close();
-    await drops.get(store)?.();
-  },
-});
+cacheStoreContract(
+  'mysql',
+  onTestDatabases<StoreBackend>('sa_store', (url) => new MysqlCacheStore(url)),
+);
 
 describe('mysql store: account records from before permissions and the Clouddriver options', () => {
   // A record as the previous version wrote it (and as a replica of it still writes during a rolling upgrade): today's

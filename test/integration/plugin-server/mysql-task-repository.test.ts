@@ -2,24 +2,14 @@ import { createConnection } from 'mysql2/promise';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StorageFullSignal } from '../../../src/plugin-server/storage-full.js';
 import { failTask, MysqlTaskRepository, newTask, type TaskRepository } from '../../../src/plugin-server/tasks/index.js';
-import { createTestDatabase } from '../../infra/index.js';
+import { createTestDatabase, onTestDatabases } from '../../infra/index.js';
 import { taskRepositoryContract } from '../../unit/plugin-server/task-repository-contract.js';
 
 // The same contract as the memory repository, against the real MariaDB of the test run (one database per test).
-const drops = new WeakMap<TaskRepository, () => Promise<void>>();
-
-taskRepositoryContract('mysql', {
-  create: async () => {
-    const db = await createTestDatabase('sa_tasks');
-    const repo = new MysqlTaskRepository(db.url);
-    drops.set(repo, db.drop);
-    return repo;
-  },
-  destroy: async (repo) => {
-    await repo.close();
-    await drops.get(repo)?.();
-  },
-});
+taskRepositoryContract(
+  'mysql',
+  onTestDatabases<TaskRepository>('sa_tasks', (url) => new MysqlTaskRepository(url)),
+);
 
 describe('tasks of a replica that stopped (mysql)', () => {
   const cleanups: (() => Promise<unknown>)[] = [];
