@@ -13,38 +13,21 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { synthFile } from '../../../src/compiler/index.js';
 import { projectImage } from '../../infra/image.js';
-import { resolveK8sBinDir } from '../../infra/k8s-tools.js';
-import { run } from '../../infra/exec.js';
 import { kubeconfigYaml } from '../../infra/pki.js';
 import { RealNode } from '../../infra/real-node/index.js';
+import {
+  expectAllReady,
+  helmInstall,
+  helmTest,
+  orcaDeployConfigMap,
+  podStates,
+  readSummary,
+  waitAvailable,
+  type RestAnswer,
+} from '../../infra/real-node/install.js';
+import { waitFor } from '../../infra/wait.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-
-interface Pod {
-  metadata: { name: string };
-  status: { phase: string; containerStatuses?: { name: string; ready: boolean; restartCount: number }[] };
-}
-
-interface Place {
-  name: string;
-  kustomize: string;
-  apply: string[];
-}
-
-/** The summary's `helm upgrade --install ...` line for a place, run as written, with the chart from this checkout. */
-async function helmInstall(out: string, place: Place, kubeconfig: string): Promise<void> {
-  const line = place.apply.find((a) => a.startsWith('helm '));
-  if (!line) throw new Error(`summary.json: place ${place.name} gives no helm command`);
-  const args = line
-    .split(/\s+/)
-    .slice(1)
-    .map((a) => (a === 'charts/scale-agent' ? join(ROOT, 'charts/scale-agent') : a));
-  await run(join(await resolveK8sBinDir(), 'helm'), [...args, '--wait', '--timeout=150s'], {
-    cwd: out,
-    env: { KUBECONFIG: kubeconfig, HELM_CACHE_HOME: join(out, '.helm'), HELM_CONFIG_HOME: join(out, '.helm') },
-    timeoutMs: 180_000,
-  });
-}
 
 describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
   'examples/service.yaml installed with $form on a real node',
@@ -58,7 +41,7 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
      * namespace (the peers the generated NetworkPolicy admits), by the Service's DNS name, so CoreDNS, kube-proxy and
      * the Service's selector and ports are all on the path. Node's fetch in the project image is the client.
      */
-    async function rest(method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> {
+    async function rest(method: string, path: string, body?: unknown): Promise<RestAnswer> {
       const script = `const r = await fetch(process.argv[1], { method: process.argv[2], headers: { authorization: 'Bearer ' + process.argv[3], 'content-type': 'application/json' }, body: process.argv[4] || undefined }); console.log(JSON.stringify({ status: r.status, body: await r.text() }));`;
       const { stdout } = await node.kubectl(
         [
@@ -78,7 +61,7 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
         ],
         { timeoutMs: 60_000 },
       );
-      return JSON.parse(stdout.trim().split('\n').at(-1)!) as { status: number; body: string };
+      return JSON.parse(stdout.trim().split('\n').at(-1)!) as RestAnswer;
     }
     beforeAll(async () => {
       node = await RealNode.start({ log: (l) => console.error(`[real-node] ${l}`) });
@@ -92,7 +75,6 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
     }, 180_000);
 
     it('runs every pod Ready from the project image, without restarts', { timeout: 400_000 }, async () => {
-      const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { places: Place[] };
       // The agent's accounts are kubeconfigs in a Secret (mode `service`): both point at this cluster's API server
       // through the in-cluster Service name, as an operator's would point at their target clusters.
       const cp = node.controlPlane;
@@ -123,49 +105,14 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
         'releases-token': 'not-a-real-token',
       });
       for (const ns of ['payments', 'web']) await node.kubectl(['create', 'namespace', ns], { allowFail: true });
-      for (const place of summary.places) {
-        if (form === 'helm install') await helmInstall(out, place, node.kubeconfig);
+      for (const place of readSummary(out).places) {
+        if (form === 'helm install') await helmInstall(node, out, place);
         else await node.kubectl(['apply', '--server-side', '-k', join(out, place.kustomize)]);
       }
-      const waited = await node.kubectl(
-        ['-n', 'spinnaker', 'wait', '--for=condition=Available', 'deployment', '--all', '--timeout=150s'],
-        { timeoutMs: 160_000, allowFail: true },
-      );
-      if (waited.code !== 0) {
-        // What a person would look at: the pods, their events and the last log lines of each container.
-        const what = await node.kubectl(['-n', 'spinnaker', 'get', 'pods,events', '-o', 'wide'], { allowFail: true });
-        const logs = await node.kubectl(
-          [
-            '-n',
-            'spinnaker',
-            'logs',
-            '--all-containers',
-            '--prefix',
-            '--tail=15',
-            '-l',
-            'app.kubernetes.io/name=scale-agent',
-          ],
-          {
-            allowFail: true,
-          },
-        );
-        throw new Error(`deployments not Available:\n${waited.stderr}\n${what.stdout}\n${logs.stdout}${logs.stderr}`);
-      }
-      const pods = (
-        JSON.parse((await node.kubectl(['-n', 'spinnaker', 'get', 'pods', '-o', 'json'])).stdout) as { items: Pod[] }
-      ).items;
+      await waitAvailable(node, ['spinnaker']);
+      const pods = await podStates(node, 'spinnaker');
       expect(pods.length).toBeGreaterThanOrEqual(2);
-      for (const p of pods) {
-        expect({ pod: p.metadata.name, phase: p.status.phase }).toEqual({ pod: p.metadata.name, phase: 'Running' });
-        for (const c of p.status.containerStatuses ?? []) {
-          expect({ pod: p.metadata.name, container: c.name, ready: c.ready, restarts: c.restartCount }).toEqual({
-            pod: p.metadata.name,
-            container: c.name,
-            ready: true,
-            restarts: 0,
-          });
-        }
-      }
+      expectAllReady(pods);
     });
 
     it(
@@ -199,37 +146,12 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
       'completes an Orca-shaped deploy posted to the REST Service; the object reads back through /manifests',
       { timeout: 180_000 },
       async () => {
-        // What Orca's deployManifest stage posts (Clouddriver's KubernetesDeployManifestDescription), to a read-write
-        // account, in one of its namespaces.
-        const submitted = await rest('POST', '/kubernetes/ops', [
-          {
-            deployManifest: {
-              account: 'prod-east',
-              cloudProvider: 'kubernetes',
-              source: 'text',
-              moniker: { app: 'install' },
-              namespaceOverride: 'payments',
-              manifests: [
-                {
-                  apiVersion: 'v1',
-                  kind: 'ConfigMap',
-                  metadata: { name: 'from-orca', annotations: { 'strategy.spinnaker.io/versioned': 'false' } },
-                  data: { k: 'v' },
-                },
-              ],
-            },
-          },
-        ]);
-        expect(submitted.status, submitted.body).toBe(200);
-        const { id } = JSON.parse(submitted.body) as { id: string };
-        let task: { status: { completed: boolean; failed: boolean }; history: { status: string }[] } | undefined;
-        for (let i = 0; i < 120 && !task?.status.completed; i++) {
-          if (i > 0) await new Promise((r) => setTimeout(r, 500));
-          const t = await rest('GET', `/task/${id}`);
-          expect(t.status, t.body).toBe(200);
-          task = JSON.parse(t.body) as typeof task;
-        }
-        expect(task?.status, task?.history.map((h) => h.status).join('\n')).toMatchObject({
+        const task = await orcaDeployConfigMap(rest, {
+          account: 'prod-east',
+          namespace: 'payments',
+          name: 'from-orca',
+        });
+        expect(task.status, task.history.map((h) => h.status).join('\n')).toMatchObject({
           completed: true,
           failed: false,
         });
@@ -244,16 +166,18 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
         ]);
         expect(inApi.stdout).toBe('v');
         // The cache is fed by the agent's watch, so the read may trail the task by a moment.
-        let read: { status: number; body: string } | undefined;
-        for (let i = 0; i < 60 && read?.status !== 200; i++) {
-          if (i > 0) await new Promise((r) => setTimeout(r, 500));
-          read = await rest(
-            'GET',
-            `/manifests/prod-east/payments/${encodeURIComponent('configMap from-orca')}?includeEvents=false`,
-          );
-        }
-        expect(read?.status, read?.body).toBe(200);
-        const m = JSON.parse(read!.body) as {
+        const read = await waitFor(
+          'from-orca through /manifests',
+          async () => {
+            const r = await rest(
+              'GET',
+              `/manifests/prod-east/payments/${encodeURIComponent('configMap from-orca')}?includeEvents=false`,
+            );
+            return r.status === 200 ? r : undefined;
+          },
+          30_000,
+        );
+        const m = JSON.parse(read.body) as {
           account: string;
           location: string;
           manifest: { data: Record<string, string> };
@@ -266,23 +190,9 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
     // as `helm test` runs it for each release that has one.
     if (form === 'helm install') {
       it('passes helm test for every release', { timeout: 200_000 }, async () => {
-        const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { places: Place[] };
-        const helm = join(await resolveK8sBinDir(), 'helm');
-        for (const place of summary.places) {
-          const words = place.apply.find((a) => a.startsWith('helm '))!.split(/\s+/);
-          const release = words[3]!;
-          const namespace = words[words.indexOf('--namespace') + 1]!;
-          const r = await run(helm, ['test', release, '--namespace', namespace, '--timeout=150s'], {
-            env: {
-              KUBECONFIG: node.kubeconfig,
-              HELM_CACHE_HOME: join(out, '.helm'),
-              HELM_CONFIG_HOME: join(out, '.helm'),
-            },
-            timeoutMs: 180_000,
-            allowFail: true,
-          });
-          expect({ release, code: r.code, out: r.code === 0 ? '' : r.stdout + r.stderr }).toEqual({
-            release,
+        for (const place of readSummary(out).places) {
+          expect({ place: place.name, ...(await helmTest(node, out, place)) }).toEqual({
+            place: place.name,
             code: 0,
             out: '',
           });
