@@ -81,18 +81,20 @@ describe('a write under a lost lease', () => {
       async () =>
         (await lock.query("SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'"))[0],
       (rows) => Number((rows as { n: number }[])[0]?.n) > 0,
+      30_000,
     );
     process.kill(-a.proc.pid, 'SIGSTOP');
     // Thawed before it is stopped (SIGTERM waits for SIGCONT), should the test fail while A is frozen.
     cleanups.push(async () => process.kill(-a.proc.pid, 'SIGCONT'));
 
-    // Past A's lease at the database's clock, B grants the account to the other agent of the group, which writes.
+    // Past A's lease at the database's clock, B grants the account to the other agent of the group.
     const successor = await takeOver(b, cleanups);
-    await successor.batch([change(ACCOUNT, 'ADDED', configMap('after', '20'))]);
-
-    // A's statement goes through while A is frozen; A thaws (well within the statement's client-side timeout).
+    // A's statement goes through while A is frozen; A thaws at once, within the statement's client-side timeout
+    // (15 s from when A sent it: past that, A's write fails on its own and proves nothing either way).
     await lock.rollback();
     process.kill(-a.proc.pid, 'SIGCONT');
+    // The new holder writes.
+    await successor.batch([change(ACCOUNT, 'ADDED', configMap('after', '20'))]);
     const ended = await stale.ended;
     expect(ended.code).toBe(status.UNAVAILABLE);
     // A has handled the stale batch: the store refused it (the counter of changes dropped for a lost lease), where
