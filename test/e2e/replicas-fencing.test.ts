@@ -1,9 +1,9 @@
 /**
  * Issue 25: a write under a lost lease is refused by the store. Two plugin-server replicas (real processes) share one
- * MariaDB; an agent holds an account through replica A. A batch of the agent's is being written by A — its statement
- * held up in MariaDB by a row-range lock the test takes, as a slow disk or a lock queue would — when A is frozen
- * (SIGSTOP) past its lease; another agent of the group takes the account over through replica B and writes. Then the
- * lock goes and A thaws: its write goes on where it stood, under a lease that is no longer its own. The store must
+ * MariaDB; an agent holds an account through replica A. A batch of the agent's is being written by A — its
+ * statement held up in MariaDB by row locks the test takes on its objects, as a slow disk or a lock queue would — when
+ * A is frozen (SIGSTOP) past its lease; another agent of the group takes the account over through replica B. Then the
+ * locks go and A thaws: its write goes on where it stood, under a lease that is no longer its own. The store must
  * refuse it — nothing of the batch in the cache, the new holder's writes intact — and the stream is closed, so its
  * agent reconnects and is told it stands by. The agents are TestAgent, a stand-in speaking the real gRPC protocol, so
  * the test decides when each batch leaves.
@@ -56,23 +56,23 @@ describe('a write under a lost lease', () => {
     const stale = new TestAgent(a.grpcAddress);
     cleanups.push(async () => stale.close());
     expect((await stale.hello([account(ACCOUNT)], 'agent-1')).acceptedAccounts).toEqual([ACCOUNT]);
-    await stale.batch([change(ACCOUNT, 'ADDED', configMap('before', '10'))]);
+    // The stale batch's objects exist already (as a first version), so the test can hold their rows.
+    await stale.batch(STALE.map((n) => change(ACCOUNT, 'ADDED', configMap(n, '10', { version: 'first' }))));
     const appliedBefore = await a.metric('scale_agent_plugin_server_changes_total{result="applied"}');
 
-    // The range after 'before' (where the stale objects' keys go) locked, as REPEATABLE READ locks a missing key's gap.
+    // Their rows locked, as a slow disk or a lock queue would hold them up.
     const lock = await createConnection(db.url);
     cleanups.push(() => lock.end());
-    await lock.query('SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ');
     await lock.beginTransaction();
     await lock.query(
-      "SELECT name FROM sa_objects WHERE account = ? AND grp = '' AND kind_lc = 'configmap' AND namespace = 'default' " +
-        "AND name = 'stale-1' FOR UPDATE",
-      [ACCOUNT],
+      "SELECT name FROM sa_objects WHERE account = ? AND grp = '' AND kind_lc = 'configmap' " +
+        "AND namespace = 'default' AND name IN (?) FOR UPDATE",
+      [ACCOUNT, STALE],
     );
     stale.send({
       changeBatch: {
         seq: ++stale.seq,
-        changes: STALE.map((n) => change(ACCOUNT, 'ADDED', configMap(n, '11'))),
+        changes: STALE.map((n) => change(ACCOUNT, 'MODIFIED', configMap(n, '11', { version: 'stale' }))),
         observedAtMs: Date.now(),
       },
     });
@@ -110,22 +110,28 @@ describe('a write under a lost lease', () => {
     expect(handled).toEqual({ refused: STALE.length, applied: 0 });
 
     // The cache, read through either replica, has the successor's write and nothing of the stale batch.
-    const cached = async (server: PluginServerProcess): Promise<Record<string, boolean>> => {
-      const out: Record<string, boolean> = {};
-      for (const n of ['before', 'after', ...STALE]) {
-        const r = await server.get(`/manifests/${ACCOUNT}/default/${encodeURIComponent(`configMap ${n}`)}`);
-        out[n] = r.status === 200;
+    const cached = async (server: PluginServerProcess): Promise<Record<string, unknown>> => {
+      const out: Record<string, unknown> = {};
+      for (const n of ['after', ...STALE]) {
+        const r = await server.get<{ manifest: { data: unknown } }>(
+          `/manifests/${ACCOUNT}/default/${encodeURIComponent(`configMap ${n}`)}`,
+        );
+        out[n] = r.status === 200 ? r.body.manifest.data : r.status;
       }
       return out;
     };
-    const expected = { before: true, after: true, ...Object.fromEntries(STALE.map((n) => [n, false])) };
-    for (const server of [a, b])
+    const expected = {
+      after: {},
+      ...Object.fromEntries(STALE.map((n) => [n, { version: 'first' }])),
+    };
+    for (const server of [a, b]) {
       expect(
         await eventually(
           () => cached(server),
-          (c) => c.after === true,
+          (c) => typeof c.after === 'object',
         ),
       ).toEqual(expected);
+    }
     // Still B's agent's: the refused stream took nothing with it.
     const held = await b.get<{ state: string }>(`/armory/accounts/${ACCOUNT}`);
     expect(held.body.state).toBe('ACTIVE');
