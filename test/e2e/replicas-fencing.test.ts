@@ -47,7 +47,10 @@ describe('a write under a lost lease', () => {
     const db = await createTestDatabase('e2e_fencing');
     cleanups.push(() => db.drop());
     const storage = { type: 'mysql' as const, url: db.url };
-    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } };
+    // 6 s: the holder's side (4.5 s) outlasts a slow renewal on a loaded machine (at 3 s, A sometimes closed its
+    // streams before the test froze it), and A's write, sent before the freeze, still answers within its 15 s
+    // client-side timeout after the takeover.
+    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 6 } };
     const a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
     cleanups.push(() => a.stop());
     const b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
