@@ -1,9 +1,9 @@
 /**
  * Issue 25: a write under a lost lease is refused by the store. Two plugin-server replicas (real processes) share one
- * MariaDB; an agent holds an account through replica A. A batch of the agent's is being written by A — its statement
- * held up in MariaDB by a row-range lock the test takes, as a slow disk or a lock queue would — when A is frozen
- * (SIGSTOP) past its lease; another agent of the group takes the account over through replica B and writes. Then the
- * lock goes and A thaws: its write goes on where it stood, under a lease that is no longer its own. The store must
+ * MariaDB; an agent holds an account through replica A. A batch of the agent's is being written by A — its
+ * statement held up in MariaDB by row locks the test takes on its objects, as a slow disk or a lock queue would — when
+ * A is frozen (SIGSTOP) past its lease; another agent of the group takes the account over through replica B. Then the
+ * locks go and A thaws: its write goes on where it stood, under a lease that is no longer its own. The store must
  * refuse it — nothing of the batch in the cache, the new holder's writes intact — and the stream is closed, so its
  * agent reconnects and is told it stands by. The agents are TestAgent, a stand-in speaking the real gRPC protocol, so
  * the test decides when each batch leaves.
@@ -47,7 +47,10 @@ describe('a write under a lost lease', () => {
     const db = await createTestDatabase('e2e_fencing');
     cleanups.push(() => db.drop());
     const storage = { type: 'mysql' as const, url: db.url };
-    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } };
+    // 6 s: the holder's side (4.5 s) outlasts a slow renewal on a loaded machine (at 3 s, A sometimes closed its
+    // streams before the test froze it), and A's write, sent before the freeze, still answers within its 15 s
+    // client-side timeout after the takeover.
+    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 6 } };
     const a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
     cleanups.push(() => a.stop());
     const b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
@@ -56,23 +59,23 @@ describe('a write under a lost lease', () => {
     const stale = new TestAgent(a.grpcAddress);
     cleanups.push(async () => stale.close());
     expect((await stale.hello([account(ACCOUNT)], 'agent-1')).acceptedAccounts).toEqual([ACCOUNT]);
-    await stale.batch([change(ACCOUNT, 'ADDED', configMap('before', '10'))]);
+    // The stale batch's objects exist already (as a first version), so the test can hold their rows.
+    await stale.batch(STALE.map((n) => change(ACCOUNT, 'ADDED', configMap(n, '10', { version: 'first' }))));
     const appliedBefore = await a.metric('scale_agent_plugin_server_changes_total{result="applied"}');
 
-    // The range after 'before' (where the stale objects' keys go) locked, as REPEATABLE READ locks a missing key's gap.
+    // Their rows locked, as a slow disk or a lock queue would hold them up.
     const lock = await createConnection(db.url);
     cleanups.push(() => lock.end());
-    await lock.query('SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ');
     await lock.beginTransaction();
     await lock.query(
-      "SELECT name FROM sa_objects WHERE account = ? AND grp = '' AND kind_lc = 'configmap' AND namespace = 'default' " +
-        "AND name = 'stale-1' FOR UPDATE",
-      [ACCOUNT],
+      "SELECT name FROM sa_objects WHERE account = ? AND grp = '' AND kind_lc = 'configmap' " +
+        "AND namespace = 'default' AND name IN (?) FOR UPDATE",
+      [ACCOUNT, STALE],
     );
     stale.send({
       changeBatch: {
         seq: ++stale.seq,
-        changes: STALE.map((n) => change(ACCOUNT, 'ADDED', configMap(n, '11'))),
+        changes: STALE.map((n) => change(ACCOUNT, 'MODIFIED', configMap(n, '11', { version: 'stale' }))),
         observedAtMs: Date.now(),
       },
     });
@@ -81,18 +84,20 @@ describe('a write under a lost lease', () => {
       async () =>
         (await lock.query("SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'"))[0],
       (rows) => Number((rows as { n: number }[])[0]?.n) > 0,
+      30_000,
     );
     process.kill(-a.proc.pid, 'SIGSTOP');
     // Thawed before it is stopped (SIGTERM waits for SIGCONT), should the test fail while A is frozen.
     cleanups.push(async () => process.kill(-a.proc.pid, 'SIGCONT'));
 
-    // Past A's lease at the database's clock, B grants the account to the other agent of the group, which writes.
+    // Past A's lease at the database's clock, B grants the account to the other agent of the group.
     const successor = await takeOver(b, cleanups);
-    await successor.batch([change(ACCOUNT, 'ADDED', configMap('after', '20'))]);
-
-    // A's statement goes through while A is frozen; A thaws (well within the statement's client-side timeout).
+    // A's statement goes through while A is frozen; A thaws at once, within the statement's client-side timeout
+    // (15 s from when A sent it: past that, A's write fails on its own and proves nothing either way).
     await lock.rollback();
     process.kill(-a.proc.pid, 'SIGCONT');
+    // The new holder writes.
+    await successor.batch([change(ACCOUNT, 'ADDED', configMap('after', '20'))]);
     const ended = await stale.ended;
     expect(ended.code).toBe(status.UNAVAILABLE);
     // A has handled the stale batch: the store refused it (the counter of changes dropped for a lost lease), where
@@ -108,22 +113,28 @@ describe('a write under a lost lease', () => {
     expect(handled).toEqual({ refused: STALE.length, applied: 0 });
 
     // The cache, read through either replica, has the successor's write and nothing of the stale batch.
-    const cached = async (server: PluginServerProcess): Promise<Record<string, boolean>> => {
-      const out: Record<string, boolean> = {};
-      for (const n of ['before', 'after', ...STALE]) {
-        const r = await server.get(`/manifests/${ACCOUNT}/default/${encodeURIComponent(`configMap ${n}`)}`);
-        out[n] = r.status === 200;
+    const cached = async (server: PluginServerProcess): Promise<Record<string, unknown>> => {
+      const out: Record<string, unknown> = {};
+      for (const n of ['after', ...STALE]) {
+        const r = await server.get<{ manifest: { data: unknown } }>(
+          `/manifests/${ACCOUNT}/default/${encodeURIComponent(`configMap ${n}`)}`,
+        );
+        out[n] = r.status === 200 ? r.body.manifest.data : r.status;
       }
       return out;
     };
-    const expected = { before: true, after: true, ...Object.fromEntries(STALE.map((n) => [n, false])) };
-    for (const server of [a, b])
+    const expected = {
+      after: {},
+      ...Object.fromEntries(STALE.map((n) => [n, { version: 'first' }])),
+    };
+    for (const server of [a, b]) {
       expect(
         await eventually(
           () => cached(server),
-          (c) => c.after === true,
+          (c) => typeof c.after === 'object',
         ),
       ).toEqual(expected);
+    }
     // Still B's agent's: the refused stream took nothing with it.
     const held = await b.get<{ state: string }>(`/armory/accounts/${ACCOUNT}`);
     expect(held.body.state).toBe('ACTIVE');
