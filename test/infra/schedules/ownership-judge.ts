@@ -9,6 +9,10 @@
  *   than twice the lease (the latest a peer can see a lost holder, plus the promotion of a standby);
  * - removed-while-served: an account the install knows (registered, or a dynamic account whose create was answered)
  *   missing from a replica while an agent that may serve it is connected, for longer than twice the lease;
+ * - unserved-while-refused: a name another cluster's agent registered first, held by no stream while that agent is
+ *   gone and agents of the name's own cluster (refused while it held it) are connected, for longer than the grace
+ *   period plus twice the lease (the other cluster's record is removed after the grace period, and the name is then
+ *   theirs to take);
  * - two-clusters: replicas showing one account name for two clusters (API server host and CA), or a name showing a
  *   cluster other than the one that registered it first;
  * - two-writers: two agent streams holding one account;
@@ -57,7 +61,12 @@ export interface World {
 
 export interface Violation {
   kind:
-    'orphaned-while-served' | 'removed-while-served' | 'two-clusters' | 'two-writers' | 'neither-holder-nor-standby';
+    | 'orphaned-while-served'
+    | 'removed-while-served'
+    | 'unserved-while-refused'
+    | 'two-clusters'
+    | 'two-writers'
+    | 'neither-holder-nor-standby';
   account: string;
   replica?: string;
   agent?: string;
@@ -78,7 +87,11 @@ export class OwnershipJudge {
   readonly violations: Violation[] = [];
   rounds = 0;
 
-  constructor(private readonly leaseMs: number) {}
+  constructor(
+    private readonly leaseMs: number,
+    /** How long an ORPHANED account is kept before it is removed (the plugin-server's gracePeriodSeconds). */
+    private readonly gracePeriodMs: number,
+  ) {}
 
   observe(now: number, world: World, replicas: ReplicaSeen[]): void {
     this.rounds += 1;
@@ -184,6 +197,25 @@ export class OwnershipJudge {
             },
           });
         }
+      }
+    }
+    // The name's own cluster is eligible again once the other cluster's agent is gone: its record goes after the
+    // grace period, and a refused agent is asked to offer the name again. Held by no stream on any replica that
+    // answers (a record kept alive with nobody behind it included), that is a name left unserved.
+    if (judged.length) {
+      for (const g of world.groups) {
+        if (!g.impostor || owners(g)[0] !== g.impostor.agentId || connected.has(g.impostor.agentId)) continue;
+        const waiting = g.agents.filter((a) => connected.has(a));
+        if (!waiting.length || held.has(g.account)) continue;
+        now_.push({
+          key: `unserved ${g.account}`,
+          bound: this.gracePeriodMs + 2 * this.leaseMs,
+          v: {
+            kind: 'unserved-while-refused',
+            account: g.account,
+            detail: `the other cluster's agent left; connected, none holding it: ${waiting.join(', ')}`,
+          },
+        });
       }
     }
     const hosts = new Map<string, Set<string>>();
