@@ -84,6 +84,8 @@ export class OwnershipJudge {
   private readonly reported = new Set<string>();
   /** Account name → the cluster (host) that registered it first: it owns the name. */
   private readonly owner = new Map<string, string>();
+  /** agentId → when it was last seen connected. */
+  private readonly lastConnected = new Map<string, number>();
   readonly violations: Violation[] = [];
   rounds = 0;
 
@@ -93,6 +95,16 @@ export class OwnershipJudge {
     private readonly gracePeriodMs: number,
   ) {}
 
+  /**
+   * Whether the cluster owning the name (`owner`, a host) has had no agent connected for the grace period: its record
+   * may then have been removed and the name registered by the other cluster, sooner than every replica could show it
+   * gone in between (a refused agent is asked to offer the name again at once).
+   */
+  private ownerGone(g: World['groups'][number], owner: string, now: number): boolean {
+    const agents = g.impostor && owner === g.impostor.kubeHost ? [g.impostor.agentId] : g.agents;
+    return agents.every((a) => now - (this.lastConnected.get(a) ?? -Infinity) >= this.gracePeriodMs);
+  }
+
   observe(now: number, world: World, replicas: ReplicaSeen[]): void {
     this.rounds += 1;
     const judged = replicas.filter((r) => !r.disturbed && r.accounts && r.sessions);
@@ -100,14 +112,19 @@ export class OwnershipJudge {
     // An agent with a stream on any replica that answers is connected, a disturbed one included: a replica cut off
     // from the store still holds its agents' streams, and whether its peers then orphan their accounts is the point.
     const connected = new Set(replicas.flatMap((r) => (r.sessions ?? []).map((s) => s.agentId)));
+    for (const a of connected) this.lastConnected.set(a, now);
     for (const r of judged) {
       for (const s of r.sessions!) {
         for (const a of s.accounts) held.set(a, [...(held.get(a) ?? []), `${s.agentId}@${r.replica}`]);
       }
       for (const a of r.accounts!) {
-        if (!world.groups.some((g) => g.account === a.name)) continue;
+        const g = world.groups.find((x) => x.account === a.name);
+        if (!g) continue;
         this.registered.add(a.name);
-        if (a.kubeHost && !this.owner.has(a.name)) this.owner.set(a.name, a.kubeHost);
+        const owner = this.owner.get(a.name);
+        if (a.kubeHost && (!owner || (a.kubeHost !== owner && this.ownerGone(g, owner, now)))) {
+          this.owner.set(a.name, a.kubeHost);
+        }
       }
     }
     // A name no replica lists any more was removed (the grace period after it was orphaned): it is free again, and

@@ -262,6 +262,35 @@ describe('OwnershipJudge, the other cluster first (seed 3)', () => {
     );
   });
 
+  it('taken back by its own cluster sooner than every replica showed it gone: two clusters only before the grace period', () => {
+    const heldBy = (agentId: string, host: string) => [
+      { name: 'acc', state: 'ACTIVE', agentId, kubeHost: host, heldBy: { replica: 'r0' } },
+    ];
+    const ownAgain: ReplicaSeen[] = [
+      {
+        replica: 'r0',
+        disturbed: false,
+        accounts: heldBy('a1', 'h:1'),
+        sessions: [{ agentId: 'a1', accounts: ['acc'] }],
+      },
+      { replica: 'r1', disturbed: false, accounts: heldBy('a1', 'h:1'), sessions: [] },
+    ];
+    const orphaned = [{ name: 'acc', state: 'ORPHANED', agentId: 'x', kubeHost: 'h:2' }];
+    for (const [xLeftFor, flagged] of [
+      [15_000, false],
+      [5_000, true],
+    ] as const) {
+      const j = new OwnershipJudge(3_000, 15_000);
+      for (let t = 0; t <= 5_000; t += 250) j.observe(t, w, round(heldBy('x', 'h:2'), true));
+      for (let t = 5_250; t < 5_000 + xLeftFor; t += 250) j.observe(t, w, round(orphaned, false));
+      for (let t = 5_000 + xLeftFor; t <= 40_000 + xLeftFor; t += 250) j.observe(t, w, ownAgain);
+      expect(
+        j.violations.some((v) => v.kind === 'two-clusters'),
+        `x gone ${xLeftFor} ms`,
+      ).toBe(flagged);
+    }
+  });
+
   it('a record of the other cluster kept alive with nobody behind it: unserved while its own agents are refused', () => {
     const j = new OwnershipJudge(3_000, 15_000);
     // Shown held through r0 (a lease still renewed there), yet no stream on any replica holds it.
