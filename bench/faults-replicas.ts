@@ -84,11 +84,11 @@ export async function runReplicaFaults(o: ReplicaFaultsOptions): Promise<void> {
   }
 
   const table = [
-    '| run | converge ms | orphaned-while-served | removed-while-served | two clusters | two writers | neither holder nor standby | dynamic changes refused | changes lost | ops posted | ops lost | applied twice | load (1 min) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| run | converge ms | orphaned-while-served | removed-while-served | unserved while refused | two clusters | two writers | neither holder nor standby | dynamic changes refused | changes lost | ops posted | ops lost | applied twice | load (1 min) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...results.map(
       (r) =>
-        `| ${r.label} | ${r.convergeMs ?? 'did not converge'} | ${count(r, 'orphaned-while-served')} | ${count(r, 'removed-while-served')} | ${count(r, 'two-clusters')} | ${count(r, 'two-writers')} | ${count(r, 'neither-holder-nor-standby')} | ${r.refused.length} | ${r.lostChanges.reduce((a, l) => a + Math.max(0, l.missing) + Math.max(0, l.stale), 0)} | ${r.ops.posted} | ${r.ops.lost.length} | ${r.ops.duplicates.length} | ${r.load1} |`,
+        `| ${r.label} | ${r.convergeMs ?? 'did not converge'} | ${count(r, 'orphaned-while-served')} | ${count(r, 'removed-while-served')} | ${count(r, 'unserved-while-refused')} | ${count(r, 'two-clusters')} | ${count(r, 'two-writers')} | ${count(r, 'neither-holder-nor-standby')} | ${r.refused.length} | ${r.lostChanges.reduce((a, l) => a + Math.max(0, l.missing) + Math.max(0, l.stale), 0)} | ${r.ops.posted} | ${r.ops.lost.length} | ${r.ops.duplicates.length} | ${r.load1} |`,
     ),
   ];
   process.stdout.write(`${table.join('\n')}\n\n`);
@@ -112,6 +112,7 @@ export async function runReplicaFaults(o: ReplicaFaultsOptions): Promise<void> {
     runs: results.length,
     orphanedWhileServed: sum((r) => count(r, 'orphaned-while-served')),
     removedWhileServed: sum((r) => count(r, 'removed-while-served')),
+    unservedWhileRefused: sum((r) => count(r, 'unserved-while-refused')),
     twoClusters: sum((r) => count(r, 'two-clusters')),
     twoWriters: sum((r) => count(r, 'two-writers')),
     neitherHolderNorStandby: sum((r) => count(r, 'neither-holder-nor-standby')),

@@ -88,6 +88,8 @@ export class AccountRegistry {
   readonly leaseMs: number;
   readonly failedHandoverMs: number;
   private readonly pendingWrites = new Set<Promise<unknown>>();
+  /** Releases the store did not take (the write failed), by session: written again before each renewal. */
+  private readonly unreleased = new Map<string, string[]>();
   /** Accounts and leases as stored, for lookup() (misses at the same time share one read). */
   private readonly storeRead = new FreshRead(async () => {
     const [records, leases] = await Promise.all([this.store.listAccounts(), this.store.listLeases()]);
@@ -279,10 +281,14 @@ export class AccountRegistry {
       a.lastUpdated = this.now();
       released.push(name);
     }
-    // Peers learn it from the store; if that write fails the lease simply expires (leaseMs) and they learn it then.
+    // Peers learn it from the store. A failed write is tried again before the next renewal, which would otherwise
+    // keep these leases alive for good, with no stream behind them; until then they only expire (leaseMs).
     const write = this.store
       .releaseAccounts(this.replica.id, sessionId, released)
-      .catch((e: unknown) => this.log.warn({ err: e, accounts: released }, 'could not release leases; they expire'))
+      .catch((e: unknown) => {
+        if (released.length) this.unreleased.set(sessionId, released);
+        this.log.warn({ err: e, accounts: released }, 'could not release leases; trying again before the renewal');
+      })
       .finally(() => this.pendingWrites.delete(write));
     this.pendingWrites.add(write);
     for (const name of released) this.emit(name, 'ORPHANED');
@@ -344,6 +350,11 @@ export class AccountRegistry {
    */
   async refresh(): Promise<void> {
     const started = this.monotonicNow();
+    // A lease this replica cannot release must not be renewed: the refresh fails instead, and it expires.
+    for (const [sessionId, names] of [...this.unreleased]) {
+      await this.store.releaseAccounts(this.replica.id, sessionId, names);
+      this.unreleased.delete(sessionId);
+    }
     await this.store.renewLeases(this.replica.id, this.leaseMs);
     this.lastRenewedAt = started;
     const [records, { now: storeNow, leases }] = await Promise.all([

@@ -84,7 +84,7 @@ describe('a holder replica whose MySQL link drops every packet', () => {
     // Watch both replicas: the peer first, then the cut replica, so a stream the cut replica still holds after the
     // peer has seen the lease end is one it held past the lease (the peer's view only ever lags the store's).
     const overlaps: string[] = [];
-    const judge = new OwnershipJudge(LEASE_SECONDS * 1000);
+    const judge = new OwnershipJudge(LEASE_SECONDS * 1000, 60_000);
     const world: World = {
       groups: [{ account: NAME, agents: ['cut-agent'], kubeHost: apiServerHostPort() }],
       dynamic: new Map(),

@@ -39,9 +39,10 @@ export class OwnershipChecker {
     private readonly replicas: Replica[],
     private readonly world: () => World,
     leaseSeconds: number,
+    gracePeriodSeconds: number,
     private readonly intervalMs = 250,
   ) {
-    this.judge = new OwnershipJudge(leaseSeconds * 1000);
+    this.judge = new OwnershipJudge(leaseSeconds * 1000, gracePeriodSeconds * 1000);
   }
 
   start(): void {

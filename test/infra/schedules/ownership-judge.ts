@@ -9,6 +9,10 @@
  *   than twice the lease (the latest a peer can see a lost holder, plus the promotion of a standby);
  * - removed-while-served: an account the install knows (registered, or a dynamic account whose create was answered)
  *   missing from a replica while an agent that may serve it is connected, for longer than twice the lease;
+ * - unserved-while-refused: a name another cluster's agent registered first, held by no stream while that agent is
+ *   gone and agents of the name's own cluster (refused while it held it) are connected, for longer than the grace
+ *   period plus twice the lease (the other cluster's record is removed after the grace period, and the name is then
+ *   theirs to take);
  * - two-clusters: replicas showing one account name for two clusters (API server host and CA), or a name showing a
  *   cluster other than the one that registered it first;
  * - two-writers: two agent streams holding one account;
@@ -57,7 +61,12 @@ export interface World {
 
 export interface Violation {
   kind:
-    'orphaned-while-served' | 'removed-while-served' | 'two-clusters' | 'two-writers' | 'neither-holder-nor-standby';
+    | 'orphaned-while-served'
+    | 'removed-while-served'
+    | 'unserved-while-refused'
+    | 'two-clusters'
+    | 'two-writers'
+    | 'neither-holder-nor-standby';
   account: string;
   replica?: string;
   agent?: string;
@@ -75,10 +84,26 @@ export class OwnershipJudge {
   private readonly reported = new Set<string>();
   /** Account name → the cluster (host) that registered it first: it owns the name. */
   private readonly owner = new Map<string, string>();
+  /** agentId → when it was last seen connected. */
+  private readonly lastConnected = new Map<string, number>();
   readonly violations: Violation[] = [];
   rounds = 0;
 
-  constructor(private readonly leaseMs: number) {}
+  constructor(
+    private readonly leaseMs: number,
+    /** How long an ORPHANED account is kept before it is removed (the plugin-server's gracePeriodSeconds). */
+    private readonly gracePeriodMs: number,
+  ) {}
+
+  /**
+   * Whether the cluster owning the name (`owner`, a host) has had no agent connected for the grace period: its record
+   * may then have been removed and the name registered by the other cluster, sooner than every replica could show it
+   * gone in between (a refused agent is asked to offer the name again at once).
+   */
+  private ownerGone(g: World['groups'][number], owner: string, now: number): boolean {
+    const agents = g.impostor && owner === g.impostor.kubeHost ? [g.impostor.agentId] : g.agents;
+    return agents.every((a) => now - (this.lastConnected.get(a) ?? -Infinity) >= this.gracePeriodMs);
+  }
 
   observe(now: number, world: World, replicas: ReplicaSeen[]): void {
     this.rounds += 1;
@@ -87,14 +112,19 @@ export class OwnershipJudge {
     // An agent with a stream on any replica that answers is connected, a disturbed one included: a replica cut off
     // from the store still holds its agents' streams, and whether its peers then orphan their accounts is the point.
     const connected = new Set(replicas.flatMap((r) => (r.sessions ?? []).map((s) => s.agentId)));
+    for (const a of connected) this.lastConnected.set(a, now);
     for (const r of judged) {
       for (const s of r.sessions!) {
         for (const a of s.accounts) held.set(a, [...(held.get(a) ?? []), `${s.agentId}@${r.replica}`]);
       }
       for (const a of r.accounts!) {
-        if (!world.groups.some((g) => g.account === a.name)) continue;
+        const g = world.groups.find((x) => x.account === a.name);
+        if (!g) continue;
         this.registered.add(a.name);
-        if (a.kubeHost && !this.owner.has(a.name)) this.owner.set(a.name, a.kubeHost);
+        const owner = this.owner.get(a.name);
+        if (a.kubeHost && (!owner || (a.kubeHost !== owner && this.ownerGone(g, owner, now)))) {
+          this.owner.set(a.name, a.kubeHost);
+        }
       }
     }
     // A name no replica lists any more was removed (the grace period after it was orphaned): it is free again, and
@@ -184,6 +214,25 @@ export class OwnershipJudge {
             },
           });
         }
+      }
+    }
+    // The name's own cluster is eligible again once the other cluster's agent is gone: its record goes after the
+    // grace period, and a refused agent is asked to offer the name again. Held by no stream on any replica that
+    // answers (a record kept alive with nobody behind it included), that is a name left unserved.
+    if (judged.length) {
+      for (const g of world.groups) {
+        if (!g.impostor || owners(g)[0] !== g.impostor.agentId || connected.has(g.impostor.agentId)) continue;
+        const waiting = g.agents.filter((a) => connected.has(a));
+        if (!waiting.length || held.has(g.account)) continue;
+        now_.push({
+          key: `unserved ${g.account}`,
+          bound: this.gracePeriodMs + 2 * this.leaseMs,
+          v: {
+            kind: 'unserved-while-refused',
+            account: g.account,
+            detail: `the other cluster's agent left; connected, none holding it: ${waiting.join(', ')}`,
+          },
+        });
       }
     }
     const hosts = new Map<string, Set<string>>();

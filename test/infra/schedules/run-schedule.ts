@@ -118,7 +118,7 @@ export async function runSchedule(rig: ReplicaRig, o: RunOptions): Promise<Sched
       Array.from({ length: shape.agentsPerGroup }, (_, m) => agentId(g, m)),
     ).flat(),
   };
-  const checker = new OwnershipChecker(rig.replicas, () => world, shape.leaseSeconds);
+  const checker = new OwnershipChecker(rig.replicas, () => world, shape.leaseSeconds, rig.opts.gracePeriodSeconds);
   const ops = new OperationsLoad(rig.lb.httpBase, account(0), rig.namespaces[0]!, 1_000);
   await ops.prepare(rig.kubeConfig());
   const started: string[] = [];

@@ -62,6 +62,7 @@ describe('planSchedule', () => {
 
 describe('OwnershipJudge', () => {
   const LEASE = 3_000;
+  const GRACE = 15_000;
   const world = (over: Partial<World> = {}): World => ({
     groups: [{ account: 'acc', agents: ['a1', 'a2'], kubeHost: 'h:1' }],
     dynamic: new Map(),
@@ -87,13 +88,13 @@ describe('OwnershipJudge', () => {
   };
 
   it('a holder and a standby on two replicas is fine however long it lasts', () => {
-    const j = new OwnershipJudge(LEASE);
+    const j = new OwnershipJudge(LEASE, GRACE);
     play(j, world(), [0, 5_000, 60_000], [held('r0', 'a1'), standby('r1', 'a2', 'a1')]);
     expect(j.violations).toEqual([]);
   });
 
   it('ORPHANED while an agent of the group is connected: a violation once it outlasts twice the lease', () => {
-    const j = new OwnershipJudge(LEASE);
+    const j = new OwnershipJudge(LEASE, GRACE);
     const orphaned: ReplicaSeen = {
       replica: 'r1',
       disturbed: false,
@@ -109,7 +110,7 @@ describe('OwnershipJudge', () => {
   });
 
   it('ORPHANED with no agent of the group connected anywhere is no violation', () => {
-    const j = new OwnershipJudge(LEASE);
+    const j = new OwnershipJudge(LEASE, GRACE);
     const orphaned: ReplicaSeen = {
       replica: 'r0',
       disturbed: false,
@@ -121,17 +122,17 @@ describe('OwnershipJudge', () => {
   });
 
   it('an account gone from a replica while served is removed-while-served; a disturbed replica is not judged', () => {
-    const j = new OwnershipJudge(LEASE);
+    const j = new OwnershipJudge(LEASE, GRACE);
     const gone: ReplicaSeen = { replica: 'r1', disturbed: false, accounts: [], sessions: [] };
     play(j, world(), [0, 7_000], [held('r0', 'a1'), gone]);
     expect(j.violations.map((v) => v.kind)).toEqual(['removed-while-served']);
-    const k = new OwnershipJudge(LEASE);
+    const k = new OwnershipJudge(LEASE, GRACE);
     play(k, world(), [0, 7_000], [held('r0', 'a1'), { ...gone, disturbed: true }]);
     expect(k.violations).toEqual([]);
   });
 
   it('a dynamic account unknown to a replica counts from its answered create', () => {
-    const j = new OwnershipJudge(LEASE);
+    const j = new OwnershipJudge(LEASE, GRACE);
     const w = world({ dynamic: new Map([['dyn', 0]]) });
     const withDyn = (r: ReplicaSeen): ReplicaSeen => ({
       ...r,
@@ -142,7 +143,7 @@ describe('OwnershipJudge', () => {
   });
 
   it('an agent whose offer is neither held nor standing by is flagged after a lease', () => {
-    const j = new OwnershipJudge(LEASE);
+    const j = new OwnershipJudge(LEASE, GRACE);
     const demoted: ReplicaSeen = {
       replica: 'r1',
       disturbed: false,
@@ -156,7 +157,7 @@ describe('OwnershipJudge', () => {
   });
 
   it('two streams holding one account are two writers', () => {
-    const j = new OwnershipJudge(LEASE);
+    const j = new OwnershipJudge(LEASE, GRACE);
     play(j, world(), [0, 4_000], [held('r0', 'a1'), held('r1', 'a2')]);
     expect(j.violations.map((v) => v.kind)).toEqual(['two-writers']);
   });
@@ -165,14 +166,14 @@ describe('OwnershipJudge', () => {
     const w = world({
       groups: [{ account: 'acc', agents: ['a1', 'a2'], kubeHost: 'h:1', impostor: { agentId: 'x', kubeHost: 'h:2' } }],
     });
-    const j = new OwnershipJudge(LEASE);
+    const j = new OwnershipJudge(LEASE, GRACE);
     const other = held('r1', 'x');
     other.accounts![0]!.kubeHost = 'h:2';
     play(j, w, [0, 4_000], [held('r0', 'a1'), other]);
     expect(j.violations.map((v) => v.kind).sort()).toEqual(['two-clusters', 'two-clusters', 'two-writers']);
 
     // The impostor first: the group's agents are rightly refused, and nothing is flagged.
-    const k = new OwnershipJudge(LEASE);
+    const k = new OwnershipJudge(LEASE, GRACE);
     const refused: ReplicaSeen = {
       replica: 'r0',
       disturbed: false,
@@ -210,7 +211,7 @@ describe('OwnershipJudge, a name removed and registered again', () => {
       accounts: [{ name: 'acc', state: 'ACTIVE', agentId, kubeHost: host, heldBy: 'local' }],
       sessions: [{ agentId, accounts: ['acc'] }],
     });
-    const j = new OwnershipJudge(3_000);
+    const j = new OwnershipJudge(3_000, 15_000);
     j.observe(0, w, [seen('h:2', 'x')]);
     j.observe(1_000, w, [{ replica: 'r0', disturbed: false, accounts: [], sessions: [] }]);
     j.observe(2_000, w, [seen('h:1', 'a1')]);
@@ -246,7 +247,7 @@ describe('OwnershipJudge, the other cluster first (seed 3)', () => {
   ];
 
   it('once the other cluster left and its record is gone, the refused agents must take the name back', () => {
-    const j = new OwnershipJudge(3_000);
+    const j = new OwnershipJudge(3_000, 15_000);
     const held = [{ name: 'acc', state: 'ACTIVE', agentId: 'x', kubeHost: 'h:2' }];
     const orphaned = [{ name: 'acc', state: 'ORPHANED', agentId: 'x', kubeHost: 'h:2' }];
     // x holds the name: its group's agents are rightly refused.
@@ -259,5 +260,45 @@ describe('OwnershipJudge, the other cluster first (seed 3)', () => {
     expect(new Set(j.violations.map((v) => v.kind))).toEqual(
       new Set(['removed-while-served', 'neither-holder-nor-standby']),
     );
+  });
+
+  it('taken back by its own cluster sooner than every replica showed it gone: two clusters only before the grace period', () => {
+    const heldBy = (agentId: string, host: string) => [
+      { name: 'acc', state: 'ACTIVE', agentId, kubeHost: host, heldBy: { replica: 'r0' } },
+    ];
+    const ownAgain: ReplicaSeen[] = [
+      {
+        replica: 'r0',
+        disturbed: false,
+        accounts: heldBy('a1', 'h:1'),
+        sessions: [{ agentId: 'a1', accounts: ['acc'] }],
+      },
+      { replica: 'r1', disturbed: false, accounts: heldBy('a1', 'h:1'), sessions: [] },
+    ];
+    const orphaned = [{ name: 'acc', state: 'ORPHANED', agentId: 'x', kubeHost: 'h:2' }];
+    for (const [xLeftFor, flagged] of [
+      [15_000, false],
+      [5_000, true],
+    ] as const) {
+      const j = new OwnershipJudge(3_000, 15_000);
+      for (let t = 0; t <= 5_000; t += 250) j.observe(t, w, round(heldBy('x', 'h:2'), true));
+      for (let t = 5_250; t < 5_000 + xLeftFor; t += 250) j.observe(t, w, round(orphaned, false));
+      for (let t = 5_000 + xLeftFor; t <= 40_000 + xLeftFor; t += 250) j.observe(t, w, ownAgain);
+      expect(
+        j.violations.some((v) => v.kind === 'two-clusters'),
+        `x gone ${xLeftFor} ms`,
+      ).toBe(flagged);
+    }
+  });
+
+  it('a record of the other cluster kept alive with nobody behind it: unserved while its own agents are refused', () => {
+    const j = new OwnershipJudge(3_000, 15_000);
+    // Shown held through r0 (a lease still renewed there), yet no stream on any replica holds it.
+    const ghost = [{ name: 'acc', state: 'ACTIVE', agentId: 'x', kubeHost: 'h:2', heldBy: { replica: 'r0' } }];
+    for (let t = 0; t <= 5_000; t += 250) j.observe(t, w, round(ghost, true));
+    for (let t = 5_250; t <= 26_000; t += 250) j.observe(t, w, round(ghost, false));
+    expect(j.violations).toEqual([]);
+    for (let t = 26_250; t <= 27_000; t += 250) j.observe(t, w, round(ghost, false));
+    expect(j.violations).toMatchObject([{ kind: 'unserved-while-refused', account: 'acc', sinceMs: 5_250 }]);
   });
 });

@@ -220,3 +220,35 @@ describe('which offered accounts a stream may hold (registration.ts)', () => {
     ]);
   });
 });
+
+describe('a release the store did not take', () => {
+  it('is written again before the next renewal, which would otherwise keep a lease nobody holds alive', async () => {
+    let now = 1_000_000;
+    const store = new MemoryCacheStore(() => now);
+    const release = store.releaseAccounts.bind(store);
+    let failures = 1;
+    store.releaseAccounts = async (...args) => {
+      if (failures-- > 0) throw new Error('connection lost');
+      return release(...args);
+    };
+    const registry = new AccountRegistry(store, pino({ level: 'silent' }), {
+      gracePeriodMs: 5_000,
+      leaseMs: 3_000,
+      now: () => now,
+      monotonicNow: () => now,
+      replica: { id: 'r1', url: '' },
+    });
+    await registry.load();
+    expect(await registry.register({ id: 's1', agentId: 'a1' }, account('dev', 'c1:6443'))).toEqual({ accepted: true });
+    registry.release('s1');
+    await registry.flush();
+    now += 1_000;
+    await registry.refresh();
+    const lease = (await store.listLeases()).leases.find((l) => l.account === 'dev');
+    expect(lease?.releasedAt).toBe(now);
+    // Released, the account is swept after the grace period instead of being held by nobody for good.
+    now += 6_000;
+    await registry.refresh();
+    expect(await registry.sweep()).toEqual(['dev']);
+  });
+});
