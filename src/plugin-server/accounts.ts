@@ -3,7 +3,7 @@ import { FreshRead } from '../shared/fresh-read.js';
 import type { Logger } from '../shared/logging.js';
 import type { Account, KindKey } from '../shared/proto.js';
 import type { AccountRecord, AccountStateStore, ObjectCache } from './cache/store.js';
-import { holderLost, leaseLive, type LeaseHolder, type WriteFence } from './ownership.js';
+import { holderLost, leaseEndedAt, leaseLive, type LeaseHolder, type WriteFence } from './ownership.js';
 import { claimResult, validAccountName, type RegistrationResult } from './registration.js';
 
 /**
@@ -393,7 +393,7 @@ export class AccountRegistry {
         next.peer = undefined;
         next.state = 'ORPHANED';
         // Orphaned since its holder released or stopped renewing, at the store's clock, as a time of this process.
-        const since = l ? Math.max(0, storeNow - (l.releasedAt || l.expiresAt)) : 0;
+        const since = l ? Math.max(0, storeNow - leaseEndedAt(l)) : 0;
         next.orphanedAt = next.orphanedAt ?? local - since;
       }
       if (!a || before !== next.state) next.lastUpdated = local;
@@ -436,9 +436,10 @@ export class AccountRegistry {
     const removed: string[] = [];
     for (const [name, a] of [...this.accounts]) {
       if (a.state !== 'ORPHANED' || a.orphanedAt === undefined) continue;
+      // A cheap pre-filter on this replica's clock; the store decides at its own (a clock stepped ahead only asks early).
       if (this.now() - a.orphanedAt < this.gracePeriodMs) continue;
       try {
-        if (!(await this.store.dropAccountIfUnheld(name))) continue;
+        if (!(await this.store.dropAccountIfUnheld(name, this.gracePeriodMs))) continue;
         if (this.accounts.get(name) === a && !a.sessionId) this.accounts.delete(name);
         removed.push(name);
         this.emit(name, 'REMOVED');
@@ -491,7 +492,7 @@ export class AccountRegistry {
           record,
           state: 'ORPHANED',
           // Since its holder released or stopped renewing, at the store's clock, as a time of this process.
-          orphanedAt: now - (l ? Math.max(0, storeNow - (l.releasedAt || l.expiresAt)) : 0),
+          orphanedAt: now - (l ? Math.max(0, storeNow - leaseEndedAt(l)) : 0),
           lastUpdated: now,
         };
     this.accounts.set(name, entry);

@@ -110,6 +110,21 @@ export function leaseLive(l: AccountLease, now: number): boolean {
   return l.releasedAt === 0 && l.expiresAt > now;
 }
 
+/** When the lease stopped holding its account: released by its stream, or expired unrenewed, whichever came first. */
+export function leaseEndedAt(l: AccountLease): number {
+  return l.releasedAt === 0 ? l.expiresAt : Math.min(l.releasedAt, l.expiresAt);
+}
+
+/**
+ * Whether an orphaned account's grace period is over at the store's `now`: its lease is not live and ended at least
+ * `graceMs` ago. An account with no lease row (none ever granted through this store) has no time the store can
+ * judge: the sweeping replica's own view of how long it has been ORPHANED decides, as it did before any was stamped.
+ */
+export function orphanGraceOver(l: AccountLease | undefined, graceMs: number, now: number): boolean {
+  if (l === undefined) return true;
+  return !leaseLive(l, now) && now - leaseEndedAt(l) >= graceMs;
+}
+
 /** Whether `holder` still holds the lease at `now`: the fence every holder-side write passes. */
 export function heldBy(l: AccountLease | undefined, holder: LeaseHolder, now: number): l is AccountLease {
   return (

@@ -4,7 +4,7 @@ import {
   fencedOut,
   heldBy,
   LeaseLost,
-  leaseLive,
+  orphanGraceOver,
   release,
   renew,
   reportState,
@@ -515,9 +515,8 @@ export class MemoryCacheStore implements StoreBackend {
     return { now: this.now(), leases: [...this.leases.values()].map((l) => ({ ...l })) };
   }
 
-  async dropAccountIfUnheld(name: string): Promise<boolean> {
-    const l = this.leases.get(name);
-    if (l && leaseLive(l, this.now())) return false;
+  async dropAccountIfUnheld(name: string, graceMs: number): Promise<boolean> {
+    if (!orphanGraceOver(this.leases.get(name), graceMs, this.now())) return false;
     await this.dropAccount(name);
     return true;
   }

@@ -13,7 +13,7 @@ import {
   fencedOut,
   heldBy,
   LeaseLost,
-  leaseLive,
+  orphanGraceOver,
   reportState,
   type ClaimOutcome,
   type LeaseClaim,
@@ -903,9 +903,9 @@ export class MysqlCacheStore implements StoreBackend {
     return { now: Number(clock[0]?.now_ms), leases: rows.map(toLease) };
   }
 
-  async dropAccountIfUnheld(name: string): Promise<boolean> {
+  async dropAccountIfUnheld(name: string, graceMs: number): Promise<boolean> {
     const dropped = await this.withLease(name, async (conn, lease, now) => {
-      if (lease && leaseLive(lease, now)) return false;
+      if (!orphanGraceOver(lease, graceMs, now)) return false;
       // One transaction, objects included: a peer taking the account over right after must not see half of them.
       await conn.query(timed('DELETE FROM sa_objects WHERE account = ?'), [name]);
       await conn.query(timed('DELETE FROM sa_sync_state WHERE account = ?'), [name]);

@@ -330,10 +330,12 @@ export interface AccountStateStore {
   /** The holder's agent dropped the account: removed with its cache, only while `holder` holds it. */
   dropHeldAccount(name: string, holder: LeaseHolder): Promise<boolean>;
   /**
-   * dropAccount, unless a live lease holds the account: checked and done atomically, so an agent registering the
-   * account on another replica at the same moment either keeps it or finds it gone, never half.
+   * dropAccount once the account's grace period is over at the store's clock (`orphanGraceOver`: no live lease, and
+   * the last one ended at least `graceMs` ago): checked and done atomically, so an agent registering the account on
+   * another replica at the same moment either keeps it or finds it gone, never half, and a replica whose own clock
+   * runs ahead cannot cut the grace period short.
    */
-  dropAccountIfUnheld(name: string): Promise<boolean>;
+  dropAccountIfUnheld(name: string, graceMs: number): Promise<boolean>;
   /** The session's stream ended: its leases on these accounts are released (another holder's are kept). */
   releaseAccounts(replica: string, sessionId: string, accounts: readonly string[]): Promise<void>;
   /**

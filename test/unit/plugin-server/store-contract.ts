@@ -405,7 +405,7 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       );
       expect(other).toMatchObject({ granted: false, code: 'cluster_conflict', record: { apiServerHost: 'h:6443' } });
       // Live: not dropped; reports by the holder pass the fence, by anyone else not.
-      expect(await store.dropAccountIfUnheld('dev')).toBe(false);
+      expect(await store.dropAccountIfUnheld('dev', 0)).toBe(false);
       expect(await store.reportAccountState('dev', { ...holder, generation: 0 }, 'FAILED')).toBe(false);
       expect(await store.reportAccountState('dev', holder, 'FAILED')).toBe(true);
       expect(await leaseOf()).toMatchObject({ state: 'FAILED', generation: 1 });
@@ -443,7 +443,11 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       expect(await leaseOf()).toMatchObject({ sessionId: 's9', releasedAt: 0 });
       // A lease of 0 ms has expired at once: not renewed (its holder must claim again), and the account is droppable.
       expect(await store.renewLeases('r9', 60_000)).toEqual([]);
-      expect(await store.dropAccountIfUnheld('dev')).toBe(true);
+      // The grace period is the store's to judge, from when the lease ended at its clock (the caller passes no time
+      // of its own): ended just now, it is not over, however long the caller thinks the account has been orphaned.
+      expect(await store.dropAccountIfUnheld('dev', 60_000)).toBe(false);
+      expect(await store.list({ account: 'dev' })).not.toEqual([]);
+      expect(await store.dropAccountIfUnheld('dev', 0)).toBe(true);
       expect(await store.list({ account: 'dev' })).toEqual([]);
       expect(await leaseOf()).toBeUndefined();
       // Released by its holder: free at once for another agent, and the holder's drop is fenced by generation.
@@ -452,6 +456,9 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       const h4 = { replica: 'r1', sessionId: 's4', generation: c.lease.generation };
       await store.releaseAccounts('r1', 's4', ['dev']);
       expect((await leaseOf())?.releasedAt).toBeGreaterThan(0);
+      // Released just now: not live, but its grace period has not passed at the store's clock.
+      expect(await store.dropAccountIfUnheld('dev', 60_000)).toBe(false);
+      expect(await store.listAccounts()).toHaveLength(1);
       expect(await store.claimAccount(claim('r2', 's5', 'agent-d'), record('agent-d'))).toMatchObject({
         granted: true,
         lease: { generation: c.lease.generation + 1 },
