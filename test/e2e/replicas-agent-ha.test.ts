@@ -8,8 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { kubectl, waitFor } from '../infra/index.js';
-import type { PluginServerProcess } from '../infra/processes.js';
-import { startStack, type Stack } from '../infra/stack.js';
+import { startReplicas, type Stack } from '../infra/stack.js';
 
 interface AccountView {
   state: string;
@@ -25,14 +24,12 @@ describe('two agents of one group on two replicas', () => {
 
   it('one writes, the other stands by on its replica and takes over when the first is killed', async () => {
     const accounts = [{ name: 'ha', kinds: ['ConfigMap'] }];
-    stack = await startStack({
-      name: 'replica-ha',
-      store: 'mysql',
-      replicas: 2,
-      server: { extra: { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } } },
-      agent: { agentId: 'ha-1', accounts },
-    });
-    const [a, b] = stack.replicas as [PluginServerProcess, PluginServerProcess];
+    stack = await startReplicas(
+      'replica-ha',
+      { gracePeriodSeconds: 60, leaseSeconds: 3 },
+      { agent: { agentId: 'ha-1', accounts } },
+    );
+    const [a, b] = stack.pair;
     const { ns, agent: first } = stack;
     await waitFor('B to see ha-1 holding the account', async () =>
       (await b.get<AccountView>('/armory/accounts/ha')).body.agentId === 'ha-1' ? true : undefined,

@@ -12,7 +12,7 @@ import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { kubectl, waitFor } from '../infra/index.js';
 import { configMapList } from '../infra/manifests.js';
 import type { PluginServerProcess } from '../infra/processes.js';
-import { startStack, type Stack } from '../infra/stack.js';
+import { startReplicas, type Stack } from '../infra/stack.js';
 import { deployBody, unversionedConfigMap, type Obj, type TaskBody } from './operations-helpers.js';
 
 const ACCOUNTS = ['fleet-0', 'fleet-1', 'fleet-2'];
@@ -33,14 +33,12 @@ describe('three replicas behind HAProxy', () => {
   };
 
   beforeAll(async () => {
-    stack = await startStack({
-      name: 'failover',
-      store: 'mysql',
-      // Started at once against the empty database: the migrations race.
-      replicas: 3,
-      loadBalancer: true,
-      server: { extra: { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } } },
-    });
+    // Started at once against the empty database: the migrations race.
+    stack = await startReplicas(
+      'failover',
+      { gracePeriodSeconds: 60, leaseSeconds: 3 },
+      { replicas: 3, loadBalancer: true },
+    );
     ({ replicas, ns } = stack);
     await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'seed', 0, 30) });
     for (const [i, name] of ACCOUNTS.entries()) {

@@ -11,7 +11,7 @@ import { waitForCacheToMatch, type CacheCheckOptions } from '../infra/cache-chec
 import { kubectl, waitFor } from '../infra/index.js';
 import { configMapList } from '../infra/manifests.js';
 import type { AgentProcess, PluginServerProcess } from '../infra/processes.js';
-import { startStack, type Stack } from '../infra/stack.js';
+import { startReplicas, type Stack } from '../infra/stack.js';
 
 const ACCOUNT = 'goaway-0';
 const SYNC_STARTS = 'scale_agent_plugin_server_messages_received_total{type="syncStart"}';
@@ -55,13 +55,7 @@ describe('SIGTERM of a replica behind HAProxy', () => {
   let check: CacheCheckOptions;
 
   beforeAll(async () => {
-    stack = await startStack({
-      name: 'goaway',
-      store: 'mysql',
-      replicas: 2,
-      loadBalancer: true,
-      server: { extra: { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } } },
-    });
+    stack = await startReplicas('goaway', { gracePeriodSeconds: 60, leaseSeconds: 3 }, { loadBalancer: true });
     ({ replicas, ns } = stack);
     await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'seed', 0, 20) });
     agent = await stack.addAgent({ agentId: 'goaway-agent', accounts: [{ name: ACCOUNT, kinds: ['ConfigMap'] }] });

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubectl, waitFor } from '../infra/index.js';
 import { peerSecretFile, type PluginServerProcess } from '../infra/processes.js';
-import { startStack, type Stack } from '../infra/stack.js';
+import { startReplicas, type Stack } from '../infra/stack.js';
 import { deployBody, OpsClient, unversionedConfigMap, type Obj } from './operations-helpers.js';
 
 // Unversioned, so every round replaces the same object.
@@ -23,14 +23,12 @@ describe('operations posted to any replica', () => {
   const account = 'ops-shared';
 
   beforeAll(async () => {
-    stack = await startStack({
-      name: 'replica-ops',
-      store: 'mysql',
-      replicas: 2,
-      server: { extra: { accounts: { gracePeriodSeconds: 30, leaseSeconds: 3 } } },
-      agent: { accounts: [{ name: account, kinds: ['ConfigMap'] }] },
-    });
-    [a, b] = stack.replicas as [PluginServerProcess, PluginServerProcess];
+    stack = await startReplicas(
+      'replica-ops',
+      { gracePeriodSeconds: 30, leaseSeconds: 3 },
+      { agent: { accounts: [{ name: account, kinds: ['ConfigMap'] }] } },
+    );
+    [a, b] = stack.pair;
     ns = stack.ns;
     dir = stack.dir;
     // B learns from the shared leases that A holds the account.

@@ -6,38 +6,27 @@
  * which two agent processes cannot be made to do. Several rounds, each with its own account and a seeded order and
  * delay between the two Hellos.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../infra/index.js';
-import { PluginServerProcess } from '../infra/processes.js';
+import { startReplicas, type Stack } from '../infra/stack.js';
 import { account, TestAgent } from '../unit/plugin-server/helpers.js';
 import { PROTOCOL_VERSION } from '../../src/shared/proto.js';
 
 const SEEDS = [1, 2, 3, 4, 5];
 
 describe('two agents of one group registering one account at once through two replicas', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
+  let stack: Stack | undefined;
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    await stack?.stop();
   });
 
   it('one holds it, the other is told it stands by (or, another cluster, is refused), for every seed', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-ownership-'));
-    const db = await createTestDatabase('e2e_ownership');
-    cleanups.push(() => db.drop());
-    const storage = { type: 'mysql' as const, url: db.url };
-    const extra = { accounts: { gracePeriodSeconds: 60, leaseSeconds: 30 } };
-    const a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra });
-    cleanups.push(() => a.stop());
-    const b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
-    cleanups.push(() => b.stop());
+    stack = await startReplicas('ownership', { gracePeriodSeconds: 60, leaseSeconds: 30 }, { namespaces: [] });
+    const [a, b] = stack.pair;
 
     for (const seed of SEEDS) {
       const name = `race-${seed}`;
       const agents = [new TestAgent(a.grpcAddress), new TestAgent(b.grpcAddress)];
-      cleanups.push(async () => agents.forEach((x) => x.close()));
+      stack.defer(async () => agents.forEach((x) => x.close()));
       // Both streams open before either Hello is written (the barrier).
       await Promise.all(
         agents.map((x) => new Promise<void>((resolve) => x.client.waitForReady(Date.now() + 30_000, () => resolve()))),

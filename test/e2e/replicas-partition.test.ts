@@ -12,24 +12,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { kubectl, waitFor } from '../infra/index.js';
 import { OwnershipJudge, type ReplicaSeen, type World } from '../infra/schedules/ownership-judge.js';
-import { startStack, type Stack } from '../infra/stack.js';
-import { apiServerHostPort, Toxiproxy } from '../infra/toxiproxy.js';
+import { agentOnLinkedReplica } from '../infra/linked-replica.js';
+import type { AccountView, AgentView } from '../infra/replica-rest.js';
+import { startReplicas, type Stack } from '../infra/stack.js';
+import { apiServerHostPort } from '../infra/toxiproxy.js';
 
 const LEASE_SECONDS = 6;
 const NAME = 'cut-off';
-
-interface AccountView {
-  name: string;
-  state: string;
-  agentId: string;
-  kubeHost: string;
-  heldBy: unknown;
-}
-interface AgentView {
-  agentId: string;
-  accounts: string[];
-  heldBy: unknown;
-}
 
 /** The list a REST read answers (under `key` when given); undefined when the replica did not answer with one. */
 async function listOf<T>(url: string, key?: string): Promise<T[] | undefined> {
@@ -51,33 +40,14 @@ describe('a holder replica whose MySQL link drops every packet', () => {
   });
 
   it('closes its streams before its peer sees the lease expire; the peer serves the agent', async () => {
-    stack = await startStack({
-      name: 'partition',
-      store: 'mysql',
-      server: { extra: { accounts: { gracePeriodSeconds: 60, leaseSeconds: LEASE_SECONDS } } },
-    });
-    const { ns, server: peer, storage } = stack;
-    if (storage.type !== 'mysql') throw new Error('a mysql stack without a database URL');
-    const toxi = await Toxiproxy.start(stack.dir);
-    stack.defer(() => toxi.stop());
-    const viaProxy = new URL(storage.url);
-    viaProxy.host = await toxi.createProxy('mysql', viaProxy.host);
-    const cut = await stack.addReplica({ name: 'replica-cut', storage: { type: 'mysql', url: viaProxy.toString() } });
-    const lb = await stack.addLoadBalancer();
-
+    stack = await startReplicas('partition', { gracePeriodSeconds: 60, leaseSeconds: LEASE_SECONDS }, { replicas: 1 });
+    const { ns, server: peer } = stack;
     // The peer down for a moment, so the agent's stream lands on the replica whose link will be cut.
-    await peer.stop();
-    await waitFor('HAProxy to see only the replica to be cut', async () =>
-      (await fetch(`${lb.httpBase}/readyz`)).ok && !(await fetch(`${peer.httpBase}/readyz`).catch(() => undefined))
-        ? true
-        : undefined,
-    );
-    await sleep(1000);
-    await stack.addAgent({ agentId: 'cut-agent', accounts: [{ name: NAME, kinds: ['ConfigMap'] }] });
-    await waitFor('the replica to be cut to hold the account', async () =>
-      (await cut.get<AccountView>(`/armory/accounts/${NAME}`)).body.heldBy === 'local' ? true : undefined,
-    );
-    await peer.restart();
+    const { toxi, linked: cut } = await agentOnLinkedReplica(stack, {
+      replica: 'replica-cut',
+      account: NAME,
+      agent: { agentId: 'cut-agent', accounts: [{ name: NAME, kinds: ['ConfigMap'] }] },
+    });
     await kubectl(['create', 'configmap', 'before', '-n', ns, '--from-literal=k=v']);
     await waitForCacheToMatch(stack.cacheCheck(NAME, { httpBase: peer.httpBase }));
 

@@ -49,17 +49,16 @@ function call(
   });
 }
 
+const account = 'peer-auth';
+
 describe('replicas authenticate each other by the peer secret, not by network', () => {
   let stack: Stack;
   let a: PluginServerProcess;
   let b: PluginServerProcess;
-  let ns: string;
-  const account = 'peer-auth';
 
   beforeAll(async () => {
     // The replicas are added once their tokens file is in the stack's directory.
     stack = await startStack({ name: 'peer-auth', store: 'mysql', replicas: 0 });
-    ns = stack.ns;
     const tokensFile = join(stack.dir, 'tokens');
     writeFileSync(tokensFile, `${ADMIN_TOKEN} operator admin\n`);
     const extra = {
@@ -82,7 +81,7 @@ describe('replicas authenticate each other by the peer secret, not by network', 
   });
 
   it('a token-less deploy from the trusted network, posted to the replica without the agent, runs through its peer', async () => {
-    const body = deployBody(account, 'peer', ns, [unversionedConfigMap('via-peer', { from: 'spinnaker' })]);
+    const body = deployBody(account, 'peer', stack.ns, [unversionedConfigMap('via-peer', { from: 'spinnaker' })]);
     const posted = await call(b.httpBase, 'POST', '/kubernetes/ops', { body });
     expect(posted.status, JSON.stringify(posted.body)).toBe(200);
     let task: TaskBody;
@@ -93,7 +92,9 @@ describe('replicas authenticate each other by the peer secret, not by network', 
       await sleep(50);
     }
     expect(task.status.failed, task.history.map((h) => h.status).join('\n')).toBe(false);
-    const live = JSON.parse((await kubectl(['get', 'configmap', 'via-peer', '-n', ns, '-o', 'json'])).stdout) as Obj;
+    const live = JSON.parse(
+      (await kubectl(['get', 'configmap', 'via-peer', '-n', stack.ns, '-o', 'json'])).stdout,
+    ) as Obj;
     expect(live.data).toEqual({ from: 'spinnaker' });
   });
 
@@ -103,7 +104,7 @@ describe('replicas authenticate each other by the peer secret, not by network', 
       account,
       type: 'deployManifest',
       payload: {
-        manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'not-by-peer', namespace: ns } }],
+        manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'not-by-peer', namespace: stack.ns } }],
       },
       deadlineMs: Date.now() + 30_000,
       cacheWaitMs: 1000,
@@ -117,7 +118,7 @@ describe('replicas authenticate each other by the peer secret, not by network', 
         expect(r.body.message).toMatch(/for plugin-server replicas.*peer secret.*http\.peerAuth\.secretFile/);
       }
     }
-    const gone = await kubectl(['get', 'configmap', 'not-by-peer', '-n', ns], { allowFail: true });
+    const gone = await kubectl(['get', 'configmap', 'not-by-peer', '-n', stack.ns], { allowFail: true });
     expect(gone.code).not.toBe(0);
   });
 
@@ -129,14 +130,16 @@ describe('replicas authenticate each other by the peer secret, not by network', 
         operationId: 'no-such-task.0',
         account,
         type: 'deployManifest',
-        payload: { manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'no-task', namespace: ns } }] },
+        payload: {
+          manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'no-task', namespace: stack.ns } }],
+        },
         deadlineMs: Date.now() + 30_000,
         cacheWaitMs: 1000,
       },
     });
     expect(r.status, JSON.stringify(r.body)).toBe(404);
     expect(r.body.message).toMatch(/no-such-task\.0 .* no operation of a task in the task store/);
-    const gone = await kubectl(['get', 'configmap', 'no-task', '-n', ns], { allowFail: true });
+    const gone = await kubectl(['get', 'configmap', 'no-task', '-n', stack.ns], { allowFail: true });
     expect(gone.code).not.toBe(0);
   });
 });

@@ -12,19 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { kubectl, testEnv, waitFor } from '../infra/index.js';
 import type { PluginServerProcess } from '../infra/processes.js';
-import { startStack, type Stack } from '../infra/stack.js';
-
-interface AccountView {
-  state: string;
-  agentId: string;
-  heldBy: unknown;
-}
-interface AgentView {
-  agentId: string;
-  sessionId: string;
-  accounts: string[];
-  rejectedAccounts: { name: string; reason: string }[];
-}
+import { accountOn, agentOn } from '../infra/replica-rest.js';
+import { startReplicas, type Stack } from '../infra/stack.js';
 
 describe('a standby promoted when its holder drops the account or reports it FAILED', () => {
   let stack: Stack;
@@ -32,27 +21,18 @@ describe('a standby promoted when its holder drops the account or reports it FAI
   let b: PluginServerProcess;
 
   beforeAll(async () => {
-    stack = await startStack({
-      name: 'promotion',
-      store: 'mysql',
-      replicas: 2,
-      // FAILED is handed over after 3 leases (30 s): time enough for the standby to register first, however loaded
-      // the machine. The grace period outlasts the test: an account is never swept and claimed afresh here.
-      server: { extra: { accounts: { gracePeriodSeconds: 600, leaseSeconds: 10 } } },
-    });
-    [a, b] = stack.replicas as [PluginServerProcess, PluginServerProcess];
+    // FAILED is handed over after 3 leases (30 s): time enough for the standby to register first, however loaded the
+    // machine. The grace period outlasts the test: an account is never swept and claimed afresh here.
+    stack = await startReplicas('promotion', { gracePeriodSeconds: 600, leaseSeconds: 10 });
+    [a, b] = stack.pair;
   });
   afterAll(async () => {
     await stack?.stop();
   });
 
-  const account = (r: PluginServerProcess, name: string) => r.get<AccountView>(`/armory/accounts/${name}`);
-
   async function standbyOnB(name: string, agentId: string, holder: string): Promise<void> {
     await stack.addAgent({ agentId, serverAddress: b.grpcAddress, accounts: [{ name, kinds: ['ConfigMap'] }] });
-    const onB = await waitFor(`${agentId} on B`, async () =>
-      (await b.get<AgentView[]>('/armory/agents')).body.find((x) => x.agentId === agentId && x.sessionId),
-    );
+    const onB = await waitFor(`${agentId} on B`, () => agentOn(b, agentId));
     expect(onB.rejectedAccounts).toEqual([
       { name, reason: expect.stringMatching(new RegExp(`^standby: .*${holder}`)) },
     ]);
@@ -62,7 +42,7 @@ describe('a standby promoted when its holder drops the account or reports it FAI
     await waitFor(
       `${agentId} to hold ${name} on B`,
       async () => {
-        const v = (await account(b, name)).body;
+        const v = await accountOn(b, name);
         return v.agentId === agentId && v.heldBy === 'local' && v.state === 'ACTIVE' ? true : undefined;
       },
       90_000,
@@ -77,7 +57,7 @@ describe('a standby promoted when its holder drops the account or reports it FAI
       serverAddress: a.grpcAddress,
       accounts: [{ name: 'moved', kinds: ['ConfigMap'] }],
     });
-    expect((await account(a, 'moved')).body).toMatchObject({ agentId: 'moved-1', heldBy: 'local' });
+    expect(await accountOn(a, 'moved')).toMatchObject({ agentId: 'moved-1', heldBy: 'local' });
     await standbyOnB('moved', 'moved-2', 'moved-1');
     holder.writeAccounts([]);
     await promotedOnB('moved', 'moved-2');
@@ -94,7 +74,7 @@ describe('a standby promoted when its holder drops the account or reports it FAI
       waitReady: false,
     });
     await waitFor('A to show failing-1 holding the account FAILED', async () => {
-      const v = (await account(a, 'failing')).body;
+      const v = await accountOn(a, 'failing');
       return v.agentId === 'failing-1' && v.heldBy === 'local' && v.state === 'FAILED' ? true : undefined;
     });
     await standbyOnB('failing', 'failing-2', 'failing-1');

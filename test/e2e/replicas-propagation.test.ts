@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubectl, testEnv, waitFor } from '../infra/index.js';
 import { sendJson, type AgentAccountSpec, type AgentProcess, type PluginServerProcess } from '../infra/processes.js';
-import { startStack, type Stack } from '../infra/stack.js';
+import { startReplicas, type Stack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 const send = (server: PluginServerProcess, method: string, path: string, body?: unknown) =>
@@ -30,15 +30,10 @@ describe('replicas follow the store', () => {
   });
 
   beforeAll(async () => {
-    stack = await startStack({
-      name: 'propagation',
-      store: 'mysql',
-      replicas: 2,
-      // The default lease: replicas refresh every 5 s, the window case 8 is about.
-      server: { extra: { accounts: { gracePeriodSeconds: 60, leaseSeconds: 15 } } },
-    });
+    // The default lease: replicas refresh every 5 s, the window case 8 is about.
+    stack = await startReplicas('propagation', { gracePeriodSeconds: 60, leaseSeconds: 15 });
     ({ ns } = stack);
-    [a, b] = stack.replicas as [PluginServerProcess, PluginServerProcess];
+    [a, b] = stack.pair;
     agentA = await stack.addAgent({ agentId: 'agent-a', serverAddress: a.grpcAddress, accounts: [] });
     agentB = await stack.addAgent({ agentId: 'agent-b', serverAddress: b.grpcAddress, accounts: [] });
   });

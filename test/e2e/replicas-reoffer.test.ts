@@ -12,21 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { kubectl, waitFor } from '../infra/index.js';
 import type { AgentProcess, PluginServerProcess } from '../infra/processes.js';
-import { startStack, type Stack } from '../infra/stack.js';
+import { accountOn, agentOn } from '../infra/replica-rest.js';
+import { startReplicas, type Stack } from '../infra/stack.js';
 import { apiServerHostPort, kubeconfigThrough, Toxiproxy } from '../infra/toxiproxy.js';
-
-interface AccountView {
-  state: string;
-  agentId: string;
-  kubeHost: string;
-  heldBy: unknown;
-}
-interface AgentView {
-  agentId: string;
-  sessionId: string;
-  accounts: string[];
-  rejectedAccounts: { name: string; reason: string }[];
-}
 
 describe('a name another cluster registered first', () => {
   let stack: Stack;
@@ -35,14 +23,9 @@ describe('a name another cluster registered first', () => {
   let otherCluster: string;
 
   beforeAll(async () => {
-    stack = await startStack({
-      name: 'reoffer',
-      store: 'mysql',
-      replicas: 2,
-      // A short grace period: the other cluster's record is removed soon after its agent leaves.
-      server: { extra: { accounts: { gracePeriodSeconds: 3, leaseSeconds: 3 } } },
-    });
-    [a, b] = stack.replicas as [PluginServerProcess, PluginServerProcess];
+    // A short grace period: the other cluster's record is removed soon after its agent leaves.
+    stack = await startReplicas('reoffer', { gracePeriodSeconds: 3, leaseSeconds: 3 });
+    [a, b] = stack.pair;
     const toxi = await Toxiproxy.start(stack.dir);
     stack.defer(() => toxi.stop());
     otherCluster = kubeconfigThrough(
@@ -54,9 +37,6 @@ describe('a name another cluster registered first', () => {
     await stack?.stop();
   });
 
-  const agentOn = async (r: PluginServerProcess, agentId: string) =>
-    (await r.get<AgentView[]>('/armory/agents')).body.find((x) => x.agentId === agentId && x.sessionId);
-
   /** The other cluster's agent holds `name` through A, then `owner` (also serving `bystander`) is refused on B. */
   async function takenFirst(name: string, owner: string): Promise<{ other: AgentProcess; sessionId: string }> {
     const other = await stack.addAgent({
@@ -65,7 +45,7 @@ describe('a name another cluster registered first', () => {
       accounts: [{ name, kubeconfigFile: otherCluster, kinds: ['ConfigMap'] }],
     });
     await waitFor(`B to see the other cluster holding ${name}`, async () =>
-      (await b.get<AccountView>(`/armory/accounts/${name}`)).body.agentId === `${name}-other` ? true : undefined,
+      (await accountOn(b, name)).agentId === `${name}-other` ? true : undefined,
     );
     await stack.addAgent({
       agentId: owner,
@@ -88,7 +68,7 @@ describe('a name another cluster registered first', () => {
     const held = await waitFor(
       `${owner} to take ${name} back`,
       async () => {
-        const v = (await b.get<AccountView>(`/armory/accounts/${name}`)).body;
+        const v = await accountOn(b, name);
         return v.agentId === owner && v.heldBy === 'local' && v.state === 'ACTIVE' ? v : undefined;
       },
       60_000,

@@ -3,12 +3,11 @@
  * reconnects through HAProxy to the replica that still has the database, which resumes the account; the cache
  * checker's diff is 0 through that replica.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { kubectl, waitFor } from '../infra/index.js';
-import { startStack, type Stack } from '../infra/stack.js';
-import { Toxiproxy } from '../infra/toxiproxy.js';
+import { agentOnLinkedReplica } from '../infra/linked-replica.js';
+import { startReplicas, type Stack } from '../infra/stack.js';
 
 describe('a replica that loses MySQL', () => {
   let stack: Stack | undefined;
@@ -17,35 +16,14 @@ describe('a replica that loses MySQL', () => {
   });
 
   it('reports not ready and lets its agent go to a replica that has the database', async () => {
-    stack = await startStack({
-      name: 'store-loss',
-      store: 'mysql',
-      server: { extra: { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } } },
+    stack = await startReplicas('store-loss', { gracePeriodSeconds: 60, leaseSeconds: 3 }, { replicas: 1 });
+    const { ns, server: a } = stack;
+    // Replica B on MariaDB through Toxiproxy; A down for a moment, so the agent's stream lands on B through HAProxy.
+    const { toxi, linked: b } = await agentOnLinkedReplica(stack, {
+      replica: 'replica-b',
+      account: 'cut',
+      agent: { accounts: [{ name: 'cut', kinds: ['ConfigMap'] }] },
     });
-    const { ns, server: a, storage } = stack;
-    if (storage.type !== 'mysql') throw new Error('a mysql stack without a database URL');
-
-    // Toxiproxy between replica B and MariaDB.
-    const toxi = await Toxiproxy.start(stack.dir);
-    stack.defer(() => toxi.stop());
-    const viaProxy = new URL(storage.url);
-    viaProxy.host = await toxi.createProxy('mysql', viaProxy.host);
-    const b = await stack.addReplica({ name: 'replica-b', storage: { type: 'mysql', url: viaProxy.toString() } });
-    const lb = await stack.addLoadBalancer();
-
-    // A down for a moment, so the agent's stream lands on B through the load balancer.
-    await a.stop();
-    await waitFor('HAProxy to mark A down', async () =>
-      (await fetch(`${lb.httpBase}/readyz`)).ok && !(await fetch(`${a.httpBase}/readyz`).catch(() => undefined))
-        ? true
-        : undefined,
-    );
-    await sleep(1000);
-    await stack.addAgent({ accounts: [{ name: 'cut', kinds: ['ConfigMap'] }] });
-    await waitFor('B to hold the account', async () =>
-      (await b.get<{ heldBy: unknown }>('/armory/accounts/cut')).body.heldBy === 'local' ? true : undefined,
-    );
-    await a.restart();
     await kubectl(['create', 'configmap', 'before', '-n', ns, '--from-literal=k=v']);
     const check = stack.cacheCheck('cut', { httpBase: a.httpBase });
     await waitForCacheToMatch(check);

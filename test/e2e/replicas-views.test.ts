@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { createServiceAccount, kubectl, waitFor } from '../infra/index.js';
 import type { PluginServerProcess } from '../infra/processes.js';
-import { startStack, type Stack } from '../infra/stack.js';
+import { startReplicas, type Stack } from '../infra/stack.js';
 
 type HeldBy = 'local' | { replica: string; url: string } | null;
 
@@ -56,13 +56,11 @@ describe('every replica answers for every agent and account', () => {
     });
 
   beforeAll(async () => {
-    stack = await startStack({
-      name: 'views',
-      store: 'mysql',
-      replicas: 3,
-      loadBalancer: true,
-      server: { extra: { accounts: { gracePeriodSeconds: 60, leaseSeconds: 3 } } },
-    });
+    stack = await startReplicas(
+      'views',
+      { gracePeriodSeconds: 60, leaseSeconds: 3 },
+      { replicas: 3, loadBalancer: true },
+    );
     ({ replicas, ns } = stack);
     await kubectl(['create', 'configmap', 'cm', '-n', ns, '--from-literal=k=v']);
     // view-0's agent may read ConfigMaps only: it reports Secret as forbidden, which every replica must show.

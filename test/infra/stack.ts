@@ -88,6 +88,12 @@ export class Stack {
     return this.replicas[0]!;
   }
 
+  /** The first two replicas, for the tests that tell A from B. */
+  get pair(): [PluginServerProcess, PluginServerProcess] {
+    if (this.replicas.length < 2) throw new Error(`the ${this.opts.name} stack has fewer than two replicas`);
+    return [this.replicas[0]!, this.replicas[1]!];
+  }
+
   /** The first agent. */
   get agent(): AgentProcess {
     return this.agents[0]!;
@@ -203,3 +209,16 @@ export class Stack {
 }
 
 export const startStack = (opts: StackOptions): Promise<Stack> => Stack.start(opts);
+
+/** The account lease settings every replica of a replicas test gets (the plugin-server's `accounts` block). */
+export interface LeaseSettings {
+  gracePeriodSeconds: number;
+  leaseSeconds: number;
+}
+
+/** The replicas tests' stack: `replicas` (default 2) replicas on a MySQL database of their own, with these leases. */
+export const startReplicas = (
+  name: string,
+  accounts: LeaseSettings,
+  o: Omit<StackOptions, 'name' | 'store' | 'server'> = {},
+): Promise<Stack> => startStack({ name, store: 'mysql', replicas: 2, ...o, server: { extra: { accounts } } });

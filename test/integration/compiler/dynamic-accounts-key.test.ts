@@ -11,14 +11,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { ensureTopologySecrets, loadTopologySource, synthesize } from '../../../src/compiler/index.js';
 import { PluginServerProcess } from '../../infra/processes.js';
+import { topology } from '../../unit/compiler/_helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'scale-agent-dynamic-key-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const TOPOLOGY = `
-apiVersion: scale-agent.io/v1alpha1
-kind: Topology
-metadata: { name: dynamic }
+const TOPOLOGY = topology(
+  'dynamic',
+  `
 pluginServer:
   namespace: spinnaker
   tls: { mode: insecure }
@@ -27,7 +27,8 @@ agents:
   - name: core
     mode: service
     accounts: [{ name: core, kubeconfigSecret: { name: kc, key: core } }]
-`;
+`,
+);
 
 type Obj = {
   kind: string;

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { synthFile } from '../../../src/compiler/index.js';
 import { helm, kubeScore, kubectl, kustomize } from '../../infra/index.js';
+import { topology } from '../../unit/compiler/_helpers.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 
@@ -106,9 +107,9 @@ async function expectHelmEqualsManifests(out: string): Promise<void> {
 
 // The examples use generated TLS; this covers the cert-manager path, HA replicas (PDBs), source ranges and the
 // topology's pod settings (scheduling, pod metadata, ServiceAccount annotations for workload identity).
-const CERT_MANAGER_TOPOLOGY = `apiVersion: scale-agent.io/v1alpha1
-kind: Topology
-metadata: { name: cm }
+const CERT_MANAGER_TOPOLOGY = topology(
+  'cm',
+  `
 pluginServer:
   namespace: spinnaker
   replicas: 2
@@ -142,7 +143,8 @@ agents:
       serviceAccountAnnotations: { eks.amazonaws.com/role-arn: 'arn:aws:iam::123456789012:role/scale-agent' }
     accounts:
       - { name: a, namespaces: [apps], kubeconfigSecret: { name: kc, key: a } }
-`;
+`,
+);
 
 describe('cert-manager TLS with HA replicas', () => {
   let out: string;

@@ -24,6 +24,10 @@ export async function synthText(text: string, certsDir: string): Promise<SynthRe
   return synthesize(topology, { version: '0.1.0', secrets, ...(certs ? { tls: certs.material } : {}) });
 }
 
+/** A Topology document named `name`: the header, then `body` (its pluginServer, agents and the rest, as YAML). */
+export const topology = (name: string, body: string): string =>
+  `apiVersion: scale-agent.io/v1alpha1\nkind: Topology\nmetadata: { name: ${name} }\n${body.replace(/^\n/, '')}`;
+
 export type K8sObject = {
   apiVersion: string;
   kind: string;

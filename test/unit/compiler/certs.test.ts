@@ -6,12 +6,11 @@ import { describe, expect, it } from 'vitest';
 import { loadTopologySource, serverDnsNames } from '../../../src/compiler/index.js';
 import { ensureTopologyCerts } from '../../../src/compiler/certs.js';
 import { describeCertificate, isSignedBy, keyMatchesCertificate } from '../../../src/shared/certs/index.js';
-import { MINIMAL, synthText, tempDir } from './_helpers.js';
+import { MINIMAL, synthText, tempDir, topology } from './_helpers.js';
 
-const REMOTE = `
-apiVersion: scale-agent.io/v1alpha1
-kind: Topology
-metadata: { name: acme }
+const REMOTE = topology(
+  'acme',
+  `
 pluginServer:
   namespace: spinnaker
   grpc: { exposure: { type: External, address: "grpc.acme.example:443" } }
@@ -22,7 +21,8 @@ agents:
   - name: us
     mode: infrastructure
     accounts: [{ name: us-prod, kubeconfigSecret: { name: kc, key: us } }]
-`;
+`,
+);
 
 describe('generated TLS material', () => {
   it('issues a CA, a server certificate with the Service and external names, and one client cert per group', async () => {

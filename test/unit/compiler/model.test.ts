@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { docs, ROOT, synthText, tempDir } from './_helpers.js';
+import { docs, ROOT, synthText, tempDir, topology } from './_helpers.js';
 
 type Values = {
   pluginServer: { enabled: boolean; replicas?: number; image?: string; tls?: { source: string; certManager?: Cert } };
@@ -17,10 +17,9 @@ type Values = {
 };
 type Cert = { dnsNames: string[]; uris: string[]; duration: string; commonName: string };
 
-const CERT_MANAGER = `
-apiVersion: scale-agent.io/v1alpha1
-kind: Topology
-metadata: { name: cm }
+const CERT_MANAGER = topology(
+  'cm',
+  `
 pluginServer:
   namespace: spinnaker
   replicas: 2
@@ -37,7 +36,8 @@ agents:
     accounts:
       - { name: a, kubeconfigSecret: { name: kc-b, key: a } }
       - { name: b, kubeconfigSecret: { name: kc-a, key: b } }
-`;
+`,
+);
 
 /** Each decision is made once in the model, so every projection of a place must carry the same value. */
 describe('one model behind manifests, Helm values and summary.json', () => {

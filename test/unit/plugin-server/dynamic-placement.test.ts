@@ -18,22 +18,11 @@ import { ANONYMOUS } from '../../../src/plugin-server/auth/identity.js';
 import { AuthorizationPolicy } from '../../../src/plugin-server/auth/policy.js';
 import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import type { AccountsChanged } from '../../../src/shared/proto.js';
+import { seededRandom } from '../agent/_random.js';
 
 const LEASE_MS = 3_000;
 const ROUNDS = 40;
 const log = pino({ level: 'silent' });
-
-/** mulberry32: a small seeded generator, so a failing round can be run again. */
-function seeded(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function definition(name: string): DynamicDefinition {
   return {
@@ -99,7 +88,7 @@ describe('placing an unheld dynamic account from two replicas at once', () => {
     const { clock, definitions, replicas } = world();
     for (const r of replicas) await r.dynamic.load();
     for (let round = 1; round <= ROUNDS; round++) {
-      const random = seeded(round);
+      const random = seededRandom(round);
       const name = `dyn-${round}`;
       // Written through a replica with no agent: nobody places it at once.
       expect(await definitions.save({ definition: definition(name) }, 'new')).toBeDefined();

@@ -22,6 +22,7 @@ import { describe, expect, it } from 'vitest';
 import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
 import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import { LeaseLost } from '../../../src/plugin-server/ownership.js';
+import { storeChange } from '../../infra/records.js';
 import { account } from './helpers.js';
 
 const LEASE_MS = 3000;
@@ -149,25 +150,7 @@ class World {
     const json = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, resourceVersion: '1' } });
     let written = true;
     try {
-      await this.store.apply(
-        [
-          {
-            op: 'change',
-            change: {
-              type: 'ADDED',
-              account: 'dev',
-              apiVersion: 'v1',
-              kind: 'ConfigMap',
-              namespace: 'ns',
-              name,
-              uid: name,
-              resourceVersion: '1',
-              json,
-            },
-          },
-        ],
-        r.writeFence(s.id, ['dev']),
-      );
+      await this.store.apply([storeChange(name, '1', { uid: name, json })], r.writeFence(s.id, ['dev']));
     } catch (e) {
       if (!(e instanceof LeaseLost)) throw e;
       written = false;
