@@ -7,6 +7,7 @@ import {
   exceptionResult,
   OPERATION_CLASSES,
   OPERATION_PHASES,
+  resumableAfterUnknownOutcome,
   type NormalizedOperation,
   type OperationType,
   type ResultBody,
@@ -86,7 +87,16 @@ export class TaskRunner {
     let n = 0;
     for (const t of await this.deps.repo.abandoned(staleMs)) {
       if (this.running.has(t.id)) continue;
-      failTask(t, 'Orchestration failed: the plugin-server replica running the task stopped', true);
+      const unsafe = unsafeToRepeat(t);
+      failTask(
+        t,
+        'Orchestration failed: the plugin-server replica running the task stopped' +
+          (unsafe
+            ? `; operation ${unsafe.index + 1} (${unsafe.type}) had been sent and may have applied, and a JSON ` +
+              'patch run twice applies twice, so the task is not retryable: check the object before running it again'
+            : ''),
+        !unsafe,
+      );
       if (await this.deps.repo.saveIfAbandoned(t, staleMs)) n += 1;
     }
     return n;
@@ -472,4 +482,17 @@ function parseResultJson(bytes: Uint8Array): ResultBody {
   } catch {
     return {};
   }
+}
+
+/**
+ * The operation of a reaped task that a resume must not run again: the first one that did not succeed, when it had
+ * been sent (its outcome is unknown: the replica died waiting for the answer) and a repeat is not safe
+ * (shared/ops/types.ts resumableAfterUnknownOutcome). Undefined when a resume is safe.
+ */
+function unsafeToRepeat(task: Task): { index: number; type: OperationType } | undefined {
+  const index = task.operations.findIndex((o) => o.state !== 'succeeded');
+  const record = task.operations[index];
+  const op = task.submitted?.[index];
+  if (!record || !op || record.state === 'queued' || record.state === 'waiting-for-agent') return undefined;
+  return resumableAfterUnknownOutcome(op.type, op.payload) ? undefined : { index, type: op.type };
 }

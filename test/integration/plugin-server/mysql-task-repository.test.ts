@@ -1,7 +1,12 @@
 import { createConnection } from 'mysql2/promise';
+import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
+import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
+import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
+import { CacheBarrier, OperationDispatcher, TaskRunner } from '../../../src/plugin-server/ops/index.js';
 import { StorageFullSignal } from '../../../src/plugin-server/storage-full.js';
 import { failTask, MysqlTaskRepository, newTask, type TaskRepository } from '../../../src/plugin-server/tasks/index.js';
+import type { NormalizedOperation, PatchStrategy } from '../../../src/shared/ops/types.js';
 import { createTestDatabase, onTestDatabases } from '../../infra/index.js';
 import { taskRepositoryContract } from '../../unit/plugin-server/task-repository-contract.js';
 
@@ -48,6 +53,79 @@ describe('tasks of a replica that stopped (mysql)', () => {
     expect(await repo.saveIfAbandoned(dead, 10_000)).toBe(true);
     expect(await repo.get('dead-1')).toMatchObject({ status: { completed: true, failed: true, retryable: true } });
     expect(await repo.saveIfAbandoned(dead, 10_000)).toBe(false);
+  });
+
+  it('fails a reaped task as not retryable when its JSON patch had been sent (a resume would apply it twice)', async () => {
+    const db = await createTestDatabase('sa_tasks_reap_patch');
+    cleanups.push(db.drop);
+    const repo = new MysqlTaskRepository(db.url);
+    cleanups.push(() => repo.close());
+    await repo.init();
+    const c = await createConnection(db.url);
+    cleanups.push(() => c.end());
+    const log = pino({ level: 'silent' });
+    const store = new MemoryCacheStore();
+    await store.init();
+    const accounts = new AccountRegistry(store, log, { gracePeriodMs: 60_000 });
+    const reaper = new TaskRunner({
+      repo,
+      dispatcher: new OperationDispatcher({
+        accounts,
+        session: () => undefined,
+        log,
+        options: { agentWaitMs: 0, operationTimeoutMs: 5_000 },
+      }),
+      barrier: new CacheBarrier(store, accounts),
+      log,
+      options: { cacheWaitMs: 1_000 },
+    });
+    const patch = (strategy: PatchStrategy): NormalizedOperation => ({
+      type: 'patchManifest',
+      account: 'dev',
+      payload: {
+        target: { location: 'ns', kind: 'Widget', name: 'ledger' },
+        strategy,
+        patchBody: strategy === 'json' ? [{ op: 'add', path: '/spec/applied/-', value: 'r1' }] : { spec: { a: 1 } },
+        record: false,
+        allArtifacts: [],
+        requiredArtifacts: [],
+      },
+    });
+    // Tasks of a replica that died while each waited for its agent's answer (sent) or for an agent (not sent).
+    const cases = [
+      ['json-sent', 'json', 'sent', false],
+      ['json-waiting-for-cache', 'json', 'waiting-for-cache', false],
+      ['json-not-sent', 'json', 'waiting-for-agent', true],
+      ['merge-sent', 'merge', 'sent', true],
+    ] as const;
+    for (const [id, strategy, state] of cases) {
+      const t = newTask(id, 'dead@a', undefined);
+      t.submitted = [patch(strategy)];
+      t.operations = [
+        {
+          operationId: `${id}.0`,
+          taskId: id,
+          index: 0,
+          type: 'patchManifest',
+          account: 'dev',
+          state,
+          attempts: 1,
+          queuedAt: 0,
+        },
+      ];
+      await repo.create(t);
+      await c.query('UPDATE sa_tasks SET alive_at = alive_at - ? WHERE id = ?', [60_000, id]);
+    }
+    expect(await reaper.reap(10_000)).toBe(cases.length);
+    for (const [id, , , retryable] of cases) {
+      const t = await repo.get(id);
+      expect(t?.status, id).toMatchObject({ completed: true, failed: true, retryable });
+      const last = t?.history.at(-1)?.status;
+      if (retryable) expect(last, id).toBe('Orchestration failed: the plugin-server replica running the task stopped');
+      else expect(last, id).toMatch(/operation 1 \(patchManifest\) had been sent and may have applied.*not retryable/);
+      // Orca's resume is refused for exactly those.
+      if (!retryable) await expect(reaper.resume(id)).rejects.toMatchObject({ code: 'SA_ERR_CONFLICT' });
+    }
   });
 
   it('judges a task written by a replica of the previous version (no alive_at) by its updated_at', async () => {

@@ -38,7 +38,7 @@ function patch(strategy: PatchStrategy) {
     account: 'dev',
     type: 'patchManifest' as const,
     payload: {
-      target: { kind: 'Widget', name: 'ledger', namespace: 'ns' },
+      target: { location: 'ns', kind: 'Widget', name: 'ledger' },
       strategy,
       patchBody: strategy === 'json' ? [{ op: 'add', path: '/spec/applied/-', value: 'r1' }] : { spec: { a: 1 } },
       record: false,
