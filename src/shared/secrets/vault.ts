@@ -1,25 +1,14 @@
 import { readFileSync } from 'node:fs';
+import type { AgentConfig } from '../config-types/agent-config.js';
 import { ScaleAgentError } from '../errors.js';
 import { referenceParams, type SecretReference } from './reference.js';
 import type { OpenSecret, SecretEngine } from './registry.js';
 
-/** `secrets.vault` of a runtime's config: where Vault is and how to log in (Armory's `secrets.vault` keys). */
-export interface VaultSettings {
-  url: string;
-  /** TOKEN: a token from tokenFile (or the VAULT_TOKEN variable); KUBERNETES: log in with the pod's token. */
-  authMethod: 'TOKEN' | 'KUBERNETES';
-  tokenFile?: string;
-  /** The Vault role of the Kubernetes auth method. */
-  role?: string;
-  /** Where the Kubernetes auth method is mounted (auth/<path>/login). */
-  path: string;
-  /** Vault Enterprise namespace (X-Vault-Namespace). */
-  namespace?: string;
-  /** The JWT sent to auth/<path>/login: the pod's ServiceAccount token. */
-  serviceAccountTokenFile: string;
-  /** How often an open reference is read again, so a new version in Vault applies without a restart. */
-  refreshSeconds: number;
-}
+/**
+ * `secrets.vault` of a runtime's config: where Vault is and how to log in (Armory's `secrets.vault` keys), as the
+ * config schema declares it (the generated type, not a second copy of its fields); `enabled` is the loader's.
+ */
+export type VaultSettings = Omit<NonNullable<AgentConfig['secrets']['vault']>, 'enabled'>;
 
 const REQUEST_TIMEOUT_MS = 10_000;
 const USAGE = 'vault!e:ENGINE!p:PATH!k:KEY';
