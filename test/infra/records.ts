@@ -5,6 +5,7 @@
  */
 import type { AccountConfig } from '../../src/agent/config.js';
 import type { AccountRecord, StoreChange } from '../../src/plugin-server/cache/store.js';
+import type { NormalizedOperation, PatchStrategy } from '../../src/shared/ops/types.js';
 import type { Account, ClusterIdentity } from '../../src/shared/proto.js';
 
 /** An account as an agent announces it in Hello: no filters, no permissions, both Clouddriver options off. */
@@ -81,4 +82,23 @@ export function storeChange(name: string, rv: string, over: Partial<StoreChange>
 /** A kork Artifact as Clouddriver serialises a manifest's artifacts (NON_NULL: no location when there is none). */
 export function korkArtifact(type: string, name: string, reference = name) {
   return { type, customKind: false, name, reference, metadata: {} };
+}
+
+/**
+ * A normalized patchManifest of Widget `ledger` on account `dev`: with `json`, an append to spec.applied (not
+ * idempotent: run twice, it appends twice); otherwise a merge of spec.a.
+ */
+export function patchOperation(strategy: PatchStrategy): NormalizedOperation & { type: 'patchManifest' } {
+  return {
+    type: 'patchManifest',
+    account: 'dev',
+    payload: {
+      target: { location: 'ns', kind: 'Widget', name: 'ledger' },
+      strategy,
+      patchBody: strategy === 'json' ? [{ op: 'add', path: '/spec/applied/-', value: 'r1' }] : { spec: { a: 1 } },
+      record: false,
+      allArtifacts: [],
+      requiredArtifacts: [],
+    },
+  };
 }

@@ -6,8 +6,8 @@ import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import { CacheBarrier, OperationDispatcher, TaskRunner } from '../../../src/plugin-server/ops/index.js';
 import { StorageFullSignal } from '../../../src/plugin-server/storage-full.js';
 import { failTask, MysqlTaskRepository, newTask, type TaskRepository } from '../../../src/plugin-server/tasks/index.js';
-import type { NormalizedOperation, PatchStrategy } from '../../../src/shared/ops/types.js';
 import { createTestDatabase, onTestDatabases } from '../../infra/index.js';
+import { patchOperation } from '../../infra/records.js';
 import { taskRepositoryContract } from '../../unit/plugin-server/task-repository-contract.js';
 
 // The same contract as the memory repository, against the real MariaDB of the test run (one database per test).
@@ -21,15 +21,20 @@ describe('tasks of a replica that stopped (mysql)', () => {
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c();
   });
-
-  it('are found once their owner stops marking them, and failed only while it stays silent', async () => {
-    const db = await createTestDatabase('sa_tasks_reap');
+  /** A task repository on a database of its own, and a plain connection to the same database; all dropped after. */
+  const tasksDatabase = async (name: string) => {
+    const db = await createTestDatabase(name);
     cleanups.push(db.drop);
     const repo = new MysqlTaskRepository(db.url);
     cleanups.push(() => repo.close());
     await repo.init();
     const c = await createConnection(db.url);
     cleanups.push(() => c.end());
+    return { repo, c };
+  };
+
+  it('are found once their owner stops marking them, and failed only while it stays silent', async () => {
+    const { repo, c } = await tasksDatabase('sa_tasks_reap');
     // Time passing for a task's owner, at the database's clock (which no process here can step): its mark aged.
     const silence = (id: string, ms: number) =>
       c.query('UPDATE sa_tasks SET alive_at = alive_at - ? WHERE id = ?', [ms, id]);
@@ -56,13 +61,7 @@ describe('tasks of a replica that stopped (mysql)', () => {
   });
 
   it('fails a reaped task as not retryable when its JSON patch had been sent (a resume would apply it twice)', async () => {
-    const db = await createTestDatabase('sa_tasks_reap_patch');
-    cleanups.push(db.drop);
-    const repo = new MysqlTaskRepository(db.url);
-    cleanups.push(() => repo.close());
-    await repo.init();
-    const c = await createConnection(db.url);
-    cleanups.push(() => c.end());
+    const { repo, c } = await tasksDatabase('sa_tasks_reap_patch');
     const log = pino({ level: 'silent' });
     const store = new MemoryCacheStore();
     await store.init();
@@ -79,18 +78,6 @@ describe('tasks of a replica that stopped (mysql)', () => {
       log,
       options: { cacheWaitMs: 1_000 },
     });
-    const patch = (strategy: PatchStrategy): NormalizedOperation => ({
-      type: 'patchManifest',
-      account: 'dev',
-      payload: {
-        target: { location: 'ns', kind: 'Widget', name: 'ledger' },
-        strategy,
-        patchBody: strategy === 'json' ? [{ op: 'add', path: '/spec/applied/-', value: 'r1' }] : { spec: { a: 1 } },
-        record: false,
-        allArtifacts: [],
-        requiredArtifacts: [],
-      },
-    });
     // Tasks of a replica that died while each waited for its agent's answer (sent) or for an agent (not sent).
     const cases = [
       ['json-sent', 'json', 'sent', false],
@@ -100,7 +87,7 @@ describe('tasks of a replica that stopped (mysql)', () => {
     ] as const;
     for (const [id, strategy, state] of cases) {
       const t = newTask(id, 'dead@a', undefined);
-      t.submitted = [patch(strategy)];
+      t.submitted = [patchOperation(strategy)];
       t.operations = [
         {
           operationId: `${id}.0`,
@@ -129,13 +116,7 @@ describe('tasks of a replica that stopped (mysql)', () => {
   });
 
   it('judges a task written by a replica of the previous version (no alive_at) by its updated_at', async () => {
-    const db = await createTestDatabase('sa_tasks_upgrade');
-    cleanups.push(db.drop);
-    const repo = new MysqlTaskRepository(db.url);
-    cleanups.push(() => repo.close());
-    await repo.init();
-    const c = await createConnection(db.url);
-    cleanups.push(() => c.end());
+    const { repo, c } = await tasksDatabase('sa_tasks_upgrade');
     for (const [id, age] of [
       ['old-live', 1_000],
       ['old-dead', 60_000],

@@ -12,6 +12,7 @@ import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import { OperationDispatcher, type OperationSession } from '../../../src/plugin-server/ops/index.js';
 import type { PatchStrategy } from '../../../src/shared/ops/types.js';
 import type { Operation } from '../../../src/shared/proto.js';
+import { patchOperation } from '../../infra/records.js';
 import { account } from './helpers.js';
 
 async function setUp(operationTimeoutMs = 60_000) {
@@ -33,19 +34,7 @@ async function setUp(operationTimeoutMs = 60_000) {
 }
 
 function patch(strategy: PatchStrategy) {
-  return {
-    operationId: `op-${strategy}`,
-    account: 'dev',
-    type: 'patchManifest' as const,
-    payload: {
-      target: { location: 'ns', kind: 'Widget', name: 'ledger' },
-      strategy,
-      patchBody: strategy === 'json' ? [{ op: 'add', path: '/spec/applied/-', value: 'r1' }] : { spec: { a: 1 } },
-      record: false,
-      allArtifacts: [],
-      requiredArtifacts: [],
-    },
-  };
+  return { operationId: `op-${strategy}`, ...patchOperation(strategy) };
 }
 
 describe('an operation whose agent went away after it was sent', () => {
