@@ -114,7 +114,7 @@ export class Agent {
       onWelcome: (w) => this.onWelcome(w),
       onClosed: () => this.onClosed(),
       onAccountsChanged: (m) => void this.accountsChanged(m),
-      onOperation: (op) => this.operations.run(op),
+      onOperation: (op, sessionId) => this.operations.run(op, sessionId),
     });
     this.operations = new OperationRunner({
       logger: this.log.child({ component: 'operations' }),
@@ -439,6 +439,7 @@ export class Agent {
   }
 
   private onWelcome(welcome: Welcome): void {
+    this.operations.sessionOpened(welcome.sessionId);
     const accepted = new Set(welcome.acceptedAccounts);
     const rejected = new Map(welcome.rejectedAccounts.map((r) => [r.name, r.reason]));
     this.kindPolicy = { cacheKinds: welcome.cacheKinds, cacheOmitKinds: welcome.cacheOmitKinds };

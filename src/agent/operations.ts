@@ -3,6 +3,7 @@ import { failureMessage } from '../shared/ops/wire.js';
 import type { Operation, OperationResult } from '../shared/proto.js';
 import type { KubeClient } from './kube/client.js';
 import { executeWireOperation } from './ops/index.js';
+import { DeliveryLog } from './deliveries.js';
 import { OnceByOperationId } from './ops/once.js';
 
 export interface OperationRunnerDeps {
@@ -32,8 +33,22 @@ export class OperationRunner {
 
   constructor(private readonly deps: OperationRunnerDeps) {}
 
-  run(op: Operation): void {
-    const { result, repeated } = this.once.run(op.operationId, () => this.execute(op));
+  /** Which ids arrived on which of this process's sessions: tells a lost delivery from one that ran unseen. */
+  private readonly deliveries = new DeliveryLog();
+
+  /** A stream was welcomed as `sessionId`: operations that never arrive on it can be told from ones that did. */
+  sessionOpened(sessionId: string): void {
+    this.deliveries.opened(sessionId);
+  }
+
+  /** Runs `op`, which came on the stream of session `sessionId` (Welcome.session_id). */
+  run(op: Operation, sessionId: string): void {
+    // Decided before this delivery is recorded: could an earlier delivery have run here without this process
+    // remembering it? (An id it remembers is answered by `once` below and never reaches execute.)
+    const sentBefore =
+      op.sentBeforeOnSessions.length > 0 && !this.deliveries.neverArrived(op.operationId, op.sentBeforeOnSessions);
+    this.deliveries.arrived(sessionId, op.operationId);
+    const { result, repeated } = this.once.run(op.operationId, () => this.execute(op, sentBefore));
     if (repeated) {
       this.deps.logger.info(
         { operationId: op.operationId, account: op.account, type: op.type },
@@ -54,7 +69,7 @@ export class OperationRunner {
     await Promise.allSettled([...this.running]);
   }
 
-  private async execute(op: Operation): Promise<OperationResult> {
+  private async execute(op: Operation, sentBefore: boolean): Promise<OperationResult> {
     const log = this.deps.logger.child({ operationId: op.operationId, account: op.account, type: op.type });
     const started = Date.now();
     let result: OperationResult;
@@ -67,7 +82,7 @@ export class OperationRunner {
       });
     } else {
       try {
-        result = await executeWireOperation(await client, op, { log, signal: this.abort.signal });
+        result = await executeWireOperation(await client, op, { log, signal: this.abort.signal, sentBefore });
       } catch (e) {
         result = failureMessage(op, {
           code: 'SA_ERR_INVALID_INPUT',

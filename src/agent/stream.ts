@@ -45,8 +45,11 @@ export interface StreamClientDeps {
   onClosed(): Promise<void>;
   /** The server assigned or withdrew dynamic accounts. */
   onAccountsChanged?(message: AccountsChanged): void;
-  /** An operation to run (operations.ts); its OperationResult goes back through sendControl. */
-  onOperation?(operation: Operation): void;
+  /**
+   * An operation to run (operations.ts), with the session (Welcome.session_id) of the stream it came on; its
+   * OperationResult goes back through sendControl.
+   */
+  onOperation?(operation: Operation, sessionId: string): void;
   /** Time and randomness (reconnect jitter): real ones unless a test brings its own. */
   clock?: Clock;
   random?: () => number;
@@ -199,7 +202,7 @@ export class StreamClient {
           }
           if (msg.ack) this.deps.queue.ack(msg.ack.seq);
           else if (msg.operation) {
-            if (this.deps.onOperation) this.deps.onOperation(msg.operation);
+            if (this.deps.onOperation) this.deps.onOperation(msg.operation, this.welcome?.sessionId ?? '');
             else this.refuseOperation(msg.operation.operationId);
           } else if (msg.accountsChanged) this.deps.onAccountsChanged?.(msg.accountsChanged);
           else if (msg.accountsUpdateResult) this.pendingUpdates.shift()?.(msg.accountsUpdateResult);

@@ -31,6 +31,13 @@ export interface OpContext {
    * Undefined: no such mark.
    */
   operationId: string | undefined;
+  /**
+   * An earlier delivery of this id may have run and this process cannot tell whether it did
+   * (`Operation.sent_before_on_sessions`, decided in operations.ts; an id it remembers never gets here): a change that
+   * would apply twice runs only when its mark shows the earlier delivery applied it (once-in-cluster.ts
+   * refuseUnmarkedRepeat).
+   */
+  sentBefore: boolean;
 }
 
 export function note(ctx: OpContext, message: string): void {

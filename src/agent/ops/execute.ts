@@ -26,6 +26,8 @@ export interface ExecuteOptions {
   waitTimeoutMs?: number;
   /** The id the plugin-server gave the operation; marks the changes a repeat would make again (OpContext). */
   operationId?: string;
+  /** An earlier delivery of the id may have run and this process cannot tell (OpContext.sentBefore). */
+  sentBefore?: boolean;
 }
 
 export interface ExecutionResult {
@@ -70,6 +72,7 @@ export async function executeOperation(
     messages: [],
     touched: new Map(),
     operationId: options.operationId || undefined,
+    sentBefore: options.sentBefore === true,
   };
   const started = Date.now();
   try {

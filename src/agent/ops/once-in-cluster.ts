@@ -10,7 +10,7 @@
  * (docs/clouddriver-compatibility.md, "Operations sent again").
  */
 import { createHash } from 'node:crypto';
-import { isKubeStatus } from '../../shared/errors.js';
+import { isKubeStatus, ScaleAgentError } from '../../shared/errors.js';
 import { ANNOTATIONS, LABELS } from '../../shared/ops/spinnaker.js';
 import type { KubeObject } from '../../shared/ops/types.js';
 import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
@@ -93,6 +93,23 @@ export function tookEarlier(ctx: OpContext, live: KubeObject | undefined): boole
   if (!id || live?.metadata.annotations?.[ANNOTATIONS.lastOperationId] !== id) return false;
   note(ctx, `${live.kind} ${live.metadata.name} already took this change (an earlier run of operation ${id})`);
   return true;
+}
+
+/**
+ * Refuses a change that would apply twice when the operation was delivered before (`ctx.sentBefore`) and its mark is
+ * not on the object: the earlier delivery may have applied it and its mark since been replaced by another marked
+ * patch of the same object (the mark names only the last one), or the change could not carry one. Failed as not
+ * retryable: only someone looking at the object can tell. Seen in the randomized fault schedules: the agent holding
+ * the account (or the replica waiting for its answer) killed mid-append, and Orca's resume appended again.
+ */
+export function refuseUnmarkedRepeat(ctx: OpContext, what: string): void {
+  if (!ctx.sentBefore) return;
+  throw new ScaleAgentError(
+    'CONFLICT',
+    `${what}: operation ${ctx.operationId ?? ''} was sent before and its outcome never came back; the object does ` +
+      'not carry its mark, so the earlier delivery may have applied it (a JSON patch run twice applies twice): ' +
+      'it is not run again and not retryable: check the object before running the operation again',
+  );
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Artifact, KubeObject, PatchPayload, PatchStrategy } from '../../sh
 import { apiVersionOfResource as apiVersionOf, intentFor, objectPath } from '../kube/resources.js';
 import type { DiscoveredResource as OpResource } from '../kube/discovery.js';
 import { note, retryConflicts, track, type OpContext } from './context.js';
-import { markedJsonPatch, readForMark, tookEarlier } from './once-in-cluster.js';
+import { markedJsonPatch, readForMark, refuseUnmarkedRepeat, tookEarlier } from './once-in-cluster.js';
 
 const CONTENT_TYPES: Record<PatchStrategy, string> = {
   strategic: 'application/strategic-merge-patch+json',
@@ -123,6 +123,7 @@ function jsonPatchOnce(
       track(ctx, live);
       return live;
     }
+    refuseUnmarkedRepeat(ctx, `JSON patch of ${r.kind} ${name}`);
     const marked = live && Array.isArray(ops) ? markedJsonPatch(ops, live, id) : undefined;
     if (live && !marked)
       note(ctx, `The JSON patch rewrites metadata.annotations: it carries no mark of operation ${id}`);

@@ -21,6 +21,7 @@ const peerRequestSchema = {
     payload: { type: 'object' },
     deadlineMs: { type: 'integer', minimum: MIN_EPOCH_DEADLINE_MS },
     cacheWaitMs: { type: 'integer', minimum: 0 },
+    sentBeforeOnSessions: { type: 'array', items: { type: 'string' } },
   },
 } as const;
 
@@ -94,6 +95,7 @@ export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) =
       type: b.type,
       payload: b.payload,
       deadlineMs: b.deadlineMs,
+      ...(b.sentBeforeOnSessions ? { sentBeforeOnSessions: b.sentBeforeOnSessions } : {}),
       // Only this replica's own streams: a peer that lost the account meanwhile says so and the sender looks again.
       localOnly: true,
       agentWaitMs: 0,

@@ -1,10 +1,5 @@
 import type { Logger } from '../../shared/logging.js';
-import {
-  IDEMPOTENT_OPERATIONS,
-  resumableAfterUnknownOutcome,
-  type NormalizedOperation,
-  type OperationType,
-} from '../../shared/ops/types.js';
+import { IDEMPOTENT_OPERATIONS, type NormalizedOperation, type OperationType } from '../../shared/ops/types.js';
 import { operationMessage } from '../../shared/ops/wire.js';
 import type { Operation, OperationResult } from '../../shared/proto.js';
 import type { AccountRegistry } from '../accounts.js';
@@ -31,6 +26,11 @@ export interface DispatchRequest {
    * operation timeout from each send (an idempotent operation sent again gets a fresh one).
    */
   deadlineMs?: number;
+  /**
+   * Sessions of earlier deliveries of this operation id whose outcome never came back (a resumed task's operation):
+   * `Operation.sent_before_on_sessions` (shared/ops/wire.ts).
+   */
+  sentBeforeOnSessions?: string[];
   /** Only this replica's streams (a request a peer forwarded here is never forwarded again). */
   localOnly?: boolean;
   /** How long the replica holding the stream waits for its cache (forwarded operations). */
@@ -155,23 +155,27 @@ export class OperationDispatcher {
             req.operationId,
             { type: req.type, account: req.account, payload: req.payload } as NormalizedOperation,
             deadlineMs,
+            req.sentBeforeOnSessions,
           ),
         );
         events.sent?.(session, attempt);
       });
       if (outcome.kind === 'result') return { kind: 'result', result: outcome.result, agentId: session.agentId };
       if (outcome.kind === 'timeout') {
-        return unknownOutcome(
-          req,
-          `agent ${session.agentId} did not answer ${req.type} within ${Math.round(answerWithinMs / 1000)} s`,
-        );
+        return {
+          kind: 'failed',
+          retryable: true,
+          message: `agent ${session.agentId} did not answer ${req.type} within ${Math.round(answerWithinMs / 1000)} s`,
+        };
       }
       if (!IDEMPOTENT_OPERATIONS.has(req.type)) {
-        return unknownOutcome(
-          req,
-          `agent ${session.agentId} disconnected while running ${req.type} on account ${req.account}; ` +
-            `${req.type} is not idempotent, so it was not sent again`,
-        );
+        return {
+          kind: 'failed',
+          retryable: true,
+          message:
+            `agent ${session.agentId} disconnected while running ${req.type} on account ${req.account}; ` +
+            `${req.type} is not idempotent, so it was not sent again: check the cluster before retrying`,
+        };
       }
       this.deps.log.warn(
         { operationId: req.operationId, type: req.type, account: req.account, agentId: session.agentId, attempt },
@@ -207,11 +211,13 @@ export class OperationDispatcher {
     }
     if (o.kind === 'unreachable') {
       if (!IDEMPOTENT_OPERATIONS.has(req.type)) {
-        return unknownOutcome(
-          req,
-          `${o.message}; ${req.type} on account ${req.account} may or may not have run and is not idempotent, ` +
-            'so it was not sent again',
-        );
+        return {
+          kind: 'failed',
+          retryable: true,
+          message:
+            `${o.message}; ${req.type} on account ${req.account} may or may not have run and is not idempotent, ` +
+            'so it was not sent again: check the cluster before retrying',
+        };
       }
       if (attempt >= MAX_PEER_ATTEMPTS) return { kind: 'failed', retryable: true, message: o.message };
       await new Promise((r) => setTimeout(r, PEER_RETRY_MS));
@@ -278,21 +284,4 @@ export class OperationDispatcher {
       if (s) return s;
     }
   }
-}
-
-/**
- * An operation that was sent and may or may not have run: retryable (a resume runs it again) only when a repeat is
- * safe (shared/ops/types.ts resumableAfterUnknownOutcome); otherwise failed for good, telling the user to look first.
- */
-function unknownOutcome(req: DispatchRequest, why: string): DispatchOutcome {
-  if (resumableAfterUnknownOutcome(req.type, req.payload)) {
-    return { kind: 'failed', retryable: true, message: `${why}: check the cluster before retrying` };
-  }
-  return {
-    kind: 'failed',
-    retryable: false,
-    message:
-      `${why}; it may have applied, and a JSON patch run twice applies twice, so it is not retryable: ` +
-      'check the object before running it again',
-  };
 }

@@ -25,6 +25,8 @@ export interface PeerRequest {
   deadlineMs: number;
   /** How long the peer waits for its cache to hold what the operation wrote. */
   cacheWaitMs: number;
+  /** `Operation.sent_before_on_sessions`, sent down the peer's stream unchanged; absent from older peers. */
+  sentBeforeOnSessions?: string[];
 }
 
 export type PeerAnswer =
@@ -56,6 +58,7 @@ export async function forwardOperation(
     payload: req.payload,
     deadlineMs: req.deadlineMs,
     cacheWaitMs: req.cacheWaitMs,
+    ...(req.sentBeforeOnSessions?.length ? { sentBeforeOnSessions: req.sentBeforeOnSessions } : {}),
   };
   let res: Response;
   try {

@@ -7,7 +7,6 @@ import {
   exceptionResult,
   OPERATION_CLASSES,
   OPERATION_PHASES,
-  resumableAfterUnknownOutcome,
   type NormalizedOperation,
   type OperationType,
   type ResultBody,
@@ -87,16 +86,7 @@ export class TaskRunner {
     let n = 0;
     for (const t of await this.deps.repo.abandoned(staleMs)) {
       if (this.running.has(t.id)) continue;
-      const unsafe = unsafeToRepeat(t);
-      failTask(
-        t,
-        'Orchestration failed: the plugin-server replica running the task stopped' +
-          (unsafe
-            ? `; operation ${unsafe.index + 1} (${unsafe.type}) had been sent and may have applied, and a JSON ` +
-              'patch run twice applies twice, so the task is not retryable: check the object before running it again'
-            : ''),
-        !unsafe,
-      );
+      failTask(t, 'Orchestration failed: the plugin-server replica running the task stopped', true);
       if (await this.deps.repo.saveIfAbandoned(t, staleMs)) n += 1;
     }
     return n;
@@ -154,10 +144,12 @@ export class TaskRunner {
       task.operations.findIndex((o) => o.state !== 'succeeded'),
     );
     const now = Date.now();
+    const sentBefore = mayHaveRunOn(task.operations[from]);
     task.operations = [
       ...task.operations.slice(0, from),
       ...operationRecords(task.id, task.submitted, now).slice(from),
     ];
+    if (sentBefore.length > 0) task.operations[from]!.sentBeforeOnSessions = sentBefore;
     task.resultObjects = task.resultObjects.filter((r) => !isException(r));
     const read = task.updatedAtMs;
     reopenTask(task, `Resuming task from operation ${from + 1} of ${task.operations.length}`);
@@ -358,6 +350,7 @@ export class TaskRunner {
         payload: op.payload,
         cacheWaitMs: this.deps.options.cacheWaitMs,
         requestedBy: this.requesters.get(task.id),
+        ...(rec.sentBeforeOnSessions ? { sentBeforeOnSessions: rec.sentBeforeOnSessions } : {}),
       },
       {
         waitingForAgent: () => {
@@ -413,6 +406,7 @@ export class TaskRunner {
     const body = parseResultJson(r.resultJson);
     for (const m of body.messages ?? []) addHistory(task, phase, m);
     if (!r.ok) {
+      rec.agentFailed = true;
       finish(false);
       rec.error = r.error;
       rec.errorCode = body.errorCode;
@@ -485,14 +479,16 @@ function parseResultJson(bytes: Uint8Array): ResultBody {
 }
 
 /**
- * The operation of a reaped task that a resume must not run again: the first one that did not succeed, when it had
- * been sent (its outcome is unknown: the replica died waiting for the answer) and a repeat is not safe
- * (shared/ops/types.ts resumableAfterUnknownOutcome). Undefined when a resume is safe.
+ * The sessions on which an operation's earlier attempts were sent and may have run without their outcome coming back:
+ * the last attempt when it was sent and its agent did not answer with a failure (it went away, did not answer in
+ * time, its replica stopped, or it answered with a success whose cache wait then failed), plus those before it. A
+ * resume sends them as `sent_before_on_sessions`, so that an agent that does not remember the id does not apply twice
+ * what a repeat would (proto Operation).
  */
-function unsafeToRepeat(task: Task): { index: number; type: OperationType } | undefined {
-  const index = task.operations.findIndex((o) => o.state !== 'succeeded');
-  const record = task.operations[index];
-  const op = task.submitted?.[index];
-  if (!record || !op || record.state === 'queued' || record.state === 'waiting-for-agent') return undefined;
-  return resumableAfterUnknownOutcome(op.type, op.payload) ? undefined : { index, type: op.type };
+function mayHaveRunOn(rec: OperationRecord | undefined): string[] {
+  if (!rec) return [];
+  const earlier = rec.sentBeforeOnSessions ?? [];
+  if (rec.sentAt === undefined || rec.agentFailed === true) return earlier;
+  const last = rec.sessionId ?? 'unknown';
+  return earlier.includes(last) ? earlier : [...earlier, last];
 }

@@ -42,6 +42,13 @@ export interface OperationRecord {
   error?: string;
   errorCode?: string;
   retryable?: boolean;
+  /** The agent answered with a failure (so that attempt did not apply: the agent says so when it cannot tell). */
+  agentFailed?: boolean;
+  /**
+   * Sessions on which earlier attempts of this operation id (before a resume) were sent and may have run without
+   * their outcome coming back: sent to the agent as `Operation.sent_before_on_sessions`.
+   */
+  sentBeforeOnSessions?: string[];
   /** `<apiVersion>/<kind>/<namespace>/<name>` → resourceVersion the agent wrote ('' = deleted). */
   resourceVersions?: Record<string, string>;
 }

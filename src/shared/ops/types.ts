@@ -252,17 +252,6 @@ export const OPERATION_CLASSES: Record<OperationType, string> = {
   liveLogs: 'KubernetesLiveLogs',
 };
 
-/**
- * Whether a resume may run an operation again after its outcome went unknown (sent, then its agent went away or did
- * not answer): true when a repeat converges or finds the first run's mark (creates are marked; apply, merge and
- * strategic patches, delete and scale converge). A JSON patch may not be: its mark names only the last marked patch
- * of the object, so with other operations patching it meanwhile a resume would apply it a second time — the agent
- * fails such a patch as not retryable for the same reason when its own request's outcome is unknown.
- */
-export function resumableAfterUnknownOutcome(type: OperationType, payload: unknown): boolean {
-  return !(type === 'patchManifest' && (payload as Partial<PatchPayload> | undefined)?.strategy === 'json');
-}
-
 /** Operations that change nothing when run twice (safe to retry after an agent drops mid-operation). */
 export const IDEMPOTENT_OPERATIONS: ReadonlySet<OperationType> = new Set<OperationType>([
   'deployManifest',

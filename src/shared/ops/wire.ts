@@ -52,14 +52,23 @@ type Unlisted = {
 }[OperationType];
 const _everyRequiredFieldListed: [Unlisted] extends [never] ? true : Unlisted = true;
 
-/** The ServerMessage.operation for one normalized operation. */
-export function operationMessage(operationId: string, op: NormalizedOperation, deadlineMs: number): Operation {
+/**
+ * The ServerMessage.operation for one normalized operation. `sentBeforeOnSessions`: the sessions of earlier
+ * deliveries of the id whose outcome never came back (`Operation.sent_before_on_sessions`).
+ */
+export function operationMessage(
+  operationId: string,
+  op: NormalizedOperation,
+  deadlineMs: number,
+  sentBeforeOnSessions: string[] = [],
+): Operation {
   return {
     operationId,
     account: op.account,
     type: op.type,
     payloadJson: Buffer.from(JSON.stringify(op.payload)),
     deadlineMs,
+    sentBeforeOnSessions,
   };
 }
 

@@ -23,12 +23,17 @@ const ACCOUNT = 'k8s-local';
 const logger = createLogger({ name: 'once-in-cluster-test', level: 'silent' });
 
 /** The wire message the plugin-server sends for one Clouddriver description. */
-function wireOperation(operationId: string, type: string, description: Record<string, unknown>): Operation {
+function wireOperation(
+  operationId: string,
+  type: string,
+  description: Record<string, unknown>,
+  sentBeforeOnSessions: string[] = [],
+): Operation {
   const parsed = parseOperations([{ [type]: description }], { endpoint: 'kubernetes' });
   if (!parsed.ok) throw new Error(formatIssues(parsed.errors).join('; '));
   const op = parsed.operations[0];
   if (!op) throw new Error('no operation parsed');
-  return operationMessage(operationId, op, Date.now() + 300_000);
+  return operationMessage(operationId, op, Date.now() + 300_000, sentBeforeOnSessions);
 }
 
 interface Answer {
@@ -37,10 +42,14 @@ interface Answer {
   /** What the plugin-server hands Orca: the Clouddriver result object. */
   result: Obj;
   messages: string[];
+  retryable: boolean;
 }
 
-/** Runs the operation in a new "agent process" (a runner with an empty memory) and returns what it would send back. */
-async function runInFreshAgent(op: Operation): Promise<Answer> {
+/**
+ * Runs the operation in a new "agent process" (a runner with an empty memory) and returns what it would send back.
+ * `sessions`: the process's streams were welcomed as these (the operation comes on the last one).
+ */
+async function runInFreshAgent(op: Operation, sessions: string[] = ['s-fresh']): Promise<Answer> {
   const account = { name: ACCOUNT, kubeconfigFile: testEnv().kubeconfig, serviceAccount: false } as AccountConfig;
   let answered!: (r: Answer) => void;
   const answer = new Promise<Answer>((resolve) => (answered = resolve));
@@ -48,11 +57,22 @@ async function runInFreshAgent(op: Operation): Promise<Answer> {
     logger,
     client: (name) => (name === ACCOUNT ? KubeClient.create(account) : undefined),
     send: (r) => {
-      const body = JSON.parse(Buffer.from(r.resultJson).toString('utf8')) as { result: Obj; messages: string[] };
-      answered({ ok: r.ok, error: r.error, result: body.result, messages: body.messages });
+      const body = JSON.parse(Buffer.from(r.resultJson).toString('utf8')) as {
+        result: Obj;
+        messages: string[];
+        retryable?: boolean;
+      };
+      answered({
+        ok: r.ok,
+        error: r.error,
+        result: body.result,
+        messages: body.messages,
+        retryable: body.retryable ?? false,
+      });
     },
   });
-  runner.run(op);
+  for (const s of sessions) runner.sessionOpened(s);
+  runner.run(op, sessions.at(-1) ?? '');
   // Not stopped: the agent this stands for is killed (SIGKILL runs no shutdown), and its memory dies with the runner.
   return answer;
 }
@@ -219,14 +239,57 @@ describe('an operation sent again after an agent restart is applied once', () =>
 
   describe('a JSON patch that appends', () => {
     const widgets = (ns: string, name?: string) => objectPath(`${WIDGET_GROUP}/v1`, 'Widget', ns, name);
-    const patchOp = (id: string, ns: string, value: string) =>
-      wireOperation(id, 'patchManifest', {
-        account: ACCOUNT,
-        location: ns,
-        manifestName: `Widget.${WIDGET_GROUP} ledger`,
-        options: { mergeStrategy: 'json' },
-        patchBody: [{ op: 'add', path: '/spec/applied/-', value }],
+    const patchOp = (id: string, ns: string, value: string, sentBeforeOnSessions: string[] = []) =>
+      wireOperation(
+        id,
+        'patchManifest',
+        {
+          account: ACCOUNT,
+          location: ns,
+          manifestName: `Widget.${WIDGET_GROUP} ledger`,
+          options: { mergeStrategy: 'json' },
+          patchBody: [{ op: 'add', path: '/spec/applied/-', value }],
+        },
+        sentBeforeOnSessions,
+      );
+    const ledgerIn = async (name: string) => {
+      const kc = adminKubeConfig();
+      await installWidgetCrd(kc);
+      const ns = await createNamespace(name);
+      await kubeRequest(kc, 'POST', widgets(ns), {
+        apiVersion: `${WIDGET_GROUP}/v1`,
+        kind: 'Widget',
+        metadata: { name: 'ledger' },
+        spec: { applied: [] },
       });
+      return { ns, ledger: () => kubeRequest<Obj>(kc, 'GET', widgets(ns, 'ledger')) };
+    };
+
+    it('sent again after its outcome was lost, its mark since replaced: refused as not retryable, not applied twice', async () => {
+      const { ns, ledger } = await ledgerIn('once-patch-lost');
+      // The first delivery of 01LOST.0 applied 'x' on a session of a process that is gone; another marked patch
+      // followed, so the object's mark names that one.
+      expect((await runInFreshAgent(patchOp('01LOST.0', ns, 'x'), ['s-gone'])).ok).toBe(true);
+      expect((await runInFreshAgent(patchOp('01OTHER.0', ns, 'y'))).ok).toBe(true);
+      const repeat = await runInFreshAgent(patchOp('01LOST.0', ns, 'x', ['s-gone']), ['s-new']);
+      expect(repeat).toMatchObject({ ok: false, retryable: false });
+      expect(repeat.error).toMatch(/was sent before and its outcome never came back.*not retryable/);
+      expect((await ledger()).spec.applied).toEqual(['x', 'y']);
+      // With its mark still on the object, the same repeat finds it and succeeds without applying.
+      const marked = await runInFreshAgent(patchOp('01OTHER.0', ns, 'y', ['s-gone']), ['s-new']);
+      expect(marked.ok).toBe(true);
+      expect((await ledger()).spec.applied).toEqual(['x', 'y']);
+    });
+
+    it('sent again after a delivery that never arrived at this process: applied (once)', async () => {
+      const { ns, ledger } = await ledgerIn('once-patch-never');
+      expect((await runInFreshAgent(patchOp('01OTHER.0', ns, 'y'))).ok).toBe(true);
+      // The earlier delivery went out on s-1, a session of this very process, which never received it (a
+      // blackholed link): no earlier run is possible, so the operation runs although the mark is another's.
+      const again = await runInFreshAgent(patchOp('01NEVER.0', ns, 'z', ['s-1']), ['s-1', 's-2']);
+      expect(again.error).toBe('');
+      expect((await ledger()).spec.applied).toEqual(['y', 'z']);
+    });
 
     it('is applied once, on an object with no annotations and on one with them', async () => {
       const kc = adminKubeConfig();

@@ -251,6 +251,7 @@ describe('the stream integration point', () => {
       type: op.type,
       payloadJson: Buffer.from(JSON.stringify(op.payload)),
       deadlineMs: Date.now() + 30_000,
+      sentBeforeOnSessions: [],
     });
     expect(res.operationId).toBe('op-1');
     expect(res.ok).toBe(true);
@@ -269,6 +270,7 @@ describe('the stream integration point', () => {
         type: 'scaleManifest',
         payloadJson: Buffer.from(JSON.stringify(scale)),
         deadlineMs: Date.now() + 30_000,
+        sentBeforeOnSessions: [],
         ...msg,
       });
       expect(r.ok).toBe(false);

@@ -60,7 +60,7 @@ describe('tasks of a replica that stopped (mysql)', () => {
     expect(await repo.saveIfAbandoned(dead, 10_000)).toBe(false);
   });
 
-  it('fails a reaped task as not retryable when its JSON patch had been sent (a resume would apply it twice)', async () => {
+  it('reaps a task as retryable, and its resume tells the agent on which session the unanswered attempt went', async () => {
     const { repo, c } = await tasksDatabase('sa_tasks_reap_patch');
     const log = pino({ level: 'silent' });
     const store = new MemoryCacheStore();
@@ -78,12 +78,14 @@ describe('tasks of a replica that stopped (mysql)', () => {
       log,
       options: { cacheWaitMs: 1_000 },
     });
-    // Tasks of a replica that died while each waited for its agent's answer (sent) or for an agent (not sent).
+    // Tasks of a replica that died while each waited for its agent's answer (sent on session s-dead) or for an agent
+    // (not sent). Whatever the operation, the task is retryable: the agent decides at the resume whether a repeat
+    // is safe (a JSON patch without its mark is refused there), given where the earlier attempt went.
     const cases = [
-      ['json-sent', 'json', 'sent', false],
-      ['json-waiting-for-cache', 'json', 'waiting-for-cache', false],
-      ['json-not-sent', 'json', 'waiting-for-agent', true],
-      ['merge-sent', 'merge', 'sent', true],
+      ['json-sent', 'json', 'sent', ['s-dead']],
+      ['json-waiting-for-cache', 'json', 'waiting-for-cache', ['s-dead']],
+      ['json-not-sent', 'json', 'waiting-for-agent', undefined],
+      ['merge-sent', 'merge', 'sent', ['s-dead']],
     ] as const;
     for (const [id, strategy, state] of cases) {
       const t = newTask(id, 'dead@a', undefined);
@@ -98,20 +100,23 @@ describe('tasks of a replica that stopped (mysql)', () => {
           state,
           attempts: 1,
           queuedAt: 0,
+          ...(state === 'waiting-for-agent' ? {} : { sentAt: 1, sessionId: 's-dead', agentId: 'agent-1' }),
         },
       ];
       await repo.create(t);
       await c.query('UPDATE sa_tasks SET alive_at = alive_at - ? WHERE id = ?', [60_000, id]);
     }
     expect(await reaper.reap(10_000)).toBe(cases.length);
-    for (const [id, , , retryable] of cases) {
+    for (const [id, , , sessions] of cases) {
       const t = await repo.get(id);
-      expect(t?.status, id).toMatchObject({ completed: true, failed: true, retryable });
-      const last = t?.history.at(-1)?.status;
-      if (retryable) expect(last, id).toBe('Orchestration failed: the plugin-server replica running the task stopped');
-      else expect(last, id).toMatch(/operation 1 \(patchManifest\) had been sent and may have applied.*not retryable/);
-      // Orca's resume is refused for exactly those.
-      if (!retryable) await expect(reaper.resume(id)).rejects.toMatchObject({ code: 'SA_ERR_CONFLICT' });
+      expect(t?.status, id).toMatchObject({ completed: true, failed: true, retryable: true });
+      expect(t?.history.at(-1)?.status, id).toBe(
+        'Orchestration failed: the plugin-server replica running the task stopped',
+      );
+      // Orca's resume: no agent holds the account here, so it fails again at once, with what it would have sent.
+      await reaper.resume(id);
+      const resumed = await waitForTask(repo, id);
+      expect(resumed.operations[0]?.sentBeforeOnSessions, id).toEqual(sessions);
     }
   });
 
@@ -158,3 +163,13 @@ describe('a task write the database refuses for lack of space (mysql)', () => {
     }
   });
 });
+
+/** The task once it has completed again (a resumed task runs in the background). */
+async function waitForTask(repo: TaskRepository, id: string) {
+  for (let i = 0; i < 200; i++) {
+    const t = await repo.get(id);
+    if (t?.status.completed) return t;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`task ${id} did not complete again`);
+}

@@ -1,9 +1,10 @@
 /**
- * An operation sent to an agent that then disconnects (or never answers) may or may not have run. The task fails,
- * and whether Orca may resume it (retryable) depends on whether a repeat is safe: a JSON patch is not (its mark names
- * only the object's last marked patch, so a resume appends twice — what the randomized schedules' seed 8 caught when
- * the active agent was SIGKILLed mid-append); a merge patch converges and stays retryable. A real registry on the
- * memory store holds the account for a session the test drives (it stands in for an agent's stream).
+ * An operation sent to an agent that then disconnects (or never answers) may or may not have run. It is not sent
+ * again unless idempotent; its task fails as retryable, and Orca's resume sends it again naming the session the
+ * unanswered attempt went out on (`Operation.sent_before_on_sessions`), so that the agent can tell a delivery that
+ * never arrived from one that may have run: the agent, not the plugin-server, decides whether a repeat is safe (an
+ * unmarked JSON patch is refused there). A real registry on the memory store holds the account for a session the
+ * test drives (it stands in for an agent's stream).
  */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -38,29 +39,32 @@ function patch(strategy: PatchStrategy) {
 }
 
 describe('an operation whose agent went away after it was sent', () => {
-  it('a JSON patch fails as not retryable and says to check the object; a merge patch stays retryable', async () => {
-    for (const [strategy, retryable] of [
-      ['json', false],
-      ['merge', true],
-    ] as const) {
+  it('a JSON patch or a merge patch fails as retryable and is not sent a second time', async () => {
+    for (const strategy of ['json', 'merge'] as const) {
       const { dispatcher, sent } = await setUp();
       const outcome = dispatcher.execute(patch(strategy));
       await expect.poll(() => sent.length).toBe(1);
       dispatcher.onSessionClosed('s1');
       const o = await outcome;
-      expect(o, strategy).toMatchObject({ kind: 'failed', retryable });
+      expect(o, strategy).toMatchObject({ kind: 'failed', retryable: true });
       expect(o.kind === 'failed' && o.message, strategy).toMatch(/disconnected while running patchManifest/);
-      if (!retryable) expect(o.kind === 'failed' && o.message).toMatch(/not retryable: check the object/);
-      // Never sent a second time, retryable or not: not idempotent.
       expect(sent).toHaveLength(1);
+      // A first delivery names no earlier session.
+      expect(sent[0]?.sentBeforeOnSessions).toEqual([]);
     }
   });
 
-  it('a JSON patch the agent never answers fails as not retryable too', async () => {
+  it('one the agent never answers fails as retryable too', async () => {
     const { dispatcher, sent } = await setUp(200);
     const o = await dispatcher.execute(patch('json'));
     expect(sent).toHaveLength(1);
-    expect(o).toMatchObject({ kind: 'failed', retryable: false });
+    expect(o).toMatchObject({ kind: 'failed', retryable: true });
     expect(o.kind === 'failed' && o.message).toMatch(/did not answer patchManifest/);
+  });
+
+  it('sent again by a resume, it carries the sessions of the unanswered attempts to the agent', async () => {
+    const { dispatcher, sent } = await setUp(200);
+    await dispatcher.execute({ ...patch('json'), sentBeforeOnSessions: ['s-old', 'replica:b'] });
+    expect(sent[0]?.sentBeforeOnSessions).toEqual(['s-old', 'replica:b']);
   });
 });

@@ -44,6 +44,7 @@ const message = (overrides: Partial<Operation>): Operation => ({
   type: 'liveGet',
   payloadJson: Buffer.from(JSON.stringify({ target: { location: 'ns', kind: 'pod', name: 'p' } })),
   deadlineMs: NOW + 60_000,
+  sentBeforeOnSessions: [],
   ...overrides,
 });
 

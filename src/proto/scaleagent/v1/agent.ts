@@ -419,6 +419,15 @@ export interface Operation {
    * is refused, never read as a duration; a deadline already passed fails the operation with SA_ERR_TIMEOUT.
    */
   deadlineMs: number;
+  /**
+   * The sessions (Welcome.session_id) on which earlier deliveries of this id were sent whose outcome never came back
+   * (a resumed task's operation whose earlier attempt's agent or replica went away); empty for a first delivery.
+   * An agent that remembers the id answers with the first run's result. One that does not, and to which every
+   * listed session belonged, knows those deliveries never arrived and runs it. Any other (restarted, another agent
+   * of the group, or a delivery through a peer replica, named "replica:<id>") runs only what a repeat cannot apply
+   * twice: a JSON patch whose mark it does not find on the object fails as not retryable.
+   */
+  sentBeforeOnSessions: string[];
 }
 
 /**
@@ -3664,7 +3673,14 @@ export const Ack: MessageFns<Ack> = {
 };
 
 function createBaseOperation(): Operation {
-  return { operationId: "", account: "", type: "", payloadJson: new Uint8Array(0), deadlineMs: 0 };
+  return {
+    operationId: "",
+    account: "",
+    type: "",
+    payloadJson: new Uint8Array(0),
+    deadlineMs: 0,
+    sentBeforeOnSessions: [],
+  };
 }
 
 export const Operation: MessageFns<Operation> = {
@@ -3683,6 +3699,9 @@ export const Operation: MessageFns<Operation> = {
     }
     if (message.deadlineMs !== 0) {
       writer.uint32(40).int64(message.deadlineMs);
+    }
+    for (const v of message.sentBeforeOnSessions) {
+      writer.uint32(50).string(v!);
     }
     return writer;
   },
@@ -3740,6 +3759,14 @@ export const Operation: MessageFns<Operation> = {
             message.deadlineMs = longToNumber(reader.int64());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.sentBeforeOnSessions.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3771,6 +3798,11 @@ export const Operation: MessageFns<Operation> = {
         : isSet(object.deadline_ms)
         ? globalThis.Number(object.deadline_ms)
         : 0,
+      sentBeforeOnSessions: globalThis.Array.isArray(object?.sentBeforeOnSessions)
+        ? object.sentBeforeOnSessions.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.sent_before_on_sessions)
+        ? object.sent_before_on_sessions.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -3791,6 +3823,9 @@ export const Operation: MessageFns<Operation> = {
     if (message.deadlineMs !== 0) {
       obj.deadlineMs = Math.round(message.deadlineMs);
     }
+    if (message.sentBeforeOnSessions?.length) {
+      obj.sentBeforeOnSessions = message.sentBeforeOnSessions;
+    }
     return obj;
   },
 
@@ -3804,6 +3839,7 @@ export const Operation: MessageFns<Operation> = {
     message.type = object.type ?? "";
     message.payloadJson = object.payloadJson ?? new Uint8Array(0);
     message.deadlineMs = object.deadlineMs ?? 0;
+    message.sentBeforeOnSessions = object.sentBeforeOnSessions?.map((e) => e) || [];
     return message;
   },
 };
