@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { status } from '@grpc/grpc-js';
-import { createConnection } from 'mysql2/promise';
+import { createConnection, type Connection } from 'mysql2/promise';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../infra/index.js';
 import { PluginServerProcess } from '../infra/processes.js';
@@ -56,36 +56,62 @@ describe('a write under a lost lease', () => {
     const b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
     cleanups.push(() => b.stop());
 
-    const stale = new TestAgent(a.grpcAddress);
-    cleanups.push(async () => stale.close());
-    expect((await stale.hello([account(ACCOUNT)], 'agent-1')).acceptedAccounts).toEqual([ACCOUNT]);
-    // The stale batch's objects exist already (as a first version), so the test can hold their rows.
-    await stale.batch(STALE.map((n) => change(ACCOUNT, 'ADDED', configMap(n, '10', { version: 'first' }))));
-    const appliedBefore = await a.metric('scale_agent_plugin_server_changes_total{result="applied"}');
+    // A holds the account and its write of the stale batch waits on the locked rows. On a loaded machine A's lease
+    // renewal can run late enough that A closes the stream itself before the batch is written (then nothing waits on
+    // the locks, and the scenario did not happen): that attempt is dropped and the setup done again.
+    let stale!: TestAgent;
+    let lock!: Connection;
+    let appliedBefore = 0;
+    for (let attempt = 1; ; attempt++) {
+      const agent = new TestAgent(a.grpcAddress);
+      stale = agent;
+      cleanups.push(async () => agent.close());
+      expect((await stale.hello([account(ACCOUNT)], 'agent-1')).acceptedAccounts).toEqual([ACCOUNT]);
+      // The stale batch's objects exist already (as a first version), so the test can hold their rows.
+      await stale.batch(STALE.map((n) => change(ACCOUNT, 'ADDED', configMap(n, '10', { version: 'first' }))));
+      appliedBefore = await a.metric('scale_agent_plugin_server_changes_total{result="applied"}');
 
-    // Their rows locked, as a slow disk or a lock queue would hold them up.
-    const lock = await createConnection(db.url);
-    cleanups.push(() => lock.end());
-    await lock.beginTransaction();
-    await lock.query(
-      "SELECT name FROM sa_objects WHERE account = ? AND grp = '' AND kind_lc = 'configmap' " +
-        "AND namespace = 'default' AND name IN (?) FOR UPDATE",
-      [ACCOUNT, STALE],
-    );
-    stale.send({
-      changeBatch: {
-        seq: ++stale.seq,
-        changes: STALE.map((n) => change(ACCOUNT, 'MODIFIED', configMap(n, '11', { version: 'stale' }))),
-        observedAtMs: Date.now(),
-      },
-    });
-    // A's write waits on the lock; then A freezes.
-    await eventually(
-      async () =>
-        (await lock.query("SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'"))[0],
-      (rows) => Number((rows as { n: number }[])[0]?.n) > 0,
-      30_000,
-    );
+      // Their rows locked, as a slow disk or a lock queue would hold them up.
+      lock = await createConnection(db.url);
+      const held = lock;
+      cleanups.push(() => held.end());
+      await lock.beginTransaction();
+      await lock.query(
+        "SELECT name FROM sa_objects WHERE account = ? AND grp = '' AND kind_lc = 'configmap' " +
+          "AND namespace = 'default' AND name IN (?) FOR UPDATE",
+        [ACCOUNT, STALE],
+      );
+      stale.send({
+        changeBatch: {
+          seq: ++stale.seq,
+          changes: STALE.map((n) => change(ACCOUNT, 'MODIFIED', configMap(n, '11', { version: 'stale' }))),
+          observedAtMs: Date.now(),
+        },
+      });
+      let streamEnded = false;
+      void stale.ended.then(() => (streamEnded = true));
+      // A's write waits on the lock; then A freezes.
+      const waiting = await eventually(
+        async () =>
+          streamEnded
+            ? -1
+            : Number(
+                (
+                  (
+                    await lock.query(
+                      "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'",
+                    )
+                  )[0] as { n: number }[]
+                )[0]?.n,
+              ),
+        (n) => n !== 0,
+        30_000,
+      );
+      if (waiting > 0) break;
+      await lock.rollback();
+      stale.close();
+      if (attempt >= 3) throw new Error('replica A closed the stream before writing the batch, 3 times in a row');
+    }
     process.kill(-a.proc.pid, 'SIGSTOP');
     // Thawed before it is stopped (SIGTERM waits for SIGCONT), should the test fail while A is frozen.
     cleanups.push(async () => process.kill(-a.proc.pid, 'SIGCONT'));
