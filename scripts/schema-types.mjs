@@ -14,6 +14,7 @@ import process from 'node:process';
 import { fileURLToPath } from 'node:url';
 import { compile } from 'json-schema-to-typescript';
 import * as prettier from 'prettier';
+import ts from 'typescript';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const schemas = join(root, 'schemas');
@@ -75,10 +76,61 @@ function readSchema(file) {
   return JSON.parse(readFileSync(join(schemas, file), 'utf8'));
 }
 
+/** The schema whose titled definitions (AccountOptions, ...) are declared in one generated module only. */
+const SHARED = 'account-options.schema.json';
+
+/**
+ * Each titled definition of the shared schema with the keys ajv's useDefaults fills in under it (its own properties'
+ * defaults and those of what its allOf references), as withDefaultsRequired marks them required.
+ */
+export function sharedDefinitions() {
+  const defs = readSchema(SHARED).$defs;
+  const defaulted = (node) => [
+    ...Object.entries(node.properties ?? {})
+      .filter(([, p]) => p.default !== undefined)
+      .map(([k]) => k),
+    ...(node.allOf ?? []).flatMap((m) => (m.$ref?.startsWith('#/$defs/') ? defaulted(defs[m.$ref.slice(8)]) : [])),
+  ];
+  return Object.values(defs)
+    .filter((d) => d.title)
+    .map((d) => ({ name: d.title, defaulted: [...new Set(defaulted(d))].sort() }));
+}
+
+/**
+ * json-schema-to-typescript declares every type a schema references again in each file that references it: the
+ * shared account-option types would be declared in every config's module, free to drift apart. Their declarations
+ * are taken out of `code` and imported from the shared module instead; a runtime config (`applied`) re-exports them
+ * with the keys its loader fills in made required, as withDefaultsRequired would have declared them.
+ */
+function importShared(code, target) {
+  const shared = new Map(sharedDefinitions().map((d) => [d.name, d]));
+  const file = ts.createSourceFile('out.ts', code, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const taken = file.statements.filter(
+    (st) => (ts.isInterfaceDeclaration(st) || ts.isTypeAliasDeclaration(st)) && shared.has(st.name.text),
+  );
+  if (taken.length === 0) return code;
+  let rest = code;
+  for (const st of [...taken].reverse()) rest = rest.slice(0, st.getFullStart()) + rest.slice(st.getEnd());
+  const names = taken.map((st) => st.name.text).sort();
+  const module = `./${SHARED.replace(/\.schema\.json$/, '.js')}`;
+  const [banner, ...body] = rest.split('\n');
+  if (!target.applied) {
+    const used = names.filter((n) => new RegExp(`\\b${n}\\b`).test(body.join('\n')));
+    return [banner, `import type { ${used.join(', ')} } from '${module}';`, ...body].join('\n');
+  }
+  const aliases = names.map((n) => {
+    const keys = shared.get(n).defaulted.map((k) => `'${k}'`);
+    if (keys.length === 0) return `export type ${n} = Shared.${n};`;
+    const doc = `/** ${n} as the loader returns it: the keys with a schema default are filled in. */`;
+    return `${doc}\nexport type ${n} = Shared.${n} & Required<Pick<Shared.${n}, ${keys.join(' | ')}>>;`;
+  });
+  return [banner, `import type * as Shared from '${module}';`, ...body, ...aliases].join('\n');
+}
+
 async function generate(target) {
   const shape = (s) => bareRefs(target.applied ? withDefaultsRequired(s) : s);
   const schema = shape(readSchema(target.schema));
-  const ts = await compile(schema, target.root, {
+  const generated = await compile(schema, target.root, {
     cwd: schemas,
     bannerComment: BANNER(target.schema),
     additionalProperties: false,
@@ -101,7 +153,8 @@ async function generate(target) {
   });
   const out = join(root, OUT, target.schema.replace(/\.schema\.json$/, '.ts'));
   const config = await prettier.resolveConfig(out);
-  return [out, await prettier.format(ts, { ...config, filepath: out })];
+  const code = target.schema === SHARED ? generated : importShared(generated, target);
+  return [out, await prettier.format(code, { ...config, filepath: out })];
 }
 
 export async function generateAll() {

@@ -1,3 +1,4 @@
+import { optionsToWire } from '../shared/account-options.js';
 import { realClock, sleep, type Clock, type ClockTimer } from '../shared/clock.js';
 import { isScaleAgentError, ScaleAgentError } from '../shared/errors.js';
 import type { Logger } from '../shared/logging.js';
@@ -222,13 +223,7 @@ export class AccountRunner {
     return {
       name: c.name,
       cluster: { ...this.identity },
-      namespaces: c.namespaces,
-      omitNamespaces: c.omitNamespaces,
-      kinds: c.kinds,
-      omitKinds: c.omitKinds,
-      permissions: { read: c.permissions?.READ ?? [], write: c.permissions?.WRITE ?? [] },
-      onlySpinnakerManaged: c.onlySpinnakerManaged,
-      cacheAllApplicationRelationships: c.cacheAllApplicationRelationships,
+      ...optionsToWire(c),
     };
   }
 

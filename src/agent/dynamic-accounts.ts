@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { optionsFromWire } from '../shared/account-options.js';
 import type { DynamicAccount } from '../shared/proto.js';
 import type { AccountConfig } from './config.js';
 
@@ -9,13 +10,7 @@ export function definitionFingerprint(d: DynamicAccount): string {
     .update(
       JSON.stringify([
         a?.name,
-        a?.namespaces,
-        a?.omitNamespaces,
-        a?.kinds,
-        a?.omitKinds,
-        a?.permissions,
-        a?.onlySpinnakerManaged,
-        a?.cacheAllApplicationRelationships,
+        a && optionsFromWire(a),
         d.kubeconfigFile,
         d.context,
         d.serviceAccount,
@@ -49,14 +44,8 @@ export function dynamicAccountConfig(d: DynamicAccount): { config: AccountConfig
       ...source,
       serviceAccount: !source && d.serviceAccount,
       ...(d.context && source ? { context: d.context } : {}),
-      namespaces: [...a.namespaces],
-      omitNamespaces: [...a.omitNamespaces],
-      kinds: [...a.kinds],
-      omitKinds: [...a.omitKinds],
+      ...optionsFromWire(a),
       onlyNamespacedResources: d.onlyNamespacedResources,
-      permissions: { READ: [...(a.permissions?.read ?? [])], WRITE: [...(a.permissions?.write ?? [])] },
-      onlySpinnakerManaged: a.onlySpinnakerManaged,
-      cacheAllApplicationRelationships: a.cacheAllApplicationRelationships,
     },
   };
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { optionsFromWire } from '../shared/account-options.js';
 import { FreshRead } from '../shared/fresh-read.js';
 import type { Logger } from '../shared/logging.js';
 import type { Account, KindKey } from '../shared/proto.js';
@@ -188,13 +189,7 @@ export class AccountRegistry {
       apiServerHost: host,
       caFingerprint: fingerprint,
       kubernetesVersion: account.cluster?.kubernetesVersion ?? '',
-      namespaces: [...account.namespaces],
-      omitNamespaces: [...account.omitNamespaces],
-      kinds: [...account.kinds],
-      omitKinds: [...account.omitKinds],
-      permissions: { READ: [...(account.permissions?.read ?? [])], WRITE: [...(account.permissions?.write ?? [])] },
-      onlySpinnakerManaged: account.onlySpinnakerManaged,
-      cacheAllApplicationRelationships: account.cacheAllApplicationRelationships,
+      ...optionsFromWire(account),
       registeredAt: this.now(),
     };
     const outcome = await this.store.claimAccount(

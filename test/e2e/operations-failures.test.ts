@@ -4,28 +4,25 @@
  * retryable task instead of a hang, and so does an account no agent holds.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createServiceAccount, kubectl } from '../infra/index.js';
-import type { AgentProcess, PluginServerProcess } from '../infra/processes.js';
-import { startStack, type Stack } from '../infra/stack.js';
+import type { AgentProcess } from '../infra/processes.js';
+import { useStack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 describe('operations: failures and restarts (mysql store)', () => {
-  let stack: Stack;
-  let ns: string;
-  let server: PluginServerProcess;
-  let agent: AgentProcess;
-  let ops: OpsClient;
+  const stack = useStack({
+    name: 'ops-fail',
+    store: 'mysql',
+    server: { extra: { operations: { agentWaitSeconds: 2 } } },
+  });
+  const ops = new OpsClient(stack);
   const writer = 'ops-writer';
   const reader = 'ops-reader';
+  let agent: AgentProcess;
 
   beforeAll(async () => {
-    stack = await startStack({
-      name: 'ops-fail',
-      store: 'mysql',
-      server: { extra: { operations: { agentWaitSeconds: 2 } } },
-    });
-    ({ ns, server } = stack);
+    const { ns } = stack;
     const readOnly = await createServiceAccount({
       namespace: ns,
       name: 'read-only',
@@ -42,11 +39,6 @@ describe('operations: failures and restarts (mysql store)', () => {
         allowFail: true,
       }),
     );
-    ops = new OpsClient(server);
-  });
-
-  afterAll(async () => {
-    await stack?.stop();
   });
 
   const configMap = (name: string, extra: Obj = {}) => ({
@@ -56,7 +48,7 @@ describe('operations: failures and restarts (mysql store)', () => {
     data: { a: '1' },
   });
   const deploy = (account: string, manifests: object[]) => [
-    { deployManifest: { account, moniker: { app: 'fail' }, namespaceOverride: ns, versioned: false, manifests } },
+    { deployManifest: { account, moniker: { app: 'fail' }, namespaceOverride: stack.ns, versioned: false, manifests } },
   ];
 
   it('a read-only account fails with Forbidden naming the verb and the resource', async () => {
@@ -70,14 +62,14 @@ describe('operations: failures and restarts (mysql store)', () => {
     const exception = t.resultObjects.find((r) => r.type === 'EXCEPTION');
     expect(exception).toMatchObject({ type: 'EXCEPTION', operation: 'KubernetesDeployManifestOperation' });
     expect(exception?.message).toMatch(/cannot (patch|create)/);
-    const got = await kubectl(['get', 'configmap', 'forbidden', '-n', ns, '--ignore-not-found', '-o', 'name']);
+    const got = await kubectl(['get', 'configmap', 'forbidden', '-n', stack.ns, '--ignore-not-found', '-o', 'name']);
     expect(got.stdout.trim()).toBe('');
   });
 
   it('finished tasks and their results survive a plugin-server restart, and so does clientRequestId', async () => {
     const requestId = `restart-${Math.random().toString(36).slice(2)}`;
     const done = await ops.run(deploy(writer, [configMap('survivor')]), requestId);
-    await server.restart();
+    await stack.server.restart();
     const again = await ops.task(done.id);
     expect(again.status).toEqual(done.status);
     expect(again.resultObjects).toEqual(done.resultObjects);
@@ -92,10 +84,10 @@ describe('operations: failures and restarts (mysql store)', () => {
     // A finalizer keeps the ConfigMap around, so the delete (which waits for it to be gone) is still running.
     await ops.run(deploy(writer, [configMap('held', { finalizers: ['example.com/hold'] })]));
     const id = await ops.submit([
-      { deleteManifest: { account: writer, location: ns, manifestName: 'configMap held' } },
+      { deleteManifest: { account: writer, location: stack.ns, manifestName: 'configMap held' } },
     ]);
     for (;;) {
-      const pending = (await server.get<Obj[]>('/armory/agent/operations')).body;
+      const pending = (await stack.server.get<Obj[]>('/armory/agent/operations')).body;
       if (pending.some((o) => o.taskId === id && o.state === 'sent')) break;
       await sleep(20);
     }
@@ -107,7 +99,7 @@ describe('operations: failures and restarts (mysql store)', () => {
     expect(t.status).toMatchObject({ completed: true, failed: true, retryable: true });
     expect(t.history.at(-1)!.status).toMatch(/no agent holds account ops-writer after its agent disconnected/);
     expect(t.resultObjects.find((r) => r.type === 'EXCEPTION')).toMatchObject({ retryable: true });
-    const op = (await server.get<Obj>(`/armory/agent/operations/${id}.0`)).body;
+    const op = (await stack.server.get<Obj>(`/armory/agent/operations/${id}.0`)).body;
     expect(op).toMatchObject({ state: 'failed', retryable: true, agentId: 'agent-1' });
 
     // With no agent at all, an operation waits for one (bounded), then fails as retryable too.

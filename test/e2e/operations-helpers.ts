@@ -27,8 +27,14 @@ export function fixture(name: string, account: string, namespace: string): Obj[]
   return JSON.parse(text) as Obj[];
 }
 
+/**
+ * Where an OpsClient sends its requests: a replica, or a Stack (its load balancer or first replica, read at each
+ * request, so a client made before the stack starts works once it has).
+ */
+export type RestEndpoint = Pick<PluginServerProcess, 'httpBase' | 'get'>;
+
 export class OpsClient {
-  constructor(readonly server: PluginServerProcess) {}
+  constructor(readonly server: RestEndpoint) {}
 
   async post(path: string, body: unknown): Promise<{ status: number; body: Obj }> {
     const res = await fetch(this.server.httpBase + path, {

@@ -6,13 +6,13 @@
  * property file and cancellation.
  */
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { kubectl, waitFor } from '../infra/index.js';
 import { KwokNode } from '../infra/kwok.js';
 import { replicaSet } from '../infra/manifests.js';
 import type { PluginServerProcess } from '../infra/processes.js';
-import { startStack, type Stack } from '../infra/stack.js';
+import { useStack } from '../infra/stack.js';
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 async function exists(args: string[]): Promise<boolean> {
@@ -25,15 +25,27 @@ const shopWeb = (replicas: number, image: string) =>
 
 for (const storeType of ['memory', 'mysql'] as const) {
   describe(`Orca routes (${storeType} store)`, () => {
-    let stack: Stack;
-    let ns: string;
-    let server: PluginServerProcess;
-    let ops: OpsClient;
     const account = `orca-routes-${storeType}`;
     const uncached = `orca-live-${storeType}`;
+    const stack = useStack({
+      name: `orca-routes-${storeType}`,
+      store: storeType,
+      // A short wait for an agent, so an operation for an account whose agent is down fails (retryable) quickly.
+      server: { extra: { operations: { agentWaitSeconds: 2 } } },
+      agent: {
+        accounts: [
+          { name: account },
+          // The same namespace without ReplicaSets in the cache: its cluster reads go live through the agent.
+          { name: uncached, omitKinds: ['ReplicaSet'] },
+        ],
+      },
+    });
+    const ops = new OpsClient(stack);
 
     const deploy = (acct: string, manifests: object[], moniker: Obj = { app: 'shop', cluster: 'shop-web' }) => [
-      { deployManifest: { account: acct, cloudProvider: 'kubernetes', moniker, namespaceOverride: ns, manifests } },
+      {
+        deployManifest: { account: acct, cloudProvider: 'kubernetes', moniker, namespaceOverride: stack.ns, manifests },
+      },
     ];
 
     async function request(
@@ -42,7 +54,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
       body?: unknown,
       headers: Record<string, string> = {},
     ): Promise<{ status: number; body: Obj }> {
-      const res = await fetch(server.httpBase + path, {
+      const res = await fetch(stack.httpBase + path, {
         method,
         headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -51,34 +63,12 @@ for (const storeType of ['memory', 'mysql'] as const) {
       return { status: res.status, body: (text ? JSON.parse(text) : {}) as Obj };
     }
 
-    beforeAll(async () => {
-      stack = await startStack({
-        name: `orca-routes-${storeType}`,
-        store: storeType,
-        // A short wait for an agent, so an operation for an account whose agent is down fails (retryable) quickly.
-        server: { extra: { operations: { agentWaitSeconds: 2 } } },
-        agent: {
-          accounts: [
-            { name: account },
-            // The same namespace without ReplicaSets in the cache: its cluster reads go live through the agent.
-            { name: uncached, omitKinds: ['ReplicaSet'] },
-          ],
-        },
-      });
-      ({ ns, server } = stack);
-      ops = new OpsClient(server);
-    });
-
-    afterAll(async () => {
-      await stack?.stop();
-    });
-
     it('lists a versioned ReplicaSet cluster and picks the dynamic targets Orca asks for', async () => {
       // Three versions (different images, so each deploy is a new version), sizes chosen so every criteria differs.
       const sizes = [1, 3, 2];
       for (const [i, replicas] of sizes.entries()) {
         const t = await ops.run(deploy(account, [shopWeb(replicas, `registry.example.com/web:${i}`)]));
-        expect(t.resultObjects[0]?.manifestNamesByNamespace[ns]).toEqual([`replicaSet shop-web-v00${i}`]);
+        expect(t.resultObjects[0]?.manifestNamesByNamespace[stack.ns]).toEqual([`replicaSet shop-web-v00${i}`]);
       }
       // Another cluster of the same application in the namespace is not part of it.
       await ops.run(
@@ -88,21 +78,23 @@ for (const storeType of ['memory', 'mysql'] as const) {
         }),
       );
 
-      const base = `/manifests/${account}/${ns}/replicaSet/cluster/shop/shop-web`;
-      const list = await server.get<Obj[]>(base);
+      const base = `/manifests/${account}/${stack.ns}/replicaSet/cluster/shop/shop-web`;
+      const list = await stack.get<Obj[]>(base);
       expect(list.status).toBe(200);
       expect(list.body).toEqual(
         ['shop-web-v000', 'shop-web-v001', 'shop-web-v002'].map((name) => ({
           kind: 'replicaSet',
-          namespace: ns,
+          namespace: stack.ns,
           name,
         })),
       );
       // The alias Orca may use for the kind reads the same cluster.
-      expect((await server.get<Obj[]>(`/manifests/${account}/${ns}/rs/cluster/shop/shop-web`)).body).toHaveLength(3);
-      expect((await server.get<Obj[]>(`/manifests/${account}/${ns}/replicaSet/cluster/other/shop-web`)).body).toEqual(
-        [],
+      expect((await stack.get<Obj[]>(`/manifests/${account}/${stack.ns}/rs/cluster/shop/shop-web`)).body).toHaveLength(
+        3,
       );
+      expect(
+        (await stack.get<Obj[]>(`/manifests/${account}/${stack.ns}/replicaSet/cluster/other/shop-web`)).body,
+      ).toEqual([]);
 
       const picks: Record<string, string> = {
         newest: 'shop-web-v002',
@@ -112,43 +104,44 @@ for (const storeType of ['memory', 'mysql'] as const) {
         smallest: 'shop-web-v000',
       };
       for (const [criteria, name] of Object.entries(picks)) {
-        const r = await server.get<Obj>(`${base}/dynamic/${criteria}`);
+        const r = await stack.get<Obj>(`${base}/dynamic/${criteria}`);
         expect(r.status, criteria).toBe(200);
-        expect(r.body, criteria).toEqual({ kind: 'replicaSet', namespace: ns, name });
+        expect(r.body, criteria).toEqual({ kind: 'replicaSet', namespace: stack.ns, name });
       }
 
-      const none = await server.get<Obj>(
-        `/manifests/${account}/${ns}/replicaSet/cluster/shop/shop-nothing/dynamic/newest`,
+      const none = await stack.get<Obj>(
+        `/manifests/${account}/${stack.ns}/replicaSet/cluster/shop/shop-nothing/dynamic/newest`,
       );
       expect(none.status).toBe(404);
       expect(none.body).toMatchObject({
         code: 'SA_ERR_NOT_FOUND',
         message: expect.stringMatching(/No manifests matching/),
       });
-      const bad = await server.get<Obj>(`${base}/dynamic/youngest`);
+      const bad = await stack.get<Obj>(`${base}/dynamic/youngest`);
       expect(bad.status).toBe(400);
       expect(bad.body).toMatchObject({
         code: 'SA_ERR_INVALID_INPUT',
         message: expect.stringMatching(/unknown criteria/),
       });
       // An account that does not cache ReplicaSets answers the same, read live.
-      expect((await server.get<Obj[]>(`/manifests/${uncached}/${ns}/replicaSet/cluster/shop/shop-web`)).body).toEqual(
-        list.body,
-      );
       expect(
-        (await server.get<Obj>(`/manifests/${uncached}/${ns}/replicaSet/cluster/shop/shop-web/dynamic/largest`)).body,
-      ).toEqual({ kind: 'replicaSet', namespace: ns, name: 'shop-web-v001' });
-      expect((await server.get<Obj[]>(`/admin/cache/${uncached}?kind=ReplicaSet`)).body).toEqual([]);
+        (await stack.get<Obj[]>(`/manifests/${uncached}/${stack.ns}/replicaSet/cluster/shop/shop-web`)).body,
+      ).toEqual(list.body);
+      expect(
+        (await stack.get<Obj>(`/manifests/${uncached}/${stack.ns}/replicaSet/cluster/shop/shop-web/dynamic/largest`))
+          .body,
+      ).toEqual({ kind: 'replicaSet', namespace: stack.ns, name: 'shop-web-v001' });
+      expect((await stack.get<Obj[]>(`/admin/cache/${uncached}?kind=ReplicaSet`)).body).toEqual([]);
       // X-SPINNAKER-ACCOUNTS is a WRITE list: it does not limit reads (Fiat's READ does, per user).
       const notListed = await request('GET', base, undefined, { 'X-SPINNAKER-ACCOUNTS': 'other' });
       expect(notListed.body).toEqual(list.body);
-      const noAccount = await server.get<Obj>(`/manifests/nobody/${ns}/replicaSet/cluster/shop/shop-web`);
+      const noAccount = await stack.get<Obj>(`/manifests/nobody/${stack.ns}/replicaSet/cluster/shop/shop-web`);
       expect(noAccount.status).toBe(404);
     });
 
     it('fetches an embedded/base64 artifact and deploys what it holds; other types are refused with a reason', async () => {
       const yaml = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-artifact\ndata:\n  color: teal\n`;
-      const res = await fetch(`${server.httpBase}/artifacts/fetch/`, {
+      const res = await fetch(`${stack.httpBase}/artifacts/fetch/`, {
         method: 'PUT',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({
@@ -168,7 +161,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
         'configmap',
         'from-artifact-v000',
         '-n',
-        ns,
+        stack.ns,
         '-o',
         'jsonpath={.data.color}',
       ]);
@@ -187,7 +180,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
       const second = await stack.addAgent({ agentId: 'agent-2', accounts: [{ name: resumable }] });
       await second.stop();
       await waitFor('the account to lose its agent', async () => {
-        const a = await server.get<Obj>(`/armory/accounts/${resumable}`);
+        const a = await stack.get<Obj>(`/armory/accounts/${resumable}`);
         return a.body.state === 'ORPHANED';
       });
       const configMap = (name: string) => ({
@@ -232,7 +225,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
       const back = await stack.addAgent({ agentId: 'agent-2', accounts: [{ name: resumable }] });
       try {
         await waitFor('the account to be held again', async () => {
-          const a = await server.get<Obj>(`/armory/accounts/${resumable}`);
+          const a = await stack.get<Obj>(`/armory/accounts/${resumable}`);
           return a.body.state === 'ACTIVE';
         });
         const resumed = await request('POST', `/task/${failedB.id}:resume`);
@@ -244,14 +237,14 @@ for (const storeType of ['memory', 'mysql'] as const) {
         expect(done.history.filter((h) => h.status.startsWith(`Sent deployManifest to agent agent-1`))).toHaveLength(1);
         expect(done.resultObjects.some((r) => r.type === 'EXCEPTION')).toBe(false);
         expect(done.resultObjects.map((r) => r.manifestNamesByNamespace)).toEqual([
-          { [ns]: ['configMap resume-first-v000'] },
-          { [ns]: ['configMap resume-b-v000'] },
+          { [stack.ns]: ['configMap resume-first-v000'] },
+          { [stack.ns]: ['configMap resume-b-v000'] },
         ]);
-        expect((await server.get<Obj>(`/armory/agent/operations/${failedB.id}.1`)).body).toMatchObject({
+        expect((await stack.get<Obj>(`/armory/agent/operations/${failedB.id}.1`)).body).toMatchObject({
           state: 'succeeded',
           agentId: 'agent-2',
         });
-        expect(await exists(['configmap', 'resume-b-v000', '-n', ns])).toBe(true);
+        expect(await exists(['configmap', 'resume-b-v000', '-n', stack.ns])).toBe(true);
         // A succeeded task has nothing to resume.
         expect((await request('POST', `/task/${failedB.id}:resume`)).status).toBe(409);
 
@@ -269,7 +262,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
         const again = await ops.waitTask(failedA.id);
         expect(again.status).toMatchObject({ completed: true, failed: false });
         expect(again.history.map((h) => h.status)).toContain('Restarting task with 1 operation(s)');
-        expect(await exists(['configmap', 'resume-a-v000', '-n', ns])).toBe(true);
+        expect(await exists(['configmap', 'resume-a-v000', '-n', stack.ns])).toBe(true);
         const badRestart = await request('POST', `/kubernetes/task/${failedA.id}/restart`, [{ nope: {} }]);
         expect(badRestart.status).toBe(400);
       } finally {
@@ -294,7 +287,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
             credentials: account,
             cloudProvider: 'kubernetes',
             application: 'calc',
-            namespace: ns,
+            namespace: stack.ns,
             manifest: {
               apiVersion: 'batch/v1',
               kind: 'Job',
@@ -309,15 +302,15 @@ for (const storeType of ['memory', 'mysql'] as const) {
           },
         },
       ]);
-      const jobName = (t.resultObjects[0]?.deployedNamesByLocation[ns] as string[])[0]!.slice('job '.length);
-      const jobPath = `/applications/calc/jobs/${account}/${ns}/${encodeURIComponent(`job ${jobName}`)}`;
+      const jobName = (t.resultObjects[0]?.deployedNamesByLocation[stack.ns] as string[])[0]!.slice('job '.length);
+      const jobPath = `/applications/calc/jobs/${account}/${stack.ns}/${encodeURIComponent(`job ${jobName}`)}`;
 
-      const status = await server.get<Obj>(jobPath);
+      const status = await stack.get<Obj>(jobPath);
       expect(status.status).toBe(200);
       expect(status.body).toMatchObject({ name: jobName, jobState: 'Running', pods: [] });
       expect(status.body).not.toHaveProperty('failureDetails');
 
-      const props = await server.get<Obj>(`${jobPath}/props`);
+      const props = await stack.get<Obj>(`${jobPath}/props`);
       expect(props.status).toBe(404);
       expect(props.body).toMatchObject({ code: 'SA_ERR_NOT_FOUND', message: expect.stringMatching(/has no pod yet/) });
 
@@ -328,25 +321,29 @@ for (const storeType of ['memory', 'mysql'] as const) {
       expect(cancel.status).toBe(200);
       const deleted = await ops.waitTask(cancel.body.id as string);
       expect(deleted.status).toMatchObject({ completed: true, failed: false });
-      expect(deleted.resultObjects[0]?.manifestNamesByNamespace).toEqual({ [ns]: [`job ${jobName}`] });
-      await waitFor('the Job to be gone', async () => !(await exists(['job', jobName, '-n', ns])));
-      expect((await server.get<Obj>(jobPath)).status).toBe(404);
+      expect(deleted.resultObjects[0]?.manifestNamesByNamespace).toEqual({ [stack.ns]: [`job ${jobName}`] });
+      await waitFor('the Job to be gone', async () => !(await exists(['job', jobName, '-n', stack.ns])));
+      expect((await stack.get<Obj>(jobPath)).status).toBe(404);
       expect((await request('DELETE', jobPath)).status).toBe(404);
     });
 
     it("reads a pod's property file through the agent; a missing pod is a 404", async () => {
       // No scheduler runs here, so the pod is never started: the API server answers its log as empty, which is an
       // empty property map (what Clouddriver answers too), read through the agent's liveLogs.
-      await kubectl(['run', 'props-pod', '-n', ns, '--image=busybox:1.36', '--restart=Never']);
-      const r = await server.get<Obj>(`/applications/calc/kubernetes/pods/${account}/${ns}/props-pod/props-pod`);
+      await kubectl(['run', 'props-pod', '-n', stack.ns, '--image=busybox:1.36', '--restart=Never']);
+      const r = await stack.get<Obj>(`/applications/calc/kubernetes/pods/${account}/${stack.ns}/props-pod/props-pod`);
       expect(r).toEqual({ status: 200, body: {} });
-      const missing = await server.get<Obj>(`/applications/calc/kubernetes/pods/${account}/${ns}/no-such-pod/main`);
+      const missing = await stack.get<Obj>(
+        `/applications/calc/kubernetes/pods/${account}/${stack.ns}/no-such-pod/main`,
+      );
       expect(missing.status).toBe(404);
       expect(missing.body).toMatchObject({
         code: 'SA_ERR_NOT_FOUND',
         message: expect.stringMatching(/cannot read the log of pod no-such-pod container main/),
       });
-      const noAccount = await server.get<Obj>(`/applications/calc/kubernetes/pods/nobody/${ns}/props-pod/props-pod`);
+      const noAccount = await stack.get<Obj>(
+        `/applications/calc/kubernetes/pods/nobody/${stack.ns}/props-pod/props-pod`,
+      );
       expect(noAccount.status).toBe(404);
     });
 
@@ -365,7 +362,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
             credentials: account,
             cloudProvider: 'kubernetes',
             application: 'calc',
-            namespace: ns,
+            namespace: stack.ns,
             manifest: {
               apiVersion: 'batch/v1',
               kind: 'Job',
@@ -375,7 +372,7 @@ for (const storeType of ['memory', 'mysql'] as const) {
                 template: {
                   metadata: { labels },
                   spec: {
-                    nodeName: `kwok-${ns}`,
+                    nodeName: `kwok-${stack.ns}`,
                     restartPolicy: 'Never',
                     containers: [{ name: 'migrate', image: 'registry.example.com/migrate:1' }],
                   },
@@ -387,35 +384,37 @@ for (const storeType of ['memory', 'mysql'] as const) {
       ];
       const node = await KwokNode.start({
         dir: join(stack.dir, 'kwok'),
-        name: `kwok-${ns}`,
-        logs: [{ namespace: ns, containers: ['migrate'], text: log }],
+        name: `kwok-${stack.ns}`,
+        logs: [{ namespace: stack.ns, containers: ['migrate'], text: log }],
       });
       try {
         const t = await ops.run(runMigration());
-        const jobName = (t.resultObjects[0]?.deployedNamesByLocation[ns] as string[])[0]!.slice('job '.length);
-        const jobPath = `/applications/calc/jobs/${account}/${ns}/${encodeURIComponent(`job ${jobName}`)}`;
+        const jobName = (t.resultObjects[0]?.deployedNamesByLocation[stack.ns] as string[])[0]!.slice('job '.length);
+        const jobPath = `/applications/calc/jobs/${account}/${stack.ns}/${encodeURIComponent(`job ${jobName}`)}`;
         // WaitOnJobCompletion's view: the pod appears, runs, and the Job finishes.
         const status = await waitFor('the Job to succeed with its pod', async () => {
-          const r = await server.get<Obj>(jobPath);
+          const r = await stack.get<Obj>(jobPath);
           return r.body.jobState === 'Succeeded' && r.body.mostRecentPodName ? r.body : undefined;
         });
         const expected = { migration_version: '0042', replicas: 3, canary: { weight: 10 } };
-        expect(await server.get<Obj>(`${jobPath}/migrate`)).toEqual({ status: 200, body: expected });
+        expect(await stack.get<Obj>(`${jobPath}/migrate`)).toEqual({ status: 200, body: expected });
         const pod = status.mostRecentPodName as string;
-        expect(await server.get<Obj>(`/applications/calc/kubernetes/pods/${account}/${ns}/${pod}/migrate`)).toEqual({
+        expect(
+          await stack.get<Obj>(`/applications/calc/kubernetes/pods/${account}/${stack.ns}/${pod}/migrate`),
+        ).toEqual({
           status: 200,
           body: expected,
         });
         // A container the pod does not have: the API server's refusal, not a 500.
-        const wrong = await server.get<Obj>(`${jobPath}/nope`);
+        const wrong = await stack.get<Obj>(`${jobPath}/nope`);
         expect(wrong.status).toBe(400);
         expect(wrong.body.message).toMatch(/cannot read the log of pod .* container nope/);
 
         // A Job whose pod fails: WaitOnJobCompletion sees Failed with the exit code, the details and the log.
         const f = await ops.run(runMigration({ exitcode: '3' }));
-        const failedName = (f.resultObjects[0]?.deployedNamesByLocation[ns] as string[])[0]!.slice('job '.length);
+        const failedName = (f.resultObjects[0]?.deployedNamesByLocation[stack.ns] as string[])[0]!.slice('job '.length);
         const failed = await waitFor('the Job to fail', async () => {
-          const r = await server.get<Obj>(`/applications/calc/jobs/${account}/${ns}/job%20${failedName}`);
+          const r = await stack.get<Obj>(`/applications/calc/jobs/${account}/${stack.ns}/job%20${failedName}`);
           // The pod's failure reaches the cache around the Job's Failed condition; wait for both.
           return r.body.jobState === 'Failed' && r.body.exitCode !== undefined ? r.body : undefined;
         });
@@ -433,11 +432,15 @@ for (const storeType of ['memory', 'mysql'] as const) {
 }
 
 describe('Orca routes: a task resumed on another replica', () => {
-  let stack: Stack;
-  let a: PluginServerProcess;
-  let b: PluginServerProcess;
-  let ns: string;
   const account = 'orca-xr';
+  const stack = useStack({
+    name: 'orca-xr',
+    store: 'mysql',
+    replicas: 2,
+    server: {
+      extra: { accounts: { gracePeriodSeconds: 120, leaseSeconds: 3 }, operations: { agentWaitSeconds: 2 } },
+    },
+  });
 
   const agentFor = (serverAddress: string) =>
     stack.addAgent({ serverAddress, accounts: [{ name: account, kinds: ['ConfigMap'] }] });
@@ -449,24 +452,9 @@ describe('Orca routes: a task resumed on another replica', () => {
       return r.body?.state === state;
     });
 
-  beforeAll(async () => {
-    stack = await startStack({
-      name: 'orca-xr',
-      store: 'mysql',
-      replicas: 2,
-      server: {
-        extra: { accounts: { gracePeriodSeconds: 120, leaseSeconds: 3 }, operations: { agentWaitSeconds: 2 } },
-      },
-    });
-    [a, b] = stack.replicas as [PluginServerProcess, PluginServerProcess];
-    ns = stack.ns;
-  });
-
-  afterAll(async () => {
-    await stack?.stop();
-  });
-
   it('fails on one replica while the agent is away, resumes through the other once it is back', async () => {
+    const [a, b] = stack.pair;
+    const { ns } = stack;
     const first = await agentFor(a.grpcAddress);
     await accountState(b, 'ACTIVE');
     await first.stop();

@@ -5,13 +5,12 @@
  * back, as the Orca class that reads them reads them. A kwok node runs the Pods (the Run Job's log included).
  */
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { kubectl, waitFor } from '../infra/index.js';
 import { KwokNode } from '../infra/kwok.js';
 import { replicaSet } from '../infra/manifests.js';
-import type { PluginServerProcess } from '../infra/processes.js';
-import { startStack, type Stack } from '../infra/stack.js';
+import { useStack } from '../infra/stack.js';
 import {
   bakedManifestArtifact,
   deleteManifest,
@@ -23,36 +22,27 @@ import {
 import { OpsClient, type Obj } from './operations-helpers.js';
 
 describe('Orca stage bodies on an agent account', () => {
-  let stack: Stack;
-  let ns: string;
-  let server: PluginServerProcess;
-  let ops: OpsClient;
+  const stack = useStack({ name: 'orca-bodies', store: 'memory' });
+  const ops = new OpsClient(stack);
   const account = 'orca-bodies';
   const app = 'shop';
   const enc = encodeURIComponent;
   const reportLog = 'generating report\nSPINNAKER_PROPERTY_REPORT_ID=r-1142\nSPINNAKER_PROPERTY_ROWS=17\n';
 
   const get = async (args: string[]): Promise<Obj> =>
-    JSON.parse((await kubectl(['get', ...args, '-n', ns, '-o', 'json'])).stdout) as Obj;
+    JSON.parse((await kubectl(['get', ...args, '-n', stack.ns, '-o', 'json'])).stdout) as Obj;
 
   const webReplicaSet = (image: string) =>
-    replicaSet('web', { app: 'web' }, 1, { nodeName: `kwok-${ns}`, containers: [{ name: 'main', image }] });
+    replicaSet('web', { app: 'web' }, 1, { nodeName: `kwok-${stack.ns}`, containers: [{ name: 'main', image }] });
 
   beforeAll(async () => {
-    stack = await startStack({ name: 'orca-bodies', store: 'memory' });
-    ({ ns, server } = stack);
     const node = await KwokNode.start({
       dir: join(stack.dir, 'kwok'),
-      name: `kwok-${ns}`,
-      logs: [{ namespace: ns, containers: ['report'], text: reportLog }],
+      name: `kwok-${stack.ns}`,
+      logs: [{ namespace: stack.ns, containers: ['report'], text: reportLog }],
     });
     stack.defer(() => node.stop());
     await stack.addAgent({ accounts: [{ name: account }] });
-    ops = new OpsClient(server);
-  });
-
-  afterAll(async () => {
-    await stack?.stop();
   });
 
   it('Deploy (Manifest) with red/black: the task result PromoteManifestKatoOutputsTask and the strategy read', async () => {
@@ -63,11 +53,18 @@ describe('Orca stage bodies on an agent account', () => {
       // Traffic management adds the selector's label to each version's pod template, apart from its own selector.
       spec: { selector: { 'serves-traffic': 'web' }, ports: [{ port: 80 }] },
     };
-    await ops.run(deployManifest({ account, app, namespace: ns, manifests: [service] }));
+    await ops.run(deployManifest({ account, app, namespace: stack.ns, manifests: [service] }));
 
     const traffic = { services: ['service web'], strategy: 'redblack' as const };
     const first = await ops.run(
-      deployManifest({ account, app, namespace: ns, manifests: [webReplicaSet('nginx:1.25')], traffic, refId: '2' }),
+      deployManifest({
+        account,
+        app,
+        namespace: stack.ns,
+        manifests: [webReplicaSet('nginx:1.25')],
+        traffic,
+        refId: '2',
+      }),
     );
     const result = first.resultObjects[0]!;
     // DeployManifestStage.GetDeployedManifests: outputs.manifests' ReplicaSets, their namespace and the cluster
@@ -75,7 +72,7 @@ describe('Orca stage bodies on an agent account', () => {
     const deployed = (result.manifests as Obj[]).find((m) => String(m.kind).toLowerCase() === 'replicaset')!;
     expect(deployed.metadata).toMatchObject({
       name: 'web-v000',
-      namespace: ns,
+      namespace: stack.ns,
       annotations: { 'moniker.spinnaker.io/cluster': 'replicaSet web', 'moniker.spinnaker.io/application': app },
     });
     // PromoteManifestKatoOutputsTask: manifestNamesByNamespace, createdArtifacts. The keys are those of
@@ -86,9 +83,9 @@ describe('Orca stage bodies on an agent account', () => {
       'manifestNamesByNamespace',
       'manifests',
     ]);
-    expect(result.manifestNamesByNamespace).toEqual({ [ns]: ['replicaSet web-v000'] });
+    expect(result.manifestNamesByNamespace).toEqual({ [stack.ns]: ['replicaSet web-v000'] });
     expect(result.createdArtifacts).toEqual([
-      expect.objectContaining({ type: 'kubernetes/replicaSet', name: 'web', version: 'v000', location: ns }),
+      expect.objectContaining({ type: 'kubernetes/replicaSet', name: 'web', version: 'v000', location: stack.ns }),
     ]);
     // The red/black strategy's traffic annotation, from the lifted `services`.
     const rs = await get(['replicaset', 'web-v000']);
@@ -96,18 +93,25 @@ describe('Orca stage bodies on an agent account', () => {
     expect(rs.spec.template.metadata.labels).toMatchObject({ app: 'web', 'serves-traffic': 'web' });
 
     await ops.run(
-      deployManifest({ account, app, namespace: ns, manifests: [webReplicaSet('nginx:1.26')], traffic, refId: '3' }),
+      deployManifest({
+        account,
+        app,
+        namespace: stack.ns,
+        manifests: [webReplicaSet('nginx:1.26')],
+        traffic,
+        refId: '3',
+      }),
     );
     // ManifestOperationsHelper.getOldManifestNames: the cluster's ReplicaSets minus the one just deployed.
-    const cluster = await server.get<Obj[]>(
-      `/manifests/${account}/${ns}/replicaSet/cluster/${app}/${enc('replicaSet web')}`,
+    const cluster = await stack.get<Obj[]>(
+      `/manifests/${account}/${stack.ns}/replicaSet/cluster/${app}/${enc('replicaSet web')}`,
     );
     expect(cluster.body.map((c) => `${c.kind as string} ${c.name as string}`).sort()).toEqual([
       'replicaSet web-v000',
       'replicaSet web-v001',
     ]);
     // previousDeploymentNeitherStableNorFailed reads the old version's status and manifest.status counts.
-    const old = await ops.manifest(account, ns, 'replicaSet web-v000');
+    const old = await ops.manifest(account, stack.ns, 'replicaSet web-v000');
     expect(old.body.status).toMatchObject({ stable: expect.any(Object), failed: { state: false } });
     expect(old.body.manifest.status).toHaveProperty('replicas');
 
@@ -119,7 +123,7 @@ describe('Orca stage bodies on an agent account', () => {
           app,
           cloudProvider: 'kubernetes',
           manifestName: 'replicaSet web-v000',
-          location: ns,
+          location: stack.ns,
         },
       },
     ]);
@@ -127,7 +131,7 @@ describe('Orca stage bodies on an agent account', () => {
     expect(disabled.spec.template.metadata.labels).not.toHaveProperty('serves-traffic');
     // Enable (Manifest) as Deck's ManifestTrafficStageConfig writes it.
     await ops.run(
-      updateManifest('enableManifest', { account, app, namespace: ns, manifestName: 'replicaSet web-v000' }),
+      updateManifest('enableManifest', { account, app, namespace: stack.ns, manifestName: 'replicaSet web-v000' }),
     );
     expect((await get(['replicaset', 'web-v000'])).spec.template.metadata.labels).toMatchObject({
       'serves-traffic': 'web',
@@ -144,7 +148,7 @@ describe('Orca stage bodies on an agent account', () => {
       '  selector: {matchLabels: {app: api}}',
       '  template:',
       '    metadata: {labels: {app: api}}',
-      `    spec: {nodeName: kwok-${ns}, containers: [{name: api, image: registry.example.com/api}]}`,
+      `    spec: {nodeName: kwok-${stack.ns}, containers: [{name: api, image: registry.example.com/api}]}`,
       '---',
       'apiVersion: v1',
       'kind: ConfigMap',
@@ -154,7 +158,7 @@ describe('Orca stage bodies on an agent account', () => {
     ].join('\n');
     const baked = bakedManifestArtifact('api-rendered', rendered);
     // ManifestEvaluator.getManifestsFromArtifact: PUT /artifacts/fetch/ with the bound artifact, then YAML loadAll.
-    const fetched = await fetch(`${server.httpBase}/artifacts/fetch/`, {
+    const fetched = await fetch(`${stack.httpBase}/artifacts/fetch/`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(baked),
@@ -176,7 +180,7 @@ describe('Orca stage bodies on an agent account', () => {
       deployManifest({
         account,
         app,
-        namespace: ns,
+        namespace: stack.ns,
         manifests,
         artifact: { id: 'a1b2c3', account: 'embedded-artifact' },
         requiredArtifacts: [image],
@@ -187,7 +191,7 @@ describe('Orca stage bodies on an agent account', () => {
     expect(result.boundArtifacts).toEqual([
       expect.objectContaining({ type: 'docker/image', reference: image.reference }),
     ]);
-    expect([...(result.manifestNamesByNamespace[ns] as string[])].sort()).toEqual([
+    expect([...(result.manifestNamesByNamespace[stack.ns] as string[])].sort()).toEqual([
       'configMap api-settings-v000',
       'deployment api',
     ]);
@@ -195,7 +199,7 @@ describe('Orca stage bodies on an agent account', () => {
     expect(deployment.spec.template.spec.containers[0].image).toBe(image.reference);
 
     // FindArtifactsFromResourceTask: GET /manifests (includeEvents=false), `manifest` and `artifacts`.
-    const found = await ops.manifest(account, ns, 'deployment api');
+    const found = await ops.manifest(account, stack.ns, 'deployment api');
     expect(found.body.manifest.metadata.name).toBe('api');
     expect(found.body.artifacts).toEqual([
       {
@@ -209,7 +213,7 @@ describe('Orca stage bodies on an agent account', () => {
   });
 
   it('Patch, Scale, Pause, Resume, Rolling Restart, Undo Rollout and Delete (Manifest), as their tasks post them', async () => {
-    const target = { account, app, namespace: ns, manifestName: 'deployment api' };
+    const target = { account, app, namespace: stack.ns, manifestName: 'deployment api' };
     // PatchManifestTask: strategic patch as one object (its `manifests[0]`), a json patch as the list.
     const strategic = await ops.run(
       patchManifest({
@@ -221,7 +225,7 @@ describe('Orca stage bodies on an agent account', () => {
       }),
     );
     // Patch expects a result (kato.result.expected): PromoteManifestKatoOutputsTask reads its names.
-    expect(strategic.resultObjects[0]).toMatchObject({ manifestNamesByNamespace: { [ns]: ['deployment api'] } });
+    expect(strategic.resultObjects[0]).toMatchObject({ manifestNamesByNamespace: { [stack.ns]: ['deployment api'] } });
     await ops.run(
       patchManifest({
         ...target,
@@ -255,8 +259,8 @@ describe('Orca stage bodies on an agent account', () => {
 
     // DeleteManifestTask expects a result too.
     const deleted = await ops.run(deleteManifest(target));
-    expect(deleted.resultObjects[0]).toMatchObject({ manifestNamesByNamespace: { [ns]: ['deployment api'] } });
-    const gone = await kubectl(['get', 'deployment', 'api', '-n', ns], { allowFail: true });
+    expect(deleted.resultObjects[0]).toMatchObject({ manifestNamesByNamespace: { [stack.ns]: ['deployment api'] } });
+    const gone = await kubectl(['get', 'deployment', 'api', '-n', stack.ns], { allowFail: true });
     expect(gone.code).not.toBe(0);
   });
 
@@ -269,7 +273,7 @@ describe('Orca stage bodies on an agent account', () => {
         backoffLimit: 0,
         template: {
           spec: {
-            nodeName: `kwok-${ns}`,
+            nodeName: `kwok-${stack.ns}`,
             restartPolicy: 'Never',
             containers: [{ name: 'report', image: 'registry.example.com/report:1' }],
           },
@@ -277,27 +281,27 @@ describe('Orca stage bodies on an agent account', () => {
       },
     };
     const task = await ops.run(
-      runJob({ account, application: app, namespace: ns, manifest: job, propertyFile: 'report' }),
+      runJob({ account, application: app, namespace: stack.ns, manifest: job, propertyFile: 'report' }),
     );
     // MonitorKatoTask: deploy.jobs from deployedNamesByLocation, one location with one `job <name>`.
     const jobs = task.resultObjects[0]!.deployedNamesByLocation as Record<string, string[]>;
-    expect(Object.keys(jobs)).toEqual([ns]);
-    expect(jobs[ns]).toHaveLength(1);
-    const name = jobs[ns]![0]!;
+    expect(Object.keys(jobs)).toEqual([stack.ns]);
+    expect(jobs[stack.ns]).toHaveLength(1);
+    const name = jobs[stack.ns]![0]!;
     expect(name).toMatch(/^job report-/);
     // WaitOnJobCompletion: GET the job by (moniker.app ?: application), the stage's account, location and name.
-    const path = `/applications/${app}/jobs/${account}/${ns}/${enc(name)}`;
+    const path = `/applications/${app}/jobs/${account}/${stack.ns}/${enc(name)}`;
     const status = await waitFor('the Job to succeed', async () => {
-      const r = await server.get<Obj>(path);
+      const r = await stack.get<Obj>(path);
       return r.body.jobState === 'Succeeded' ? r.body : undefined;
     });
     expect(status).toMatchObject({
       account,
-      location: ns,
+      location: stack.ns,
       provider: 'kubernetes',
       completionDetails: expect.any(Object),
     });
     // getPropertyFileContents: GET .../{name}/{propertyFile}.
-    expect(await server.get<Obj>(`${path}/report`)).toEqual({ status: 200, body: { report_id: 'r-1142', rows: '17' } });
+    expect(await stack.get<Obj>(`${path}/report`)).toEqual({ status: 200, body: { report_id: 'r-1142', rows: '17' } });
   });
 });

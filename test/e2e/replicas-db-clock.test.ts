@@ -8,14 +8,12 @@
  * - A task B really stopped marking (B frozen with SIGSTOP past the staleness bound) is failed by A as retryable,
  *   and stays failed when B thaws and its agent's result comes back: B's write of the outcome is refused.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { resultMessage } from '../../src/shared/ops/index.js';
-import { createTestDatabase } from '../infra/index.js';
-import { PluginServerProcess } from '../infra/processes.js';
+import type { PluginServerProcess } from '../infra/processes.js';
+import { useStack } from '../infra/stack.js';
 import { ClockSkew } from '../infra/schedules/faketime.js';
 import { account, eventually, TestAgent } from '../unit/plugin-server/helpers.js';
 
@@ -30,7 +28,19 @@ interface TaskBody {
 }
 
 describe('task staleness on the database clock', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
+  const stack = useStack({
+    name: 'db-clock',
+    store: 'mysql',
+    namespaces: [],
+    replicas: 0,
+    // A lease longer than B is frozen below, so B keeps its agent's stream through it (only its tasks go silent).
+    server: {
+      extra: {
+        accounts: { gracePeriodSeconds: 120, leaseSeconds: 60 },
+        operations: { timeoutSeconds: 300, cacheWaitSeconds: 5 },
+      },
+    },
+  });
   let a: PluginServerProcess;
   let b: PluginServerProcess;
   let skewA: ClockSkew;
@@ -38,36 +48,21 @@ describe('task staleness on the database clock', () => {
   let agent: TestAgent;
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-db-clock-'));
-    const db = await createTestDatabase('e2e_db_clock');
-    cleanups.push(() => db.drop());
-    const storage = { type: 'mysql' as const, url: db.url };
-    // A lease longer than B is frozen below, so B keeps its agent's stream through it (only its tasks go silent).
-    const extra = {
-      accounts: { gracePeriodSeconds: 120, leaseSeconds: 60 },
-      operations: { timeoutSeconds: 300, cacheWaitSeconds: 5 },
-    };
-    skewA = ClockSkew.in(dir, 'replica-a');
-    skewB = ClockSkew.in(dir, 'replica-b');
-    a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra, env: skewA.env() });
-    cleanups.push(() => a.stop());
-    b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra, env: skewB.env() });
-    cleanups.push(() => b.stop());
+    skewA = ClockSkew.in(stack.dir, 'replica-a');
+    skewB = ClockSkew.in(stack.dir, 'replica-b');
+    a = await stack.addReplica({ name: 'replica-a', env: skewA.env() });
+    b = await stack.addReplica({ name: 'replica-b', env: skewB.env() });
     agent = new TestAgent(b.grpcAddress);
-    cleanups.push(async () => agent.close());
+    stack.defer(async () => agent.close());
     expect((await agent.hello([account(ACCOUNT)])).acceptedAccounts).toEqual([ACCOUNT]);
     // The stand-in agent's heartbeats, so B does not close its stream as idle during the long waits below.
     const beat = setInterval(() => agent.send({ heartbeat: { sentAtMs: Date.now() } }), 5_000);
-    cleanups.push(async () => clearInterval(beat));
+    stack.defer(async () => clearInterval(beat));
     await eventually(
       () => a.get<{ heldBy?: unknown }>(`/armory/accounts/${ACCOUNT}`),
       (r) => r.status === 200 && typeof r.body.heldBy === 'object',
       30_000,
     );
-  });
-
-  afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
   });
 
   /** Steps the replica's wall clock and waits until the process reads it (its HTTP Date header says so). */
@@ -125,7 +120,7 @@ describe('task staleness on the database clock', () => {
     await skew(b, skewB, 0);
     const { id, operationId } = await post();
     process.kill(-b.proc.pid, 'SIGSTOP');
-    cleanups.push(async () => process.kill(-b.proc.pid, 'SIGCONT'));
+    stack.defer(async () => process.kill(-b.proc.pid, 'SIGCONT'));
     const reaped = await eventually(
       () => task(a, id),
       (t) => t.status.completed,

@@ -7,12 +7,11 @@
  * time, during churn: no account is ever removed, the diff is 0 after.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { kubectl, waitFor } from '../infra/index.js';
 import { configMapList } from '../infra/manifests.js';
-import type { PluginServerProcess } from '../infra/processes.js';
-import { startReplicas, type Stack } from '../infra/stack.js';
+import { replicasStack, useStack } from '../infra/stack.js';
 import { deployBody, unversionedConfigMap, type Obj, type TaskBody } from './operations-helpers.js';
 
 const ACCOUNTS = ['fleet-0', 'fleet-1', 'fleet-2'];
@@ -25,35 +24,25 @@ interface AccountView {
 }
 
 describe('three replicas behind HAProxy', () => {
-  let stack: Stack;
-  let replicas: PluginServerProcess[];
-  let ns: string;
+  // Started at once against the empty database: the migrations race.
+  const stack = useStack(
+    replicasStack('failover', { gracePeriodSeconds: 60, leaseSeconds: 3 }, { replicas: 3, loadBalancer: true }),
+  );
   const allMatch = async () => {
     for (const a of ACCOUNTS) await waitForCacheToMatch(stack.cacheCheck(a));
   };
 
   beforeAll(async () => {
-    // Started at once against the empty database: the migrations race.
-    stack = await startReplicas(
-      'failover',
-      { gracePeriodSeconds: 60, leaseSeconds: 3 },
-      { replicas: 3, loadBalancer: true },
-    );
-    ({ replicas, ns } = stack);
-    await kubectl(['apply', '-f', '-'], { input: configMapList(ns, 'seed', 0, 30) });
+    await kubectl(['apply', '-f', '-'], { input: configMapList(stack.ns, 'seed', 0, 30) });
     for (const [i, name] of ACCOUNTS.entries()) {
       await stack.addAgent({ agentId: `fleet-agent-${i}`, accounts: [{ name, kinds: ['ConfigMap'] }] });
     }
     await allMatch();
   });
 
-  afterAll(async () => {
-    await stack?.stop();
-  });
-
   it('agents spread over the replicas, and every replica answers every read route identically', async () => {
     const holders = new Set<number>();
-    for (const [i, r] of replicas.entries()) {
+    for (const [i, r] of stack.replicas.entries()) {
       for (const a of ACCOUNTS) {
         if ((await r.get<AccountView>(`/armory/accounts/${a}`)).body.heldBy === 'local') holders.add(i);
       }
@@ -63,7 +52,7 @@ describe('three replicas behind HAProxy', () => {
     for (const path of [
       '/credentials',
       '/armory/accounts',
-      `/manifests/fleet-1/${ns}/${encodeURIComponent('configMap seed-3')}`,
+      `/manifests/fleet-1/${stack.ns}/${encodeURIComponent('configMap seed-3')}`,
     ]) {
       const bodies = await waitFor(`${path} identical on every replica`, async () => {
         // heldBy ('local' or the peer) and lastUpdated (when this replica learnt of it) are per replica by design;
@@ -71,7 +60,7 @@ describe('three replicas behind HAProxy', () => {
         // next lease renewal (replica-views.ts), so they may differ for a moment (replicas-views.test.ts checks them).
         const perReplica = new Set(['heldBy', 'lastUpdated', 'changeLagMs', 'lastChangeAt', 'sync']);
         const all = await Promise.all(
-          replicas.map(async (r) =>
+          stack.replicas.map(async (r) =>
             JSON.stringify((await r.get(path)).body, (k, v: unknown) => (perReplica.has(k) ? undefined : v)),
           ),
         );
@@ -84,13 +73,13 @@ describe('three replicas behind HAProxy', () => {
   it('SIGKILL of a replica during churn and operations: agents land elsewhere, no relist, no task lost', async () => {
     // The replica holding fleet-0 dies.
     const victim = await waitFor('a replica holding fleet-0', async () => {
-      for (const r of replicas) {
+      for (const r of stack.replicas) {
         const v = (await r.get<AccountView>('/armory/accounts/fleet-0')).body;
         if (v.heldBy === 'local') return r;
       }
       return undefined;
     });
-    const survivors = replicas.filter((r) => r !== victim);
+    const survivors = stack.replicas.filter((r) => r !== victim);
     const syncsBefore = (await Promise.all(survivors.map((r) => r.metric(SYNC_STARTS)))).reduce((a, b) => a + b, 0);
 
     const taskIds: string[] = [];
@@ -98,7 +87,9 @@ describe('three replicas behind HAProxy', () => {
     const operations = (async () => {
       for (let i = 0; !stop; i++) {
         const account = ACCOUNTS[i % ACCOUNTS.length]!;
-        const body = deployBody(account, 'failover', ns, [unversionedConfigMap(`op-${account}`, { i: String(i) })]);
+        const body = deployBody(account, 'failover', stack.ns, [
+          unversionedConfigMap(`op-${account}`, { i: String(i) }),
+        ]);
         const res = await fetch(`${stack.httpBase}/kubernetes/ops?clientRequestId=failover-${i}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
@@ -110,7 +101,7 @@ describe('three replicas behind HAProxy', () => {
     })();
     const churn = (async () => {
       for (let round = 0; !stop; round++) {
-        await kubectl(['apply', '-f', '-'], { input: configMapList(ns, `churn-${round}`, 0, 10) });
+        await kubectl(['apply', '-f', '-'], { input: configMapList(stack.ns, `churn-${round}`, 0, 10) });
         await sleep(100);
       }
     })();
@@ -168,11 +159,11 @@ describe('three replicas behind HAProxy', () => {
     })();
     const churn = (async () => {
       for (let round = 0; !stop; round++) {
-        await kubectl(['apply', '-f', '-'], { input: configMapList(ns, `roll-${round}`, 0, 5) });
+        await kubectl(['apply', '-f', '-'], { input: configMapList(stack.ns, `roll-${round}`, 0, 5) });
         await sleep(200);
       }
     })();
-    for (const r of replicas) {
+    for (const r of stack.replicas) {
       await r.restart();
       // The next one only once this one serves again (as a rolling update waits for readiness).
       await waitFor('restarted replica ready', async () =>

@@ -8,26 +8,21 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { kubectl, testEnv, waitFor } from '../infra/index.js';
 import type { PluginServerProcess } from '../infra/processes.js';
 import { accountOn, agentOn } from '../infra/replica-rest.js';
-import { startReplicas, type Stack } from '../infra/stack.js';
+import { replicasStack, useStack } from '../infra/stack.js';
 
 describe('a standby promoted when its holder drops the account or reports it FAILED', () => {
-  let stack: Stack;
+  // FAILED is handed over after 3 leases (30 s): time enough for the standby to register first, however loaded the
+  // machine. The grace period outlasts the test: an account is never swept and claimed afresh here.
+  const stack = useStack(replicasStack('promotion', { gracePeriodSeconds: 600, leaseSeconds: 10 }));
   let a: PluginServerProcess;
   let b: PluginServerProcess;
-
-  beforeAll(async () => {
-    // FAILED is handed over after 3 leases (30 s): time enough for the standby to register first, however loaded the
-    // machine. The grace period outlasts the test: an account is never swept and claimed afresh here.
-    stack = await startReplicas('promotion', { gracePeriodSeconds: 600, leaseSeconds: 10 });
+  beforeAll(() => {
     [a, b] = stack.pair;
-  });
-  afterAll(async () => {
-    await stack?.stop();
   });
 
   async function standbyOnB(name: string, agentId: string, holder: string): Promise<void> {

@@ -8,23 +8,22 @@
  * whichever replica sweeps it; the refused agent is told by B.
  */
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { kubectl, waitFor } from '../infra/index.js';
 import type { AgentProcess, PluginServerProcess } from '../infra/processes.js';
 import { accountOn, agentOn } from '../infra/replica-rest.js';
-import { startReplicas, type Stack } from '../infra/stack.js';
+import { replicasStack, useStack } from '../infra/stack.js';
 import { apiServerHostPort, kubeconfigThrough, Toxiproxy } from '../infra/toxiproxy.js';
 
 describe('a name another cluster registered first', () => {
-  let stack: Stack;
+  // A short grace period: the other cluster's record is removed soon after its agent leaves.
+  const stack = useStack(replicasStack('reoffer', { gracePeriodSeconds: 3, leaseSeconds: 3 }));
   let a: PluginServerProcess;
   let b: PluginServerProcess;
   let otherCluster: string;
 
   beforeAll(async () => {
-    // A short grace period: the other cluster's record is removed soon after its agent leaves.
-    stack = await startReplicas('reoffer', { gracePeriodSeconds: 3, leaseSeconds: 3 });
     [a, b] = stack.pair;
     const toxi = await Toxiproxy.start(stack.dir);
     stack.defer(() => toxi.stop());
@@ -32,9 +31,6 @@ describe('a name another cluster registered first', () => {
       await toxi.createProxy('other-cluster', apiServerHostPort()),
       join(stack.dir, 'other-cluster-kubeconfig'),
     );
-  });
-  afterAll(async () => {
-    await stack?.stop();
   });
 
   /** The other cluster's agent holds `name` through A, then `owner` (also serving `bystander`) is refused on B. */

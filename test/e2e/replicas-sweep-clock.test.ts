@@ -7,13 +7,10 @@
  * period has passed since the release at the database's clock (the old code removed it on A's next sweep, and another
  * cluster's agents could take the name at once).
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../infra/index.js';
-import { PluginServerProcess } from '../infra/processes.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { PluginServerProcess } from '../infra/processes.js';
+import { useStack } from '../infra/stack.js';
 import { ClockSkew } from '../infra/schedules/faketime.js';
 import { account, eventually, TestAgent } from '../unit/plugin-server/helpers.js';
 
@@ -28,26 +25,21 @@ interface AccountBody {
 }
 
 describe('orphan sweep on the database clock', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
+  const stack = useStack({
+    name: 'sweep-clock',
+    store: 'mysql',
+    namespaces: [],
+    replicas: 0,
+    server: { extra: { accounts: { gracePeriodSeconds: GRACE_SECONDS, leaseSeconds: LEASE_SECONDS } } },
+  });
   let a: PluginServerProcess;
   let b: PluginServerProcess;
   let skewA: ClockSkew;
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'scale-agent-e2e-sweep-clock-'));
-    const db = await createTestDatabase('e2e_sweep_clock');
-    cleanups.push(() => db.drop());
-    const storage = { type: 'mysql' as const, url: db.url };
-    const extra = { accounts: { gracePeriodSeconds: GRACE_SECONDS, leaseSeconds: LEASE_SECONDS } };
-    skewA = ClockSkew.in(dir, 'replica-a');
-    a = await PluginServerProcess.start({ dir, name: 'replica-a', storage, extra, env: skewA.env() });
-    cleanups.push(() => a.stop());
-    b = await PluginServerProcess.start({ dir, name: 'replica-b', storage, extra });
-    cleanups.push(() => b.stop());
-  });
-
-  afterAll(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    skewA = ClockSkew.in(stack.dir, 'replica-a');
+    a = await stack.addReplica({ name: 'replica-a', env: skewA.env() });
+    b = await stack.addReplica({ name: 'replica-b' });
   });
 
   /** Steps A's wall clock and waits until the process reads it (its HTTP Date header says so). */
@@ -62,7 +54,7 @@ describe('orphan sweep on the database clock', () => {
 
   it('a replica whose clock steps ahead keeps an orphaned account until the grace period is over at the DB clock', async () => {
     const agent = new TestAgent(b.grpcAddress);
-    cleanups.push(async () => agent.close());
+    stack.defer(async () => agent.close());
     expect((await agent.hello([account(ACCOUNT)])).acceptedAccounts).toEqual([ACCOUNT]);
     await eventually(
       () => a.get<AccountBody>(`/armory/accounts/${ACCOUNT}`),

@@ -5,11 +5,11 @@
  * replica holding an agent is SIGKILLed, the survivor the agent reconnects to lists it as its own and no replica
  * lists anything held by the dead one.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { createServiceAccount, kubectl, waitFor } from '../infra/index.js';
 import type { PluginServerProcess } from '../infra/processes.js';
-import { startReplicas, type Stack } from '../infra/stack.js';
+import { replicasStack, useStack } from '../infra/stack.js';
 
 type HeldBy = 'local' | { replica: string; url: string } | null;
 
@@ -43,12 +43,12 @@ function comparable(body: unknown): string {
 }
 
 describe('every replica answers for every agent and account', () => {
-  let stack: Stack;
-  let replicas: PluginServerProcess[];
-  let ns: string;
+  const stack = useStack(
+    replicasStack('views', { gracePeriodSeconds: 60, leaseSeconds: 3 }, { replicas: 3, loadBalancer: true }),
+  );
 
   /** The body of `path` once it reads the same on each replica (they converge within a heartbeat). */
-  const identical = async <T>(path: string, on: PluginServerProcess[] = replicas): Promise<T[]> =>
+  const identical = async <T>(path: string, on: PluginServerProcess[] = stack.replicas): Promise<T[]> =>
     waitFor(`${path} identical on every replica`, async () => {
       const bodies = await Promise.all(on.map(async (r) => (await r.get<T>(path)).body));
       const texts = bodies.map(comparable);
@@ -56,16 +56,10 @@ describe('every replica answers for every agent and account', () => {
     });
 
   beforeAll(async () => {
-    stack = await startReplicas(
-      'views',
-      { gracePeriodSeconds: 60, leaseSeconds: 3 },
-      { replicas: 3, loadBalancer: true },
-    );
-    ({ replicas, ns } = stack);
-    await kubectl(['create', 'configmap', 'cm', '-n', ns, '--from-literal=k=v']);
+    await kubectl(['create', 'configmap', 'cm', '-n', stack.ns, '--from-literal=k=v']);
     // view-0's agent may read ConfigMaps only: it reports Secret as forbidden, which every replica must show.
     const sa = await createServiceAccount({
-      namespace: ns,
+      namespace: stack.ns,
       name: 'cm-reader',
       rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }],
     });
@@ -77,10 +71,6 @@ describe('every replica answers for every agent and account', () => {
       await stack.addAgent({ agentId: AGENTS[i], accounts: [account] });
     }
     for (const account of ACCOUNTS) await waitForCacheToMatch(stack.cacheCheck(account));
-  });
-
-  afterAll(async () => {
-    await stack?.stop();
   });
 
   it('/armory/agents, /armory/agents/{id} and /armory/accounts/{name} read the same on every replica', async () => {
@@ -123,14 +113,14 @@ describe('every replica answers for every agent and account', () => {
 
   it("after SIGKILL of an agent's replica, the survivor it reconnects to lists it and the dead one's entries go", async () => {
     const holderOf = async (agentId: string) => {
-      for (const r of replicas) {
+      for (const r of stack.replicas) {
         const a = (await r.get<AgentView[]>('/armory/agents')).body.find((x) => x.agentId === agentId);
         if (a?.heldBy === 'local') return r;
       }
       return undefined;
     };
     const victim = await waitFor('the replica view-agent-0 streams to', () => holderOf('view-agent-0'));
-    const survivors = replicas.filter((r) => r !== victim);
+    const survivors = stack.replicas.filter((r) => r !== victim);
     const seenFromPeer = (await survivors[0]!.get<AgentView[]>('/armory/agents')).body.find(
       (a) => a.agentId === 'view-agent-0',
     )?.heldBy;

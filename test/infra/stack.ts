@@ -8,6 +8,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import type { CacheCheckOptions, CheckedKind } from './cache-checker.js';
 import { Haproxy } from './haproxy.js';
 import { createNamespace, createTestDatabase, kubectl, testEnv } from './index.js';
@@ -55,7 +56,7 @@ export interface StackOptions {
 const CONFIG_MAP: CheckedKind = { apiVersion: 'v1', kind: 'ConfigMap', namespaced: true };
 
 export class Stack {
-  readonly dir: string;
+  #dir: string | undefined;
   readonly namespaces: string[] = [];
   readonly replicas: PluginServerProcess[] = [];
   readonly agents: AgentProcess[] = [];
@@ -63,19 +64,38 @@ export class Stack {
   storage: StorageSpec = { type: 'memory' };
   private readonly undo: (() => Promise<unknown>)[] = [];
 
-  private constructor(readonly opts: StackOptions) {
-    this.dir = mkdtempSync(join(tmpdir(), `scale-agent-${opts.name}-`));
-  }
+  /** Starts nothing (useStack() builds its stack while the file is collected); begin() starts it. */
+  private constructor(readonly opts: StackOptions) {}
 
   static async start(opts: StackOptions): Promise<Stack> {
     const stack = new Stack(opts);
+    await stack.begin();
+    return stack;
+  }
+
+  /** See useStack(). */
+  static use(opts: StackOptions): Stack {
+    const stack = new Stack(opts);
+    beforeAll(() => stack.begin());
+    afterAll(() => stack.stop());
+    return stack;
+  }
+
+  /** Starts what the options ask for; when a step fails, undoes the steps before it. */
+  private async begin(): Promise<void> {
+    this.#dir = mkdtempSync(join(tmpdir(), `scale-agent-${this.opts.name}-`));
     try {
-      await stack.setUp();
+      await this.setUp();
     } catch (e) {
-      await stack.stop().catch(() => undefined);
+      await this.stop().catch(() => undefined);
       throw e;
     }
-    return stack;
+  }
+
+  /** The stack's temp dir (config files, logs). */
+  get dir(): string {
+    if (this.#dir === undefined) throw new Error(`the ${this.opts.name} stack has not started`);
+    return this.#dir;
   }
 
   /** The first namespace. */
@@ -134,12 +154,13 @@ export class Stack {
 
   /**
    * One more replica on the stack's store, or on `storage` (the same database through a proxy, say), with the stack's
-   * settings or `extra` ones.
+   * settings or `extra` ones, and `env` added to its environment (a skewed clock).
    */
   async addReplica(o: {
     name: string;
     storage?: StorageSpec;
     extra?: PluginServerOptions['extra'];
+    env?: PluginServerOptions['env'];
   }): Promise<PluginServerProcess> {
     const server = await PluginServerProcess.start({
       dir: this.dir,
@@ -147,6 +168,7 @@ export class Stack {
       storage: o.storage ?? this.storage,
       ...this.opts.server,
       ...(o.extra ? { extra: o.extra } : {}),
+      ...(o.env ? { env: o.env } : {}),
     });
     this.replicas.push(server);
     this.defer(() => server.stop());
@@ -210,6 +232,13 @@ export class Stack {
 
 export const startStack = (opts: StackOptions): Promise<Stack> => Stack.start(opts);
 
+/**
+ * The stack of the describe block this is called in: started in its beforeAll (the block's own beforeAll hooks run
+ * after it, so they may add agents and nodes), stopped in its afterAll. Its getters (ns, server, pair, …) read it once
+ * started: call them in hooks and tests, not while the file is collected.
+ */
+export const useStack = (opts: StackOptions): Stack => Stack.use(opts);
+
 /** The account lease settings every replica of a replicas test gets (the plugin-server's `accounts` block). */
 export interface LeaseSettings {
   gracePeriodSeconds: number;
@@ -217,8 +246,11 @@ export interface LeaseSettings {
 }
 
 /** The replicas tests' stack: `replicas` (default 2) replicas on a MySQL database of their own, with these leases. */
-export const startReplicas = (
+export const replicasStack = (
   name: string,
   accounts: LeaseSettings,
   o: Omit<StackOptions, 'name' | 'store' | 'server'> = {},
-): Promise<Stack> => startStack({ name, store: 'mysql', replicas: 2, ...o, server: { extra: { accounts } } });
+): StackOptions => ({ name, store: 'mysql', replicas: 2, ...o, server: { extra: { accounts } } });
+
+export const startReplicas = (...args: Parameters<typeof replicasStack>): Promise<Stack> =>
+  startStack(replicasStack(...args));

@@ -1,6 +1,6 @@
 import mysql, { type Pool, type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import { timed } from '../cache/mysql-timeout.js';
-import type { AccountPermissions } from '../cache/store.js';
+import type { AccountPermissions } from '../../shared/account-options.js';
 
 /** A dynamic account as stored; the kubeconfig contents live apart, sealed (secret-box.ts). */
 export interface DynamicDefinition {

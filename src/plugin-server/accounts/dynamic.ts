@@ -1,9 +1,15 @@
 import type { ServerDuplexStream } from '@grpc/grpc-js';
+import {
+  OPTION_LISTS,
+  optionsToWire,
+  recordedOptions,
+  updatedOptions,
+  type RecordedOptions,
+} from '../../shared/account-options.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logging.js';
 import { AccountState as ProtoAccountState, type AccountStatus, type DynamicAccount } from '../../shared/proto.js';
 import type { AccountRegistry } from '../accounts.js';
-import type { AccountPermissions } from '../cache/store.js';
 import type { AuditLog } from '../audit.js';
 import { streamIdentity, type Identity } from '../auth/identity.js';
 import type { AuthorizationPolicy } from '../auth/policy.js';
@@ -28,7 +34,7 @@ export type DynamicAccountInput = AccountDefinition;
 export type DynamicState = 'ACTIVE' | 'INACTIVE' | 'FAILED' | 'ORPHANED';
 
 /** A dynamic account as the API shows it: never the kubeconfig contents. */
-export interface DynamicAccountView {
+export interface DynamicAccountView extends RecordedOptions {
   name: string;
   dynamic: true;
   zoneId: string;
@@ -41,13 +47,6 @@ export interface DynamicAccountView {
   source: DynamicDefinition['source'];
   kubeconfigFile?: string | undefined;
   context?: string | undefined;
-  namespaces: string[];
-  omitNamespaces: string[];
-  kinds: string[];
-  omitKinds: string[];
-  permissions: AccountPermissions;
-  onlySpinnakerManaged: boolean;
-  cacheAllApplicationRelationships: boolean;
   lastUpdated: number;
   createdAt: number;
 }
@@ -382,11 +381,7 @@ export class DynamicAccounts implements SessionGate {
       source: d.source,
       kubeconfigFile: d.kubeconfigFile,
       context: d.context,
-      namespaces: d.namespaces,
-      omitNamespaces: d.omitNamespaces,
-      kinds: d.kinds,
-      omitKinds: d.omitKinds,
-      ...options(d),
+      ...recordedOptions(d),
       lastUpdated: Math.max(d.updatedAt, reg?.lastUpdated ?? 0),
       createdAt: d.createdAt,
     };
@@ -569,13 +564,7 @@ export class DynamicAccounts implements SessionGate {
       account: {
         name: d.name,
         cluster: undefined,
-        namespaces: d.namespaces,
-        omitNamespaces: d.omitNamespaces,
-        kinds: d.kinds,
-        omitKinds: d.omitKinds,
-        permissions: { read: d.permissions?.READ ?? [], write: d.permissions?.WRITE ?? [] },
-        onlySpinnakerManaged: d.onlySpinnakerManaged ?? false,
-        cacheAllApplicationRelationships: d.cacheAllApplicationRelationships ?? false,
+        ...optionsToWire(d),
       },
       kubeconfig: Buffer.from(entry.kubeconfig ?? '', 'utf8'),
       kubeconfigFile: d.kubeconfigFile ?? '',
@@ -626,18 +615,8 @@ export class DynamicAccounts implements SessionGate {
       source,
       kubeconfigFile: source === 'kubeconfigFile' ? (input.kubeconfigFile ?? prev?.kubeconfigFile) : undefined,
       context: input.context ?? prev?.context,
-      namespaces: input.namespaces ?? prev?.namespaces ?? [],
-      omitNamespaces: input.omitNamespaces ?? prev?.omitNamespaces ?? [],
-      kinds: input.kinds ?? prev?.kinds ?? [],
-      omitKinds: input.omitKinds ?? prev?.omitKinds ?? [],
+      ...updatedOptions(input, prev),
       onlyNamespacedResources: input.onlyNamespacedResources ?? prev?.onlyNamespacedResources ?? false,
-      permissions: {
-        READ: input.permissions?.READ ?? (input.permissions ? [] : (prev?.permissions?.READ ?? [])),
-        WRITE: input.permissions?.WRITE ?? (input.permissions ? [] : (prev?.permissions?.WRITE ?? [])),
-      },
-      onlySpinnakerManaged: input.onlySpinnakerManaged ?? prev?.onlySpinnakerManaged ?? false,
-      cacheAllApplicationRelationships:
-        input.cacheAllApplicationRelationships ?? prev?.cacheAllApplicationRelationships ?? false,
       enabled: input.state ? input.state === 'ACTIVE' : (prev?.enabled ?? true),
       errorMessage: prev?.errorMessage ?? '',
       failedCount: prev?.failedCount ?? 0,
@@ -693,18 +672,12 @@ function wireJson(d: DynamicDefinition, kubeconfig: string | undefined): string 
   ]);
 }
 
-/** What the account record carries besides the watches: a change re-announces the account, without a relist. */
+/**
+ * What the account record carries besides the watches (its lists): a change re-announces the account, without a
+ * relist. Definitions stored before some options existed read as their defaults.
+ */
 function optionsJson(d: DynamicDefinition): string {
-  return JSON.stringify(options(d));
-}
-
-/** A definition's permissions and options; definitions stored before they existed read as unrestricted, off. */
-function options(
-  d: DynamicDefinition,
-): Pick<DynamicAccountView, 'permissions' | 'onlySpinnakerManaged' | 'cacheAllApplicationRelationships'> {
-  return {
-    permissions: { READ: d.permissions?.READ ?? [], WRITE: d.permissions?.WRITE ?? [] },
-    onlySpinnakerManaged: d.onlySpinnakerManaged ?? false,
-    cacheAllApplicationRelationships: d.cacheAllApplicationRelationships ?? false,
-  };
+  const recorded: Partial<RecordedOptions> = recordedOptions(d);
+  for (const k of OPTION_LISTS) delete recorded[k];
+  return JSON.stringify(recorded);
 }

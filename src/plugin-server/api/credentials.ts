@@ -1,4 +1,5 @@
-import type { AccountPermissions, AccountRecord } from '../cache/store.js';
+import type { AccountPermissions } from '../../shared/account-options.js';
+import type { AccountRecord } from '../cache/store.js';
 import { SPINNAKER_KIND_MAP } from '../views/kinds.js';
 
 /**

@@ -216,26 +216,20 @@ function cronJob(m: Obj): ManifestStatus {
   return obj(m.status) ? defaults() : noneReported();
 }
 
+/** The status rules by `group/kind` (the core group is ''). */
+const RULES = new Map<string, (manifest: Obj) => ManifestStatus>([
+  ['apps/Deployment', deployment],
+  ['apps/ReplicaSet', replicaSet],
+  ['apps/StatefulSet', statefulSet],
+  ['apps/DaemonSet', daemonSet],
+  ['batch/Job', job],
+  ['batch/CronJob', cronJob],
+  ['/Pod', pod],
+  ['autoscaling/HorizontalPodAutoscaler', hpa],
+]);
+
 /** Status of a manifest by its kind and group; kinds without rules are always stable. */
 export function manifestStatus(group: string, kind: string, manifest: Obj): ManifestStatus {
-  switch (`${group}/${kind}`) {
-    case 'apps/Deployment':
-      return deployment(manifest);
-    case 'apps/ReplicaSet':
-      return replicaSet(manifest);
-    case 'apps/StatefulSet':
-      return statefulSet(manifest);
-    case 'apps/DaemonSet':
-      return daemonSet(manifest);
-    case 'batch/Job':
-      return job(manifest);
-    case 'batch/CronJob':
-      return cronJob(manifest);
-    case '/Pod':
-      return pod(manifest);
-    case 'autoscaling/HorizontalPodAutoscaler':
-      return hpa(manifest);
-    default:
-      return defaults();
-  }
+  const rule = RULES.get(`${group}/${kind}`);
+  return rule ? rule(manifest) : defaults();
 }

@@ -18,6 +18,7 @@
  *   not newer), SyncEnd removes objects and tombstones of the scope still carrying an older generation.
  * - Ops of one apply() call are applied in order, atomically where the backend can.
  */
+import { recordedOptions, type RecordedOptions } from '../../shared/account-options.js';
 import type { AccountLease, ClaimOutcome, LeaseClaim, LeaseHolder, WriteFence } from '../ownership.js';
 import type { SharedText } from './shared-text.js';
 
@@ -167,42 +168,23 @@ export interface KindCount {
   count: number;
 }
 
-/** An account as last registered, persisted so a restarted server still knows who owns a name. */
-export interface AccountRecord {
+/**
+ * An account as last registered, persisted so a restarted server still knows who owns a name; with the options its
+ * agent (or its dynamic definition) declared (shared/account-options.ts).
+ */
+export interface AccountRecord extends RecordedOptions {
   name: string;
   agentId: string;
   apiServerHost: string;
   caFingerprint: string;
   kubernetesVersion: string;
-  namespaces: string[];
-  omitNamespaces: string[];
-  kinds: string[];
-  omitKinds: string[];
-  /**
-   * Spinnaker (Fiat) roles allowed to read and to write through the account, as configured on the agent (or the
-   * dynamic account); both lists empty: unrestricted. Served in /credentials (api/credentials.ts) for Fiat.
-   */
-  permissions: AccountPermissions;
-  /**
-   * Clouddriver's option: only objects Spinnaker manages belong to applications (views/app-index.ts). Unlike
-   * Clouddriver, the others are still cached, so /manifests reads (live in Clouddriver) keep finding them.
-   */
-  onlySpinnakerManaged: boolean;
-  /** Clouddriver's option: every kind belongs to its application, not only server groups, load balancers... */
-  cacheAllApplicationRelationships: boolean;
   /** ms since the epoch. */
   registeredAt: number;
 }
 
-/** Role lists per authorization, spelled as Clouddriver's and Fiat's account config spell them. */
-export interface AccountPermissions {
-  READ: string[];
-  WRITE: string[];
-}
-
 /**
- * A stored record in the current shape: records written before these options existed (or by a replica of the
- * previous version during a rolling upgrade) lack them, and read as unrestricted with both options off.
+ * A stored record in the current shape: records written before some options existed (or by a replica of the
+ * previous version during a rolling upgrade) lack them, and read as their defaults (unrestricted, options off).
  */
 export function normalizeAccountRecord(stored: Partial<AccountRecord> & { name: string }): AccountRecord {
   return {
@@ -210,15 +192,9 @@ export function normalizeAccountRecord(stored: Partial<AccountRecord> & { name: 
     apiServerHost: '',
     caFingerprint: '',
     kubernetesVersion: '',
-    namespaces: [],
-    omitNamespaces: [],
-    kinds: [],
-    omitKinds: [],
     registeredAt: 0,
     ...stored,
-    permissions: { READ: [...(stored.permissions?.READ ?? [])], WRITE: [...(stored.permissions?.WRITE ?? [])] },
-    onlySpinnakerManaged: stored.onlySpinnakerManaged ?? false,
-    cacheAllApplicationRelationships: stored.cacheAllApplicationRelationships ?? false,
+    ...recordedOptions(stored),
   };
 }
 

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAgentConfig } from '../../../src/agent/config.js';
 import { parsePluginServerConfig } from '../../../src/plugin-server/config.js';
 // @ts-expect-error: a plain ESM script without types (scripts/ is not compiled)
-import { withDefaultsRequired } from '../../../scripts/schema-types.mjs';
+import { sharedDefinitions, withDefaultsRequired } from '../../../scripts/schema-types.mjs';
 
 type Schema = {
   properties?: Record<string, Schema>;
@@ -61,6 +61,18 @@ describe('config types generated from schemas/', () => {
     const schema = withDefaultsRequired(schemaFile('agent-config.schema.json')) as Schema;
     expect(config.kubernetes.accounts[0]).toMatchObject({ namespaces: [], onlySpinnakerManaged: false });
     expect(missingRequired(schema, schema, config)).toEqual([]);
+  });
+
+  // agent-config.ts imports the account options from account-options.ts and requires the keys sharedDefinitions()
+  // lists: exactly those the loader fills in for an account that declares none of them.
+  it('the account options the agent config type requires are the ones its loader fills in', () => {
+    const config = parseAgentConfig('/etc/agent.yaml', 'kubernetes: {accounts: [{name: a, kubeconfigFile: /k}]}', {});
+    const filled = Object.keys(config.kubernetes.accounts[0]!).filter((k) => k !== 'name' && k !== 'kubeconfigFile');
+    const shared = sharedDefinitions() as { name: string; defaulted: string[] }[];
+    expect(shared.find((d) => d.name === 'AgentAccountOptions')?.defaulted).toEqual(filled.sort());
+    expect(shared.find((d) => d.name === 'AccountOptions')?.defaulted).toEqual(
+      filled.filter((k) => k !== 'onlyNamespacedResources'),
+    );
   });
 
   it('every key the plugin-server config type says is there after loading, is there', () => {
