@@ -64,3 +64,36 @@ export class AccountRbac extends Construct {
     }
   }
 }
+
+export interface SecretReaderRbacProps {
+  /** Name of the Role and its binding. */
+  readonly roleName: string;
+  /** The agent's ServiceAccount; the Role is in its namespace. */
+  readonly subject: { readonly name: string; readonly namespace: string };
+  /** The Secrets it may read, by name. */
+  readonly secrets: string[];
+  /** The agent group (the instance label). */
+  readonly instance: string;
+}
+
+/**
+ * An agent's access to the Secrets it reads live by secret reference (kubeconfigs): get and watch on exactly those
+ * names in its own namespace. Its watch carries `fieldSelector=metadata.name=NAME`, which the API server authorizes
+ * by name, so neither `list` nor any other Secret is granted.
+ */
+export class SecretReaderRbac extends Construct {
+  constructor(scope: Construct, id: string, props: SecretReaderRbacProps) {
+    super(scope, id);
+    const labels = standardLabels('agent', { 'app.kubernetes.io/instance': props.instance });
+    const metadata = { name: props.roleName, namespace: props.subject.namespace, labels };
+    new k8s.KubeRole(this, 'role', {
+      metadata,
+      rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: props.secrets, verbs: ['get', 'watch'] }],
+    });
+    new k8s.KubeRoleBinding(this, 'binding', {
+      metadata,
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: props.roleName },
+      subjects: [{ kind: 'ServiceAccount', name: props.subject.name, namespace: props.subject.namespace }],
+    });
+  }
+}

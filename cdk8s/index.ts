@@ -1,5 +1,11 @@
 export { standardLabels, selectorLabels, PART_OF } from './labels.js';
-export { AccountRbac, type AccountRbacProps, type PolicyRule } from './account-rbac.js';
+export {
+  AccountRbac,
+  SecretReaderRbac,
+  type AccountRbacProps,
+  type PolicyRule,
+  type SecretReaderRbacProps,
+} from './account-rbac.js';
 export { ConfigFile, type ConfigFileProps } from './config-file.js';
 export { TlsSecret, CertManagerCertificate, type TlsSecretProps, type CertManagerCertificateProps } from './tls.js';
 export { GrpcService, loadBalancerAnnotations, type GrpcServiceProps, type LoadBalancerProvider } from './grpc-lb.js';

@@ -5,7 +5,7 @@ import type {
   AccountConfig as AccountSchema,
   AgentConfig as AgentConfigSchema,
 } from '../shared/config-types/agent-config.js';
-import { isSecretReference, parseSecretReference } from '../shared/secrets/index.js';
+import { isSecretReference, referenceProblem } from '../shared/secrets/index.js';
 import { mergeYaml, parseYamlText, readYamlFile, validateConfig, type LoadedYaml } from '../shared/yaml-config.js';
 
 /** One account (schemas/agent-config.schema.json, after defaults), or a dynamic account the plugin-server sent. */
@@ -76,7 +76,7 @@ function semanticProblems(doc: LoadedYaml, config: AgentConfigSchema): ErrorDeta
       problems.push(detailAt(at, 'needs kubeconfigFile or serviceAccount: true'));
     }
     if (isSecretReference(a.kubeconfigFile)) {
-      const problem = referenceProblem(a.kubeconfigFile, 'a kubeconfig');
+      const problem = referenceProblem(a.kubeconfigFile, true, 'a kubeconfig');
       if (problem) problems.push(detailAt(`${at}/kubeconfigFile`, problem));
     }
     if (a.context && !a.kubeconfigFile) {
@@ -90,7 +90,7 @@ function semanticProblems(doc: LoadedYaml, config: AgentConfigSchema): ErrorDeta
     }
   });
   if (isSecretReference(config.server.tokenFile)) {
-    const problem = referenceProblem(config.server.tokenFile, 'a token file');
+    const problem = referenceProblem(config.server.tokenFile, true, 'a token file');
     if (problem) problems.push(detailAt('/server/tokenFile', problem));
   }
   const vault = config.secrets.vault;
@@ -101,17 +101,6 @@ function semanticProblems(doc: LoadedYaml, config: AgentConfigSchema): ErrorDeta
 }
 
 /** What is wrong with a reference in a field that names a file (a kubeconfig, a token file), or undefined. */
-function referenceProblem(text: string, what: string): string | undefined {
-  try {
-    const ref = parseSecretReference(text);
-    // kork's encrypted: gives the value itself, which for a file field would be a path: a file is encryptedFile:.
-    if (!ref.file) return `${what} is a file: write encryptedFile:${text.slice('encrypted:'.length)}`;
-    return undefined;
-  } catch (e) {
-    return (e as Error).message;
-  }
-}
-
 /**
  * Relative paths are relative to the config file that gives them, as in a kubeconfig: a file then works wherever it
  * is mounted, and an overlay's paths need not know where the base file is.

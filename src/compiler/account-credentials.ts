@@ -64,7 +64,11 @@ export function accountCredentials(t: Topology, accountName: string): AccountCre
     objects,
     serviceAccount: rbacPlace.rbac.subject,
     tokenSecret: String((token.metadata as Obj).name),
-    kubeconfigSecret: { ...account.kubeconfigSecret, namespace: agentNamespace },
+    kubeconfigSecret: {
+      name: account.kubeconfigSecret.name,
+      key: account.kubeconfigSecret.key,
+      namespace: agentNamespace,
+    },
     ...(account.context !== undefined ? { context: account.context } : {}),
   };
 }

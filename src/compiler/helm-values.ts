@@ -44,6 +44,7 @@ export function helmValues(p: Place): Record<string, unknown> {
       mode: p.agent.mode,
       ...workloadValues(w),
       kubeconfigSecrets: w.kubeconfigMounts.map((m) => m.secret),
+      ...(p.secretReader ? { watchedSecrets: p.secretReader.secrets } : {}),
     };
   }
   return values;

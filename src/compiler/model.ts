@@ -18,6 +18,7 @@ import {
   artifactSecretMounts,
   kubeconfigMounts,
   pluginServerConfig,
+  watchedKubeconfigSecrets,
   pluginServerKeySecrets,
   serverAddress,
   type KeySecretMount,
@@ -124,7 +125,7 @@ export interface WorkloadModel {
   maxUnavailable?: number;
   /** Scheduling and metadata the topology gives the pods (and their ServiceAccount). */
   pod: PodSettings;
-  /** Mode `agent` reads its own cluster with the pod's ServiceAccount token. */
+  /** Mode `agent` reads its own cluster, and watched kubeconfig Secrets are read, with the pod's ServiceAccount token. */
   automountServiceAccountToken: boolean;
   /** Absent when the topology turns NetworkPolicies off. */
   networkPolicy?: NetworkPolicyModel;
@@ -147,6 +148,17 @@ export interface RbacModel {
   rules: AccountRules;
 }
 
+/**
+ * What an agent's own ServiceAccount may read in its namespace for the kubeconfigs it reads live (watched
+ * `kubeconfigSecret`s): get and watch on exactly these Secrets by name. The API server authorizes the agent's watch
+ * (`fieldSelector=metadata.name=NAME`) against resourceNames, so no `list` and no other Secret.
+ */
+export interface SecretReaderModel {
+  roleName: string;
+  subject: { name: string; namespace: string };
+  secrets: string[];
+}
+
 export type PlaceKind = 'plugin-server' | 'agent' | 'account-rbac';
 
 /** One place to apply something: a cluster (and namespace) with its own overlay, values file and manifests. */
@@ -166,6 +178,8 @@ export interface Place {
   workload?: WorkloadModel;
   grpcService?: GrpcServiceModel;
   rbac?: RbacModel;
+  /** Agent places whose accounts read kubeconfig Secrets live. */
+  secretReader?: SecretReaderModel;
   /** The agent group (agent places) or the account's group (account places). */
   agent?: Agent;
   /** What must exist before applying (user-provided Secrets). */
@@ -321,6 +335,7 @@ function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Pl
   const order = ORDER[agent.mode];
   const acc = agent.accounts[0] as Account;
   const secrets = new Map<string, { keys: string[]; accounts: string[] }>();
+  const watched = watchedKubeconfigSecrets(agent);
   for (const a of agent.accounts) {
     if (!a.kubeconfigSecret) continue;
     const e = secrets.get(a.kubeconfigSecret.name) ?? { keys: [], accounts: [] };
@@ -365,7 +380,7 @@ function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Pl
       pod: scopedToInstance(withDefaultSpread(agent.pod, agent.replicas, 'agent'), {
         'app.kubernetes.io/instance': agent.name,
       }),
-      automountServiceAccountToken: agent.mode === 'agent',
+      automountServiceAccountToken: agent.mode === 'agent' || watched.length > 0,
       ...(t.networkPolicies.enabled ? { networkPolicy: agentPolicy(t, agent) } : {}),
     },
     ...(agent.mode === 'agent' && acc.rbac.create
@@ -380,11 +395,21 @@ function agentPlace(t: Topology, agent: Agent, tls: TlsMaterial | undefined): Pl
           },
         }
       : {}),
+    ...(watched.length > 0
+      ? {
+          secretReader: {
+            roleName: `${NAMES.agentSecrets}${suffix}`,
+            subject: { name: `${NAMES.agent}${suffix}`, namespace: agent.namespace },
+            secrets: watched,
+          },
+        }
+      : {}),
     requires: [...secrets.entries()]
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(
         ([name, { keys, accounts }]) =>
-          `Secret ${name} (keys ${[...new Set(keys)].sort().join(', ')}: kubeconfigs) in namespace ${agent.namespace}; ` +
+          `Secret ${name} (keys ${[...new Set(keys)].sort().join(', ')}: kubeconfigs${watched.includes(name) ? ', read live' : ''}) ` +
+          `in namespace ${agent.namespace}; ` +
           `\`scale-agent kubeconfig TOPOLOGY --account ACCOUNT\` mints each (accounts ${accounts.sort().join(', ')})`,
       ),
   };

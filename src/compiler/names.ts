@@ -13,6 +13,8 @@ export const NAMES = {
   agent: `${NAME_PREFIX}-agent`,
   agentConfig: `${NAME_PREFIX}-agent-config`,
   agentTls: `${NAME_PREFIX}-agent-tls`,
+  /** The Role (and binding) letting an agent get and watch the kubeconfig Secrets it reads live. */
+  agentSecrets: `${NAME_PREFIX}-agent-secrets`,
   /** Generated Secrets of the plugin-server (when the topology names none of its own). */
   dynamicAccountsKey: `${NAME_PREFIX}-plugin-server-dynamic-accounts`,
   peerSecret: `${NAME_PREFIX}-plugin-server-peer`,

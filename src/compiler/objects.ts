@@ -3,6 +3,7 @@ import { App, Chart } from 'cdk8s';
 import {
   AccountRbac,
   CertManagerCertificate,
+  SecretReaderRbac,
   ConfigFile,
   GrpcService,
   KeySecret,
@@ -45,6 +46,8 @@ export function outerObjects(p: Place): Obj[] {
       const { 'app.kubernetes.io/component': _, ...shared } = standardLabels('namespace');
       new Namespace(c, 'ns', { name: p.ownNamespace, labels: { ...shared, ...POD_SECURITY_LABELS } });
     }
+    const reader = p.secretReader;
+    if (reader && p.agent) new SecretReaderRbac(c, 'secret-reader', { ...reader, instance: p.agent.name });
     const r = p.rbac;
     if (!r) return;
     if (r.createServiceAccount) {

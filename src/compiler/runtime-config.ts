@@ -27,15 +27,30 @@ export function serverAddress(t: Topology, agent: Agent): { host: string; port: 
   return { host: `${NAMES.pluginServerGrpc}.${t.pluginServer.namespace}.svc`, port: t.pluginServer.grpcPort };
 }
 
-/** Mount path of each distinct kubeconfig Secret, in name order (volume `kubeconfig-<n>`). */
+/** Mount path of each distinct mounted kubeconfig Secret, in name order (volume `kubeconfig-<n>`). */
 export function kubeconfigMounts(agent: Agent): { secret: string; volume: string; mountPath: string }[] {
-  const secrets = [...new Set(agent.accounts.flatMap((a) => (a.kubeconfigSecret ? [a.kubeconfigSecret.name] : [])))];
+  const secrets = [
+    ...new Set(agent.accounts.flatMap((a) => (a.kubeconfigSecret?.watch === false ? [a.kubeconfigSecret.name] : []))),
+  ];
   return secrets.sort().map((secret, n) => ({
     secret,
     volume: `kubeconfig-${n}`,
     mountPath: `${PATHS.kubeconfigDir}/${secret}`,
   }));
 }
+
+/**
+ * The kubeconfig Secrets the agent reads live (`kubeconfigSecret.watch`), in name order: its ServiceAccount may get
+ * and watch exactly these, in its own namespace.
+ */
+export function watchedKubeconfigSecrets(agent: Agent): string[] {
+  return [
+    ...new Set(agent.accounts.flatMap((a) => (a.kubeconfigSecret?.watch === true ? [a.kubeconfigSecret.name] : []))),
+  ].sort();
+}
+
+/** The secret reference (docs/secrets.md) by which the agent reads a key of a Secret in its own namespace. */
+export const k8sSecretReference = (secret: string, key: string): string => `encryptedFile:k8s!n:${secret}!k:${key}`;
 
 /** Mount path of each distinct Secret holding artifact credentials, in name order (volume `artifact-secret-<n>`). */
 export function artifactSecretMounts(t: Topology): { secret: string; volume: string; mountPath: string }[] {
@@ -150,7 +165,9 @@ export function agentConfig(t: Topology, agent: Agent): Record<string, unknown> 
       accounts: agent.accounts.map((a) => {
         const out: Record<string, unknown> = { name: a.name };
         if (a.serviceAccount) out.serviceAccount = true;
-        else if (a.kubeconfigSecret) {
+        else if (a.kubeconfigSecret?.watch) {
+          out.kubeconfigFile = k8sSecretReference(a.kubeconfigSecret.name, a.kubeconfigSecret.key);
+        } else if (a.kubeconfigSecret) {
           out.kubeconfigFile = `${mounts.get(a.kubeconfigSecret.name)}/${a.kubeconfigSecret.key}`;
         }
         if (a.context !== undefined) out.context = a.context;

@@ -58,7 +58,8 @@ export type Account = Omit<AppliedAccountOptions, 'permissions'> & {
   name: string;
   /** JSON path of the account in the topology, for messages. */
   path: string;
-  kubeconfigSecret?: SecretKeyRef;
+  /** `watch`: the agent reads the key live by secret reference (and may get and watch that Secret) instead of a mount. */
+  kubeconfigSecret?: SecretKeyRef & { watch: boolean };
   access: Access;
   permissions: { READ: string[]; WRITE: string[] };
   rbac: { create: boolean; serviceAccountNamespace: string; extraRules: PolicyRuleInput[] };
@@ -225,7 +226,15 @@ function normalizeAccount(input: AccountInput, path: string): Account {
     ...options,
     name,
     path,
-    ...(kubeconfigSecret ? { kubeconfigSecret } : {}),
+    ...(kubeconfigSecret
+      ? {
+          kubeconfigSecret: {
+            name: kubeconfigSecret.name,
+            key: kubeconfigSecret.key,
+            watch: kubeconfigSecret.watch ?? false,
+          },
+        }
+      : {}),
     access: access ?? 'read-write',
     permissions: { READ: permissions?.READ ?? [], WRITE: permissions?.WRITE ?? [] },
     rbac: {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { ScaleAgentError } from '../shared/errors.js';
+import { isSecretReference, referenceProblem } from '../shared/secrets/index.js';
 import type { PluginServerConfig as PluginServerConfigSchema } from '../shared/config-types/plugin-server-config.js';
 import { mergeYaml, parseYamlText, readYamlFile, validateConfig, type LoadedYaml } from '../shared/yaml-config.js';
 
@@ -56,6 +57,7 @@ function validatePluginServerConfig(doc: LoadedYaml): PluginServerConfig {
       });
     }
   }
+  checkSecretReferences(doc, config);
   const tls = config.grpc.tls;
   // Relative paths are relative to the config file that gives them, like every other file reference in our configs.
   const relAt = (pointer: string, p: string): string => {
@@ -102,10 +104,36 @@ function validatePluginServerConfig(doc: LoadedYaml): PluginServerConfig {
     }
   }
   checkArtifacts(doc, config, relAt);
-  if (config.storage.type === 'mysql' && config.storage.urlFile) {
+  // A secret reference is no path.
+  if (config.storage.type === 'mysql' && config.storage.urlFile && !isSecretReference(config.storage.urlFile)) {
     config.storage.urlFile = relAt('/storage/urlFile', config.storage.urlFile);
   }
+  const vault = config.secrets.vault;
+  if (vault?.tokenFile) vault.tokenFile = relAt('/secrets/vault/tokenFile', vault.tokenFile);
   return config;
+}
+
+/**
+ * The fields that may hold a secret reference (plugin-server/secrets.ts reads them), each in the form its field
+ * takes, and Vault's settings: a malformed one is a config error at its line, like any other.
+ */
+function checkSecretReferences(doc: LoadedYaml, config: PluginServerConfig): void {
+  const problems = [];
+  if (config.storage.type === 'mysql') {
+    const { url, urlFile } = config.storage;
+    const problem = isSecretReference(url) && referenceProblem(url, false, 'storage.url');
+    if (problem) problems.push(doc.detail('/storage/url', problem));
+    const fileProblem = isSecretReference(urlFile) && referenceProblem(urlFile, true, 'storage.urlFile');
+    if (fileProblem) problems.push(doc.detail('/storage/urlFile', fileProblem));
+  }
+  if (config.secrets.vault?.authMethod === 'KUBERNETES' && !config.secrets.vault.role) {
+    problems.push(doc.detail('/secrets/vault', 'authMethod KUBERNETES needs role'));
+  }
+  if (problems.length > 0) {
+    throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
+      details: problems,
+    });
+  }
 }
 
 /** spinnaker.artifacts: names unique, one credential per account, files resolved, and none in front mode. */
@@ -147,6 +175,12 @@ function checkArtifacts(
 
 /** The MySQL URL from wherever the config says it lives; read at startup so a rotated Secret applies on restart. */
 export function resolveMysqlUrl(storage: Extract<StorageConfig, { type: 'mysql' }>): string {
+  for (const field of ['url', 'urlFile'] as const) {
+    // Read by resolvePluginServerSecrets (secrets.ts) before the server is built; never taken as a URL or a path.
+    if (isSecretReference(storage[field])) {
+      throw new ScaleAgentError('INTERNAL', `storage.${field} is a secret reference that was not resolved`);
+    }
+  }
   if (storage.url) return storage.url;
   if (storage.urlFile) {
     try {

@@ -1,5 +1,6 @@
 export { PluginServer, createStore } from './server.js';
 export { loadPluginServerConfig, parsePluginServerConfig, type PluginServerConfig } from './config.js';
+export { resolvePluginServerSecrets } from './secrets.js';
 export { AccountRegistry, type AccountState, type RegisteredAccount } from './accounts.js';
 export type {
   StoreBackend,

@@ -24,10 +24,14 @@ export default class PluginServerCommand extends Command {
     const { flags } = await this.parse(PluginServerCommand);
     // Imported on use: oclif loads every command module to list them, and an agent process should not carry
     // the server (fastify, mysql2, ...) in its memory.
-    const { loadPluginServerConfig, PluginServer: Server } = await import('../../plugin-server/index.js');
+    const {
+      loadPluginServerConfig,
+      resolvePluginServerSecrets,
+      PluginServer: Server,
+    } = await import('../../plugin-server/index.js');
     const { configFiles } = await import('../../shared/yaml-config.js');
     await serveUntilSignal(this, async () => {
-      const server = new Server(loadPluginServerConfig(configFiles(flags.config)));
+      const server = new Server(await resolvePluginServerSecrets(loadPluginServerConfig(configFiles(flags.config))));
       await server.start();
       return server;
     });

@@ -144,47 +144,7 @@ export interface AgentConfig {
        */
       namespace?: string;
     };
-    /**
-     * The `vault` engine: HashiCorp Vault's KV version 2 secrets engine over its HTTP API (Armory's `secrets.vault` keys). Without this block, vault references are refused.
-     */
-    vault?: {
-      /**
-       * Accepted for Armory configs; false turns the engine off.
-       */
-      enabled: boolean;
-      /**
-       * Vault's address, e.g. https://vault.example.com:8200.
-       */
-      url: string;
-      /**
-       * TOKEN: a token from tokenFile or the VAULT_TOKEN environment variable; KUBERNETES: log in at auth/<path>/login with the pod's ServiceAccount token and `role`.
-       */
-      authMethod: 'TOKEN' | 'KUBERNETES';
-      /**
-       * File holding the Vault token (authMethod TOKEN). Default: the VAULT_TOKEN environment variable.
-       */
-      tokenFile?: string;
-      /**
-       * Vault role of the Kubernetes auth method (required with authMethod KUBERNETES).
-       */
-      role?: string;
-      /**
-       * Mount path of the Kubernetes auth method.
-       */
-      path: string;
-      /**
-       * Vault Enterprise namespace (sent as X-Vault-Namespace).
-       */
-      namespace?: string;
-      /**
-       * The JWT sent to the Kubernetes auth method.
-       */
-      serviceAccountTokenFile: string;
-      /**
-       * How often each reference is read again; a new value reconnects the accounts that use it.
-       */
-      refreshSeconds: number;
-    };
+    vault?: Vault;
   };
   kubernetes: {
     /**
@@ -220,6 +180,47 @@ export interface AgentConfig {
      */
     accounts: AccountConfig[];
   };
+}
+/**
+ * HashiCorp Vault and how to log in (Armory's `secrets.vault` keys), shared by the agent and plugin-server configs.
+ */
+export interface Vault {
+  /**
+   * Accepted for Armory configs; false turns the engine off.
+   */
+  enabled: boolean;
+  /**
+   * Vault's address, e.g. https://vault.example.com:8200.
+   */
+  url: string;
+  /**
+   * TOKEN: a token from tokenFile or the VAULT_TOKEN environment variable; KUBERNETES: log in at auth/<path>/login with the pod's ServiceAccount token and `role`.
+   */
+  authMethod: 'TOKEN' | 'KUBERNETES';
+  /**
+   * File holding the Vault token (authMethod TOKEN). Default: the VAULT_TOKEN environment variable.
+   */
+  tokenFile?: string;
+  /**
+   * Vault role of the Kubernetes auth method (required with authMethod KUBERNETES).
+   */
+  role?: string;
+  /**
+   * Mount path of the Kubernetes auth method.
+   */
+  path: string;
+  /**
+   * Vault Enterprise namespace (sent as X-Vault-Namespace).
+   */
+  namespace?: string;
+  /**
+   * The JWT sent to the Kubernetes auth method.
+   */
+  serviceAccountTokenFile: string;
+  /**
+   * How often each reference is read again; a new value reconnects the accounts that use it.
+   */
+  refreshSeconds: number;
 }
 
 /** AccountOptions as the loader returns it: the keys with a schema default are filled in. */

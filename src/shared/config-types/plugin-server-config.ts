@@ -85,11 +85,11 @@ export interface PluginServerConfig {
     | {
         type: 'mysql';
         /**
-         * mysql://user:pass@host:port/database
+         * mysql://user:pass@host:port/database, or a secret reference to it: `encrypted:vault!e:ENGINE!p:PATH!k:KEY` (docs/secrets.md), read at startup.
          */
         url?: string;
         /**
-         * File holding the URL (e.g. a mounted Secret).
+         * File holding the URL (e.g. a mounted Secret), or a secret reference to one (`encryptedFile:vault!...`), read at startup.
          */
         urlFile?: string;
         /**
@@ -303,5 +303,52 @@ export interface PluginServerConfig {
       timeoutMs: number;
     };
   };
+  /**
+   * Where the secret references of this config (storage.url, storage.urlFile) are read (docs/secrets.md). The plugin-server reads no Kubernetes Secrets itself: mount those as files.
+   */
+  secrets: {
+    vault?: Vault;
+  };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+}
+/**
+ * HashiCorp Vault and how to log in (Armory's `secrets.vault` keys), shared by the agent and plugin-server configs.
+ */
+export interface Vault {
+  /**
+   * Accepted for Armory configs; false turns the engine off.
+   */
+  enabled: boolean;
+  /**
+   * Vault's address, e.g. https://vault.example.com:8200.
+   */
+  url: string;
+  /**
+   * TOKEN: a token from tokenFile or the VAULT_TOKEN environment variable; KUBERNETES: log in at auth/<path>/login with the pod's ServiceAccount token and `role`.
+   */
+  authMethod: 'TOKEN' | 'KUBERNETES';
+  /**
+   * File holding the Vault token (authMethod TOKEN). Default: the VAULT_TOKEN environment variable.
+   */
+  tokenFile?: string;
+  /**
+   * Vault role of the Kubernetes auth method (required with authMethod KUBERNETES).
+   */
+  role?: string;
+  /**
+   * Mount path of the Kubernetes auth method.
+   */
+  path: string;
+  /**
+   * Vault Enterprise namespace (sent as X-Vault-Namespace).
+   */
+  namespace?: string;
+  /**
+   * The JWT sent to the Kubernetes auth method.
+   */
+  serviceAccountTokenFile: string;
+  /**
+   * How often each reference is read again; a new value reconnects the accounts that use it.
+   */
+  refreshSeconds: number;
 }

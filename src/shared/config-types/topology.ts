@@ -56,7 +56,7 @@ export type ExposureInput =
  */
 export type AccountInput = AccountOptions & {
   name: ShortName;
-  kubeconfigSecret?: SecretKeyRef;
+  kubeconfigSecret?: KubeconfigSecretRef;
   /**
    * read-only accounts get no write verb anywhere.
    */
@@ -329,4 +329,15 @@ export interface AgentInput {
    * @minItems 1
    */
   accounts: AccountInput[];
+}
+export interface KubeconfigSecretRef {
+  name: DnsLabel;
+  /**
+   * Key inside the Secret.
+   */
+  key: string;
+  /**
+   * Read the key live through the agent's ServiceAccount (the secret reference `encryptedFile:k8s!n:NAME!k:KEY`) instead of mounting the Secret: a rotated kubeconfig reconnects the account without a restart. The agent's ServiceAccount gets get and watch on exactly the Secrets so named (docs/secrets.md).
+   */
+  watch?: boolean;
 }

@@ -70,6 +70,24 @@ export function referenceParams<R extends string, O extends string>(
   return out as Record<R, string> & Partial<Record<O, string>>;
 }
 
+/**
+ * What is wrong with a config field's reference, for a config error at its line: its syntax, or its form — kork's
+ * `encrypted:` gives the value itself and `encryptedFile:` a file's contents, so a field holding a value (a URL)
+ * takes the first and a field naming a file the second. Undefined when it is fine.
+ */
+export function referenceProblem(text: string, file: boolean, what: string): string | undefined {
+  try {
+    const ref = parseSecretReference(text);
+    if (ref.file === file) return undefined;
+    const rest = text.slice(text.indexOf(':') + 1);
+    return file
+      ? `${what} is a file: write encryptedFile:${rest}`
+      : `${what} is a value, not a file: write encrypted:${rest}`;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
 function malformed(text: string, problem: string): ScaleAgentError {
   return new ScaleAgentError('INVALID_INPUT', `secret reference ${text} is malformed: ${problem}`);
 }

@@ -4,15 +4,18 @@
  * Secrets by name, nothing else) and watches it; the `vault` engine reads Vault KV v2 from a STAND-IN for Vault
  * (test/infra/vault-stand-in.ts: Vault cannot be built here).
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createConnection } from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { Agent } from '../../../src/agent/index.js';
-import { createNamespace, createServiceAccount, kubectl, testEnv } from '../../infra/index.js';
-import { PluginServerProcess } from '../../infra/processes.js';
+import { parsePluginServerConfig, resolvePluginServerSecrets } from '../../../src/plugin-server/index.js';
+import { createNamespace, createServiceAccount, createTestDatabase, kubectl, testEnv } from '../../infra/index.js';
+import { cliCommand, PluginServerProcess } from '../../infra/processes.js';
 import { VaultStandIn } from '../../infra/vault-stand-in.js';
 import { logger, waitFor } from './_helpers.js';
 
@@ -347,5 +350,81 @@ describe('vault secret references (against a Vault stand-in)', () => {
     // TOKEN: no login, only reads with the token.
     expect(vault.requests.slice(before).some((r) => r.path.startsWith('/v1/auth/'))).toBe(false);
     expect(vault.requests.slice(before).every((r) => r.token)).toBe(true);
+  });
+
+  // The plugin-server reads the same kork references in its own config (src/plugin-server/secrets.ts): here its
+  // MySQL URL, from the same Vault stand-in, against the real MariaDB.
+  it('plugin-server: storage.url from Vault starts and serves; a wrong reference fails naming the field', async () => {
+    const db = await createTestDatabase('secret_ref');
+    const dir = mkdtempSync(join(tmpdir(), 'ps-vault-'));
+    try {
+      vault.write('secret', 'spinnaker/mysql', { url: db.url, password: 'only-a-password' });
+      writeFileSync(join(dir, 'vault-token'), `${vault.issueToken()}\n`);
+      const secrets = { vault: { url: vault.baseUrl, authMethod: 'TOKEN', tokenFile: join(dir, 'vault-token') } };
+      const before = vault.requests.length;
+      const ps = await PluginServerProcess.start({
+        dir,
+        name: 'ps-vault',
+        storage: { type: 'mysql', url: 'encrypted:vault!e:secret!p:spinnaker/mysql!k:url' },
+        extra: { secrets },
+      });
+      try {
+        expect((await ps.get('/readyz')).status).toBe(200);
+        expect((await ps.get('/credentials')).status).toBe(200);
+        expect(vault.requests.slice(before).map((r) => r.path)).toContain('/v1/secret/data/spinnaker/mysql');
+        // It is MySQL the server uses: its schema is in the database the URL names.
+        const conn = await createConnection(db.url);
+        try {
+          const [tables] = await conn.query('SHOW TABLES');
+          expect((tables as unknown[]).length).toBeGreaterThan(0);
+        } finally {
+          await conn.end();
+        }
+      } finally {
+        await ps.stop();
+      }
+
+      const cases = [
+        [{ url: 'encrypted:vault!e:secret!p:spinnaker/mysql!k:uri' }, "no string key 'uri' (keys: password, url)"],
+        [{ url: 'encrypted:vault!e:secret!p:spinnaker/mysql!k:password' }, 'holds no mysql:// URL'],
+        [{ urlFile: 'encryptedFile:vault!e:secret!p:spinnaker/nothing!k:url' }, 'Vault has no secret at'],
+        [{ url: 'encrypted:k8s!n:mysql!k:url' }, 'the plugin-server reads no Kubernetes Secrets itself'],
+      ] as const;
+      const configOf = (storage: object): string =>
+        stringify({
+          grpc: { host: '127.0.0.1', port: 0 },
+          http: { host: '127.0.0.1', port: 0 },
+          storage: { type: 'mysql', ...storage },
+          secrets,
+        });
+      const expectNamed = (message: string, storage: (typeof cases)[number][0], said: string): void => {
+        const [field, reference] = Object.entries(storage)[0] as [string, string];
+        expect(message).toContain(`storage.${field}: secret reference ${reference}`);
+        expect(message).toContain(said);
+        // No secret value in what it says.
+        expect(message).not.toContain('only-a-password');
+        expect(message).not.toContain(db.url);
+      };
+      for (const [storage, said] of cases) {
+        const config = parsePluginServerConfig(configOf(storage));
+        const e = await resolvePluginServerSecrets(config).catch((err: Error) => err);
+        expect(e, said).toBeInstanceOf(Error);
+        expectNamed((e as Error).message, storage, said);
+      }
+      // The process itself: it exits before serving, saying which field and reference.
+      const [storage, said] = cases[0];
+      writeFileSync(join(dir, 'wrong.yaml'), configOf(storage));
+      const { cmd, args } = cliCommand(['plugin-server', '--config', join(dir, 'wrong.yaml')]);
+      // Asynchronously: the Vault stand-in answering it runs in this process.
+      const r = await new Promise<{ code: number | null; stderr: string }>((done) => {
+        execFile(cmd, args, { encoding: 'utf8', timeout: 60_000 }, (e, _out, stderr) =>
+          done({ code: e ? (typeof e.code === 'number' ? e.code : -1) : 0, stderr }),
+        );
+      });
+      expect(r.code, r.stderr).not.toBe(0);
+      expectNamed(r.stderr, storage, said);
+    } finally {
+      await db.drop();
+    }
   });
 });

@@ -2,12 +2,14 @@
  * A topology applied for real on the shared control plane, then `kubectl auth can-i` as each generated
  * ServiceAccount proves it can do exactly what its account should: watch in its namespaces and not in others,
  * read-only cannot write, Secrets are list/watch without get for read-only accounts, nothing cluster-scoped
- * beyond what a cluster-wide account needs.
+ * beyond what a cluster-wide account needs; an agent reading a kubeconfig Secret live (kubeconfigSecret.watch) may
+ * get and watch that Secret by name and no other.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
 import { synthFile, type SynthFileResult } from '../../../src/compiler/index.js';
 import { createNamespace, helm, kubectl } from '../../infra/index.js';
 
@@ -16,6 +18,7 @@ const suffix = Math.random().toString(36).slice(2, 7);
 const ro = `ro-${suffix}`;
 const rw = `rw-${suffix}`;
 const edge = `edge-${suffix}`;
+const live = `live-${suffix}`;
 
 let work: string;
 let result: SynthFileResult;
@@ -64,6 +67,11 @@ agents:
       - name: ${rw}
         kubeconfigSecret: { name: kubeconfigs, key: rw }
         permissions: { READ: [team], WRITE: [team] }
+        rbac: { serviceAccountNamespace: ${ns.sa} }
+      - name: ${live}
+        kubeconfigSecret: { name: kc-live, key: live, watch: true }
+        namespaces: [${ns.a}]
+        permissions: { READ: [team] }
         rbac: { serviceAccountNamespace: ${ns.sa} }
   - name: edge-${suffix}
     mode: agent
@@ -145,6 +153,63 @@ describe('installed topology', () => {
     expect(await can(as, 'watch', 'deployments.apps', ns.b)).toBe(false);
     // The plugin-server's own ServiceAccount needs nothing.
     expect(await can(`system:serviceaccount:${ns.cp}:scale-agent-plugin-server`, 'list', 'pods', ns.cp)).toBe(false);
+  });
+
+  it('an agent reading a kubeconfig Secret live may get and watch that Secret by name, nothing else', async () => {
+    const as = `system:serviceaccount:${ns.cp}:scale-agent-agent-core-${suffix}`;
+    expect(await can(as, 'get', 'secrets/kc-live', ns.cp)).toBe(true);
+    expect(await can(as, 'watch', 'secrets/kc-live', ns.cp)).toBe(true);
+    expect(await can(as, 'get', 'secrets/kubeconfigs', ns.cp)).toBe(false);
+    expect(await can(as, 'list', 'secrets', ns.cp)).toBe(false);
+    expect(await can(as, 'watch', 'secrets', ns.cp)).toBe(false);
+    expect(await can(as, 'get', 'secrets/kc-live', ns.other)).toBe(false);
+    expect(await can(as, 'update', 'secrets/kc-live', ns.cp)).toBe(false);
+    // The engine's own requests, as the agent makes them (src/agent/kube/secret-engine.ts): a GET by name and a watch
+    // whose field selector pins the name; the same watch for another name, or for all, is refused.
+    await kubectl(['create', 'secret', 'generic', 'kc-live', '-n', ns.cp, '--from-literal=live=x']);
+    const raw = (path: string) => kubectl(['get', '--raw', path, `--as=${as}`], { allowFail: true });
+    const secrets = `/api/v1/namespaces/${ns.cp}/secrets`;
+    const watch = (name?: string) =>
+      `${secrets}?watch=true&timeoutSeconds=1${name ? `&fieldSelector=metadata.name%3D${name}` : ''}`;
+    const got = await raw(`${secrets}/kc-live`);
+    expect(got.code, got.stderr).toBe(0);
+    expect(JSON.parse(got.stdout).data.live).toBe(Buffer.from('x').toString('base64'));
+    const watched = await raw(watch('kc-live'));
+    expect(watched.code, watched.stderr).toBe(0);
+    expect(watched.stdout).toContain('"name":"kc-live"');
+    for (const refused of [watch('kubeconfigs'), watch(), `${secrets}/kubeconfigs`]) {
+      const r = await raw(refused);
+      expect(r.code, refused).not.toBe(0);
+      expect(r.stderr, refused).toMatch(/forbidden/i);
+    }
+    // The config names the Secret by reference, the pod mounts its token and not that Secret.
+    const dep = JSON.parse(
+      (await kubectl(['get', 'deployment', `scale-agent-agent-core-${suffix}`, '-n', ns.cp, '-o', 'json'])).stdout,
+    );
+    expect(dep.spec.template.spec.automountServiceAccountToken).toBe(true);
+    expect(JSON.stringify(dep.spec.template.spec.volumes)).not.toContain('kc-live');
+  });
+
+  it('helm renders the same Role and binding for the live-read Secret', async () => {
+    const place = `agent-core-${suffix}`;
+    const values = join(work, 'out', 'helm', `${place}.values.yaml`);
+    const tpl = await helm(['template', 'x', join(ROOT, 'charts', 'scale-agent'), '-n', ns.cp, '-f', values]);
+    const ofKind = (text: string, kind: string) =>
+      parseAllDocuments(text)
+        .map((d) => d.toJS() as Record<string, unknown> | null)
+        .filter((o) => o?.kind === kind)
+        .map((o) => {
+          const { metadata, ...rest } = o as { metadata: { name: string } };
+          return { name: metadata.name, ...rest };
+        });
+    const manifests = await readFile(join(work, 'out', 'manifests', `${place}.yaml`), 'utf8');
+    for (const kind of ['Role', 'RoleBinding']) {
+      const fromHelm = ofKind(tpl.stdout, kind);
+      expect(fromHelm, kind).toHaveLength(1);
+      expect(fromHelm, kind).toEqual(ofKind(manifests, kind));
+    }
+    const r = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: tpl.stdout, allowFail: true });
+    expect(r.code, r.stderr).toBe(0);
   });
 
   it('the Deployments got ReplicaSets from the controller manager', async () => {

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { docs, ROOT, synthText, tempDir, topology } from './_helpers.js';
+import { docs, find, ROOT, synthText, tempDir, topology } from './_helpers.js';
 
 type Values = {
   pluginServer: { enabled: boolean; replicas?: number; image?: string; tls?: { source: string; certManager?: Cert } };
@@ -168,5 +168,58 @@ describe('one model behind manifests, Helm values and summary.json', () => {
     expect(cfg(docs(text)).http.auth).toBeUndefined();
     expect(text).not.toContain('rest-tokens');
     expect(o.summary.places.find((p) => p.name === 'plugin-server')?.requires.join()).not.toContain('rest-tokens');
+  });
+
+  it('kubeconfigSecret.watch: the agent reads the key by secret reference, may get and watch only that Secret', async () => {
+    await using tmp = await tempDir();
+    const text = topology(
+      'live',
+      `
+pluginServer: { namespace: spinnaker }
+agents:
+  - name: fleet
+    mode: service
+    namespace: agents
+    accounts:
+      - { name: a, kubeconfigSecret: { name: kc-mounted, key: a } }
+      - { name: b, kubeconfigSecret: { name: kc-live, key: b, watch: true } }
+      - { name: c, kubeconfigSecret: { name: kc-live, key: c, watch: true } }
+`,
+    );
+    const r = await synthText(text, tmp.dir);
+    const objects = docs(r.files.get('manifests/agent-fleet.yaml') as string);
+    const config = parse(
+      (find(objects, 'ConfigMap', 'scale-agent-agent-config-fleet') as unknown as { data: Record<string, string> })
+        .data['config.yaml'] as string,
+    ) as { kubernetes: { accounts: { name: string; kubeconfigFile: string }[] } };
+    expect(config.kubernetes.accounts.map((a) => [a.name, a.kubeconfigFile])).toEqual([
+      ['a', '/etc/scale-agent/kubeconfigs/kc-mounted/a'],
+      ['b', 'encryptedFile:k8s!n:kc-live!k:b'],
+      ['c', 'encryptedFile:k8s!n:kc-live!k:c'],
+    ]);
+    const pod = (
+      find(objects, 'Deployment', 'scale-agent-agent-fleet') as unknown as {
+        spec: {
+          template: { spec: { automountServiceAccountToken: boolean; volumes: { secret?: { secretName: string } }[] } };
+        };
+      }
+    ).spec.template.spec;
+    // The watched Secret is read through the API server with the pod's token, never mounted.
+    expect(pod.automountServiceAccountToken).toBe(true);
+    expect(pod.volumes.flatMap((v) => (v.secret ? [v.secret.secretName] : []))).not.toContain('kc-live');
+    expect(find(objects, 'Role', 'scale-agent-agent-secrets-fleet', 'agents').rules).toEqual([
+      { apiGroups: [''], resources: ['secrets'], resourceNames: ['kc-live'], verbs: ['get', 'watch'] },
+    ]);
+    expect(find(objects, 'RoleBinding', 'scale-agent-agent-secrets-fleet', 'agents')).toMatchObject({
+      roleRef: { kind: 'Role', name: 'scale-agent-agent-secrets-fleet' },
+      subjects: [{ kind: 'ServiceAccount', name: 'scale-agent-agent-fleet', namespace: 'agents' }],
+    });
+    const values = parse(r.files.get('helm/agent-fleet.values.yaml') as string) as Values & {
+      agent: { watchedSecrets?: string[] };
+    };
+    expect(values.agent.kubeconfigSecrets).toEqual(['kc-mounted']);
+    expect(values.agent.watchedSecrets).toEqual(['kc-live']);
+    const place = r.summary.places.find((p) => p.name === 'agent-fleet');
+    expect(place?.requires.join('\n')).toMatch(/Secret kc-live \(keys b, c: kubeconfigs, read live\)/);
   });
 });

@@ -43,6 +43,24 @@ describe('plugin-server config', () => {
     expect(e.details[0]!.message).toMatch(/not a regular expression/);
   });
 
+  it('storage.url and storage.urlFile take secret references of their form, checked at their line', () => {
+    const ok = parsePluginServerConfig(
+      'storage: {type: mysql, urlFile: "encryptedFile:vault!e:kv!p:db!k:url"}\n' +
+        'secrets: {vault: {url: "http://vault:8200", authMethod: TOKEN}}',
+      '/etc/ps/ps.yaml',
+    );
+    // A reference is no path: not made relative to the config file's directory.
+    expect(ok.storage).toMatchObject({ urlFile: 'encryptedFile:vault!e:kv!p:db!k:url' });
+    const wrongForm = error('storage:\n  type: mysql\n  url: "encryptedFile:vault!e:kv!p:db!k:url"\n');
+    expect(wrongForm.details[0]?.message).toContain('storage.url is a value, not a file: write encrypted:vault!');
+    expect(wrongForm.details[0]?.line).toBe(3);
+    const malformed = error('storage: {type: mysql, url: "encrypted:vault"}');
+    expect(malformed.details[0]?.message).toContain('is malformed');
+    expect(error('secrets: {vault: {url: "http://v", authMethod: KUBERNETES}}').details[0]?.message).toBe(
+      'authMethod KUBERNETES needs role',
+    );
+  });
+
   it('names file, line and JSON path of schema errors', () => {
     const e = error('grpc:\n  port: 70000\nhttp:\n  bogus: 1\n');
     expect(e.code).toBe('SA_ERR_INVALID_INPUT');
