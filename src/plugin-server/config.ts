@@ -101,11 +101,38 @@ function validatePluginServerConfig(doc: LoadedYaml): PluginServerConfig {
       });
     }
   }
+  checkScan(doc, config);
   checkArtifacts(doc, config, relAt);
   if (config.storage.type === 'mysql' && config.storage.urlFile) {
     config.storage.urlFile = relAt('/storage/urlFile', config.storage.urlFile);
   }
   return config;
+}
+
+/** dynamicAccounts.scan: patterns that compile, and a Clouddriver to read when there are any. */
+function checkScan(doc: LoadedYaml, config: PluginServerConfig): void {
+  const scan = config.dynamicAccounts.scan;
+  scan.namePatterns.forEach((pattern, i) => {
+    try {
+      new RegExp(pattern);
+    } catch (e) {
+      throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
+        details: [
+          doc.detail(`/dynamicAccounts/scan/namePatterns/${i}`, `not a regular expression: ${(e as Error).message}`),
+        ],
+      });
+    }
+  });
+  if (scan.namePatterns.length > 0 && !scan.clouddriverUrl && !config.spinnaker?.upstream) {
+    throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
+      details: [
+        doc.detail(
+          '/dynamicAccounts/scan',
+          'namePatterns needs a Clouddriver to read: set clouddriverUrl, or spinnaker.upstream (front mode)',
+        ),
+      ],
+    });
+  }
 }
 
 /** spinnaker.artifacts: names unique, one credential per account, files resolved, and none in front mode. */
