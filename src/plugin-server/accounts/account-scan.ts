@@ -232,7 +232,7 @@ export class AccountScan {
         dynamic,
         batch.map((p) => p.definition),
         WHO,
-        { dryRun: config.dryRun, partial: true },
+        { dryRun: config.dryRun, partial: true, createOnly: true },
       );
       for (const r of report.results) {
         const planned = batch[r.index]!;
@@ -241,8 +241,10 @@ export class AccountScan {
           round.counts.present++;
         } else if (r.outcome === 'refused') {
           this.refuse(round, planned.outcome, r.reason ?? 'refused');
-        } else {
+        } else if (r.outcome === 'created') {
           this.take(round, planned.outcome);
+        } else {
+          throw new Error(`account ${r.name}: ${r.outcome} by a create-only migration`);
         }
       }
     }

@@ -32,13 +32,14 @@ const PAST: Record<'create' | 'update' | 'unchanged', Exclude<MigrationOutcome, 
  *
  * `partial` (the automatic migration, accounts/account-scan.ts): each item stands alone instead; one that would
  * refuse the batch, or whose write loses to another replica's, is a `refused` result with its reason, and the
- * others are still migrated.
+ * others are still migrated. `createOnly`: a name that is already an account is refused too, never updated (the
+ * scan takes new accounts only, and a peer replica's scan may have created it since this one looked).
  */
 export async function migrateAccounts(
   dynamic: DynamicAccounts,
   items: DynamicAccountInput[],
   who: string,
-  opts: { dryRun: boolean; partial?: boolean },
+  opts: { dryRun: boolean; partial?: boolean; createOnly?: boolean },
 ): Promise<MigrationReport> {
   // Planned against the store's definitions, not this replica's last poll of them.
   await dynamic.sync();
@@ -58,6 +59,12 @@ export async function migrateAccounts(
     seen.set(item.name, i);
     if (dynamic.isStatic(item.name)) {
       const reason = `account ${item.name} is configured on its agent, not dynamic; it cannot be migrated`;
+      conflicts.push({ path: `/${i}/name`, message: `item ${i}: ${reason}` });
+      refused.push({ index: i, name: item.name, outcome: 'refused', reason });
+      continue;
+    }
+    if (opts.createOnly && dynamic.has(item.name)) {
+      const reason = `account ${item.name} already exists`;
       conflicts.push({ path: `/${i}/name`, message: `item ${i}: ${reason}` });
       refused.push({ index: i, name: item.name, outcome: 'refused', reason });
       continue;

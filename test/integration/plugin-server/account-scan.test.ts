@@ -5,7 +5,8 @@
  * it; a name that does not match is left; a matching account that cannot be converted is refused by name and
  * reason while the others move; a later round moves nothing again and leaves an operator's change alone; a
  * Clouddriver error is a failed round that changes nothing, reported and counted, and the next round succeeds.
- * Rounds are told apart by their start time, never by waiting a fixed time.
+ * Two replicas on one MySQL store scanning the same Clouddriver create each account once between them. Rounds are
+ * told apart by their start time, never by waiting a fixed time.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ScanRound } from '../../../src/plugin-server/accounts/account-scan.js';
 import { ClouddriverStandIn } from '../../infra/clouddriver-stand-in.js';
-import { createNamespace, kubectl, testEnv, waitFor } from '../../infra/index.js';
+import { createNamespace, createTestDatabase, kubectl, testEnv, waitFor } from '../../infra/index.js';
 import { AgentProcess, PluginServerProcess, sendJson } from '../../infra/processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sa-account-scan-'));
@@ -34,10 +35,10 @@ const dynamicNames = async (): Promise<string[]> =>
     .sort();
 
 /** The first round that started after now, once it has finished: it read Clouddriver as it is now. */
-async function nextRound(): Promise<ScanRound> {
+async function nextRound(on = () => server): Promise<ScanRound> {
   const after = Date.now();
   return waitFor('a scan round started after the change', async () => {
-    const round = (await api('GET', '/admin/account-scan')).body.lastRound as ScanRound | null;
+    const round = (await on().get<{ lastRound: ScanRound | null }>('/admin/account-scan')).body.lastRound;
     return round && Date.parse(round.startedAt) >= after ? round : undefined;
   });
 }
@@ -147,5 +148,72 @@ describe('automatic migration (dynamicAccounts.scan)', () => {
       expect.objectContaining({ name: 'moved-two', reason: 'name matches moved-.*' }),
     ]);
     expect(await dynamicNames()).toEqual(['moved-one', 'moved-two', 'team-blue']);
+  });
+});
+
+describe('automatic migration with two replicas on one MySQL store', () => {
+  const upstream = new ClouddriverStandIn();
+  const replicas: PluginServerProcess[] = [];
+  let drop: (() => Promise<void>) | undefined;
+  const created = '{outcome="created"}';
+
+  beforeAll(async () => {
+    await upstream.start();
+    const db = await createTestDatabase('account_scan');
+    drop = db.drop;
+    const extra = {
+      dynamicAccounts: {
+        scan: {
+          namePatterns: ['replica-.*'],
+          frequencySeconds: 1,
+          clouddriverUrl: upstream.baseUrl,
+          kubeconfigFile: '/kubeconfigs/{name}.yaml',
+          state: 'INACTIVE',
+        },
+      },
+    };
+    const storage = { type: 'mysql' as const, url: db.url };
+    replicas.push(
+      ...(await Promise.all(
+        ['replica-a', 'replica-b'].map((name) => PluginServerProcess.start({ dir, name, storage, extra })),
+      )),
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(replicas.map((r) => r.stop()));
+    await upstream.stop();
+    await drop?.();
+  });
+
+  it('each account appearing upstream is created once between them, and both see all of them', async () => {
+    const names = Array.from({ length: 20 }, (_, i) => `replica-${String(i).padStart(2, '0')}`);
+    upstream.accounts = names.map((name) => ({ name, namespaces: ['default'] }));
+    const rounds = await Promise.all(replicas.map((r) => nextRound(() => r)));
+    expect(rounds.map((r) => r.result)).toEqual(['ok', 'ok']);
+    await waitFor('both replicas list the 20 accounts', async () => {
+      for (const r of replicas) {
+        const items = (await r.get<{ items: { name: string; dynamic?: boolean }[] }>('/armory/accounts?limit=100')).body
+          .items;
+        if (items.filter((a) => a.dynamic).length !== names.length) return false;
+      }
+      return true;
+    });
+    // A create counted by both replicas would sum to more: the store's conditional insert lets one of them win.
+    const counts = await Promise.all(
+      replicas.map((r) => r.metric(`scale_agent_plugin_server_account_scan_accounts_total${created}`)),
+    );
+    expect(counts[0]! + counts[1]!).toBe(names.length);
+    const audited = replicas
+      .map((r) => readFileSync(r.logFile, 'utf8').split('\n'))
+      .flat()
+      .filter((l) => l.includes('dynamic account created') && l.includes('"who":"account-scan"'));
+    expect(audited).toHaveLength(names.length);
+    // And the next rounds on either replica find every account present.
+    const again = await Promise.all(replicas.map((r) => nextRound(() => r)));
+    expect(again.map((r) => r.counts)).toEqual([
+      { matched: 20, created: 0, refused: 0, present: 20 },
+      { matched: 20, created: 0, refused: 0, present: 20 },
+    ]);
   });
 });
