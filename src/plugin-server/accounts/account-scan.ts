@@ -44,7 +44,10 @@ export interface ScanRound {
   /** The /credentials read. */
   source: string;
   dryRun: boolean;
-  /** `error`: Clouddriver could not be read (or answered something else than a list of accounts); nothing changed. */
+  /**
+   * `error`: Clouddriver could not be read (or answered something else than a list of accounts), and nothing
+   * changed; or the store failed part way, and the accounts listed were moved before it did.
+   */
   result: 'ok' | 'error';
   error?: string;
   accounts: ScannedAccount[];
@@ -184,8 +187,10 @@ export class AccountScan {
       accounts: [],
       counts: { matched: 0, created: 0, refused: 0, present: 0 },
     };
+    let read = false;
     try {
       const source = await this.deps.read();
+      read = true;
       // Against the store, so an account a peer replica (or a REST call) moved since the last poll counts as here.
       await this.deps.dynamic.sync();
       await this.migrate(source, round);
@@ -193,17 +198,18 @@ export class AccountScan {
       round.result = 'error';
       round.error = e instanceof Error ? e.message : String(e);
       log.warn(
-        { err: round.error, source: this.deps.source },
-        'automatic migration: round failed, nothing changed; next round as scheduled',
+        { err: round.error, source: this.deps.source, ...round.counts },
+        read
+          ? 'automatic migration: round failed part way (the store?); what it moved stays; next round as scheduled'
+          : 'automatic migration: round failed, nothing changed; next round as scheduled',
       );
     }
     round.finishedAt = new Date(this.now()).toISOString();
     metrics.rounds.inc({ result: round.result });
-    if (round.result === 'ok') {
-      metrics.accounts.inc({ outcome: round.dryRun ? 'would_create' : 'created' }, round.counts.created);
-      metrics.accounts.inc({ outcome: 'refused' }, round.counts.refused);
-      metrics.refused.set(round.counts.refused);
-    }
+    // What a round that failed part way did still counts; the gauge says what the last whole round refused.
+    metrics.accounts.inc({ outcome: round.dryRun ? 'would_create' : 'created' }, round.counts.created);
+    metrics.accounts.inc({ outcome: 'refused' }, round.counts.refused);
+    if (round.result === 'ok') metrics.refused.set(round.counts.refused);
     this.lastRound = round;
     return round;
   }
