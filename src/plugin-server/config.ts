@@ -103,6 +103,7 @@ function validatePluginServerConfig(doc: LoadedYaml): PluginServerConfig {
       });
     }
   }
+  checkScan(doc, config);
   checkArtifacts(doc, config, relAt);
   // A secret reference is no path.
   if (config.storage.type === 'mysql' && config.storage.urlFile && !isSecretReference(config.storage.urlFile)) {
@@ -132,6 +133,32 @@ function checkSecretReferences(doc: LoadedYaml, config: PluginServerConfig): voi
   if (problems.length > 0) {
     throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
       details: problems,
+    });
+  }
+}
+
+/** dynamicAccounts.scan: patterns that compile, and a Clouddriver to read when there are any. */
+function checkScan(doc: LoadedYaml, config: PluginServerConfig): void {
+  const scan = config.dynamicAccounts.scan;
+  scan.namePatterns.forEach((pattern, i) => {
+    try {
+      new RegExp(pattern);
+    } catch (e) {
+      throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
+        details: [
+          doc.detail(`/dynamicAccounts/scan/namePatterns/${i}`, `not a regular expression: ${(e as Error).message}`),
+        ],
+      });
+    }
+  });
+  if (scan.namePatterns.length > 0 && !scan.clouddriverUrl && !config.spinnaker?.upstream) {
+    throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
+      details: [
+        doc.detail(
+          '/dynamicAccounts/scan',
+          'namePatterns needs a Clouddriver to read: set clouddriverUrl, or spinnaker.upstream (front mode)',
+        ),
+      ],
     });
   }
 }

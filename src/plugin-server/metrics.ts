@@ -24,6 +24,8 @@ export class PluginServerMetrics {
   readonly accountRejections: Counter<'reason'>;
   readonly upstreamErrors: Counter<'reason' | 'use'>;
   readonly fiatErrors: Counter<'reason'>;
+  /** dynamicAccounts.scan (accounts/account-scan.ts): rounds, accounts taken and refused. */
+  readonly accountScan: { rounds: Counter<'result'>; accounts: Counter<'outcome'>; refused: Gauge };
   /** grpc.tls reloads (src/plugin-server/tls/): how each change of the files went, and the serving certificate. */
   readonly tls: { reloads: Counter<'result'>; notAfter: Gauge };
   /** Per-account lag and sync progress, for /armory/accounts (not labelled series: see account-activity.ts). */
@@ -90,6 +92,25 @@ export class PluginServerMetrics {
       labelNames: ['reason', 'use'],
       registers,
     });
+    this.accountScan = {
+      rounds: new Counter({
+        name: 'scale_agent_plugin_server_account_scans_total',
+        help: "Automatic migration rounds (dynamicAccounts.scan), by result: ok, or error when Clouddriver's accounts could not be read.",
+        labelNames: ['result'],
+        registers,
+      }),
+      accounts: new Counter({
+        name: 'scale_agent_plugin_server_account_scan_accounts_total',
+        help: 'Accounts the automatic migration moved to agents (created; would_create in a dry run) or refused, summed over rounds.',
+        labelNames: ['outcome'],
+        registers,
+      }),
+      refused: new Gauge({
+        name: 'scale_agent_plugin_server_account_scan_refused',
+        help: 'Matching accounts the last automatic migration round refused (GET /admin/account-scan names them and why).',
+        registers,
+      }),
+    };
     this.fiatErrors = new Counter({
       name: 'scale_agent_fiat_errors_total',
       help: 'spinnaker.fiat: permission lookups Fiat gave no usable answer to, by reason (timeout, connect, status, invalid). Reads of agent accounts that needed one answered 503.',

@@ -34,6 +34,7 @@ import { AgentSession } from './sessions.js';
 import { StorageFullSignal } from './storage-full.js';
 import { MemoryTaskRepository, MysqlTaskRepository, type TaskRepository } from './tasks/index.js';
 import { UpstreamAccounts } from './upstream/accounts.js';
+import { AccountScan, readerFor, scanClaims } from './accounts/account-scan.js';
 import { UpstreamClient } from './upstream/client.js';
 import { FrontMode } from './upstream/front.js';
 import { ArtifactCatalogue } from './artifacts/catalogue.js';
@@ -100,6 +101,8 @@ export class PluginServer {
   private readonly barrier: CacheBarrier;
   private readonly liveReader: LiveReader;
   private readonly dynamicStore: DynamicAccountStore;
+  /** dynamicAccounts.scan: Clouddriver's matching accounts moved to agents on an interval (off without patterns). */
+  readonly accountScan: AccountScan;
   /** Front mode (spinnaker.upstream): the real Clouddriver behind this server, its accounts, the routing. */
   private readonly upstream: { client: UpstreamClient; accounts: UpstreamAccounts; front: FrontMode } | undefined;
   /** http.peerAuth: what this replica presents to its peers on /internal/*, and checks from them. */
@@ -210,6 +213,14 @@ export class PluginServer {
       timeoutMs: ops.liveReadTimeoutSeconds * 1000,
     });
     this.upstream = this.frontMode();
+    const scan = config.dynamicAccounts.scan;
+    this.accountScan = new AccountScan({
+      config: scan,
+      dynamic: this.dynamic,
+      ...readerFor(scan, this.upstream?.client),
+      log: this.log,
+      metrics: this.metrics.accountScan,
+    });
     const fiat = this.config.spinnaker?.fiat;
     this.fiat = fiat ? new FiatPermissions(fiat, { errors: this.metrics.fiatErrors, log: this.log }) : undefined;
     this.accounts.onHolderLost((name) => this.promoteStandbys(name));
@@ -241,6 +252,7 @@ export class PluginServer {
       timeoutMs: config.mergeTimeoutMs,
       log: this.log,
       registered: () => this.accounts.list().map((a) => a.record.name),
+      movedToAgents: scanClaims(this.config.dynamicAccounts.scan),
     });
     const front = new FrontMode({
       client,
@@ -341,6 +353,7 @@ export class PluginServer {
       upstreamClash: this.upstreamClash(),
       front: this.upstream?.front,
       fiat: this.fiat,
+      accountScan: this.accountScan,
     });
     await this.http.listen({ host: this.config.http.host, port: this.config.http.port });
     const address = this.http.server.address();
@@ -377,6 +390,7 @@ export class PluginServer {
       taskHousekeeping ??= this.taskHousekeeping().finally(() => (taskHousekeeping = undefined));
     }, TASK_HEARTBEAT_MS);
     this.taskTimer.unref();
+    this.accountScan.start();
     this.log.info(
       { grpcPort: this.grpcPort, httpPort: this.httpPort, store: this.store.type, version: versionInfo().version },
       'plugin-server listening',
@@ -548,6 +562,7 @@ export class PluginServer {
     if (this.grpc) await this.grpc.stop(2000, endStreams);
     else endStreams();
     await this.http?.close();
+    await this.accountScan.stop();
     this.upstream?.accounts.stop();
     await this.upstream?.client.close();
     await this.fiat?.close();

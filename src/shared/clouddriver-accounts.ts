@@ -1,8 +1,9 @@
 /**
  * A Clouddriver Kubernetes account definition (`kubernetes.accounts[]` in clouddriver.yml or Halyard's config, an
  * account of `GET /credentials?expand=true`, the body of Clouddriver's `POST`/`PUT /credentials`) turned into the
- * dynamic account definition the plugin-server stores. One place for both the CLI (`accounts migrate`) and the
- * plugin-server (account management routes), so both read the same keys the same way.
+ * dynamic account definition the plugin-server stores, and a running Clouddriver's accounts read. One place for the
+ * CLI (`accounts migrate`) and the plugin-server (account management routes, the automatic migration's scan), so
+ * all read the same keys the same way.
  */
 import type { DynamicAccountDefinition } from './config-types/dynamic-account.js';
 import { ScaleAgentError } from './errors.js';
@@ -10,6 +11,18 @@ import { schemaProperties } from './yaml-config.js';
 
 /** A dynamic account's definition (schemas/dynamic-account.schema.json), what a Clouddriver definition fills. */
 export type AccountDefinition = DynamicAccountDefinition;
+
+/** One account as a source (a Clouddriver, a Clouddriver or Halyard YAML file) has it, before conversion. */
+export interface SourceAccount {
+  /** The account as the source has it. */
+  raw: unknown;
+  /** Where it is, for messages: `clouddriver.yml:14 kubernetes.accounts[2]` or `http://.../credentials #2`. */
+  where: string;
+  /** Clouddriver's cloud provider of the account; only `kubernetes` is migrated. */
+  type: string;
+  /** The /credentials rendering: namespaces there may be the cluster's list rather than the configured one. */
+  rendered: boolean;
+}
 
 export interface ConvertedAccount {
   definition: AccountDefinition;
@@ -106,4 +119,43 @@ function permissionsOf(value: unknown, bad: (message: string) => never): { READ?
 /** A name pattern as the CLI's --pattern and the server's accounts.management.pattern mean it: the whole name. */
 export function namePattern(source: string): RegExp {
   return new RegExp(`^(?:${source})$`);
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The accounts of a `GET /credentials?expand=true` answer (`where` names the request in messages). */
+export function accountsFromCredentials(body: unknown, where: string): SourceAccount[] {
+  if (!Array.isArray(body)) throw new ScaleAgentError('INVALID_INPUT', `GET ${where}: expected a list of accounts`);
+  return body.map((raw, i) => {
+    const o = isObject(raw) ? raw : {};
+    const type = typeof o.cloudProvider === 'string' ? o.cloudProvider : typeof o.type === 'string' ? o.type : '';
+    return { raw, where: `${where} [${i}]`, type, rendered: true };
+  });
+}
+
+/** Accounts a running Clouddriver (or anything answering its `/credentials?expand=true`) renders. */
+export async function accountsFromClouddriver(url: string, timeoutMs = 30_000): Promise<SourceAccount[]> {
+  const target = new URL(url);
+  if (!/\/credentials\/?$/.test(target.pathname))
+    target.pathname = `${target.pathname.replace(/\/+$/, '')}/credentials`;
+  target.searchParams.set('expand', 'true');
+  let res: Response;
+  try {
+    res = await fetch(target, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (e) {
+    throw new ScaleAgentError('UNAVAILABLE', `cannot reach Clouddriver at ${target.href}: ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
+  const text = await res.text();
+  if (!res.ok) {
+    throw new ScaleAgentError('UNAVAILABLE', `GET ${target.href}: ${res.status} ${text.slice(0, 200)}`);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new ScaleAgentError('INVALID_INPUT', `GET ${target.href}: not JSON (is it Clouddriver's /credentials?)`);
+  }
+  return accountsFromCredentials(body, target.href);
 }

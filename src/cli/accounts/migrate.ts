@@ -4,22 +4,18 @@
  * from the server that would carry it out). The endpoint is all or nothing; items it refuses (a name held by an
  * agent's own config, a definition it finds invalid) are reported and the rest is sent again without them.
  */
-import { fromClouddriverAccount, type AccountDefinition } from '../../shared/clouddriver-accounts.js';
 import { ScaleAgentError } from '../../shared/errors.js';
-import type { SourceAccount } from './source.js';
+import type { AccountDefinition, SourceAccount } from '../../shared/clouddriver-accounts.js';
+import {
+  countActions,
+  planMigration,
+  type AccountOutcome,
+  type MigrateAction,
+  type PlannedAccount,
+} from '../../shared/migration-plan.js';
 import { pluginServerRequest } from '../plugin-server-request.js';
 
-export type MigrateAction = 'create' | 'update' | 'unchanged' | 'skip' | 'refuse';
-
-export interface AccountOutcome {
-  name: string;
-  action: MigrateAction;
-  /** Why it is skipped or refused. */
-  reason?: string;
-  where: string;
-  /** Source keys that have no equivalent here (caching policies, docker registries, ...). */
-  ignored?: string[];
-}
+export type { AccountOutcome, MigrateAction };
 
 export interface MigrationSummary {
   url: string;
@@ -46,62 +42,19 @@ const ACTION_OF = { created: 'create', updated: 'update', unchanged: 'unchanged'
 
 export async function migrateAccounts(source: SourceAccount[], opts: MigrateOptions): Promise<MigrationSummary> {
   const base = opts.url.replace(/\/+$/, '');
-  const outcomes: AccountOutcome[] = [];
-  const pending: Pending[] = [];
-  const names = new Set<string>();
-  for (const s of source) {
-    const rawName = (s.raw as { name?: unknown } | null)?.name;
-    const name = typeof rawName === 'string' ? rawName : '';
-    const outcome: AccountOutcome = { name, action: 'refuse', where: s.where };
-    outcomes.push(outcome);
-    if (s.type !== 'kubernetes') {
-      Object.assign(outcome, { action: 'skip', reason: `not a Kubernetes account (${s.type || 'no type'})` });
-      continue;
-    }
-    if (name && opts.pattern && !opts.pattern.test(name)) {
-      Object.assign(outcome, { action: 'skip', reason: 'name does not match --pattern' });
-      continue;
-    }
-    if (names.has(name)) {
-      outcome.reason = `${s.where}: account ${name} is defined twice`;
-      continue;
-    }
-    names.add(name);
-    let definition: AccountDefinition;
-    try {
-      const converted = fromClouddriverAccount(s.raw, s.where);
-      definition = converted.definition;
-      if (converted.ignored.length) outcome.ignored = converted.ignored;
-    } catch (e) {
-      if (!(e instanceof ScaleAgentError)) throw e;
-      outcome.reason = e.message;
-      continue;
-    }
-    // Clouddriver renders the cluster's namespaces when none are configured; with omitNamespaces they are derived.
-    if (s.rendered && definition.omitNamespaces?.length) delete definition.namespaces;
-    if (opts.zoneId && !definition.zoneId) definition.zoneId = opts.zoneId;
-    if (opts.state && !definition.state) definition.state = opts.state;
-    if (!definition.kubeconfigFile && !definition.kubeconfigContents && !definition.serviceAccount) {
-      if (!opts.kubeconfigFile) {
-        outcome.reason =
-          `${s.where}: no kubeconfigFile, kubeconfigContents or serviceAccount` +
-          (s.rendered ? " (Clouddriver's /credentials does not show them)" : '') +
-          '; give --kubeconfig-file';
-        continue;
-      }
-      definition.kubeconfigFile = opts.kubeconfigFile.replaceAll('{name}', definition.name);
-    }
-    pending.push({ definition, outcome });
-  }
-
+  const { outcomes, pending } = planMigration(source, {
+    patterns: opts.pattern ? [opts.pattern] : undefined,
+    patternSetting: '--pattern',
+    zoneId: opts.zoneId,
+    state: opts.state,
+    kubeconfigFile: opts.kubeconfigFile,
+    kubeconfigFileSetting: '--kubeconfig-file',
+  });
   for (const chunk of chunks(pending)) await send(base, opts, chunk);
-
-  const counts = { create: 0, update: 0, unchanged: 0, skip: 0, refuse: 0 };
-  for (const o of outcomes) counts[o.action]++;
-  return { url: base, dryRun: opts.dryRun, accounts: outcomes, counts };
+  return { url: base, dryRun: opts.dryRun, accounts: outcomes, counts: countActions(outcomes) };
 }
 
-type Pending = { definition: AccountDefinition; outcome: AccountOutcome };
+type Pending = PlannedAccount;
 
 /** The endpoint takes at most 1,000 items and 1 MiB a request; stay well inside both. */
 const CHUNK_ITEMS = 500;

@@ -1,21 +1,12 @@
 /**
- * Where `scale-agent accounts migrate` reads Clouddriver's Kubernetes accounts: a running Clouddriver's
- * `GET /credentials?expand=true`, or a Clouddriver/Halyard-style YAML file (`kubernetes.accounts[]`, or Halyard's
- * `providers.kubernetes.accounts[]`, at the top level or in its one deployment configuration).
+ * Where `scale-agent accounts migrate` reads Clouddriver's Kubernetes accounts besides a running Clouddriver
+ * (accountsFromClouddriver, shared with the plugin-server's automatic migration): a Clouddriver/Halyard-style YAML
+ * file (`kubernetes.accounts[]`, or Halyard's `providers.kubernetes.accounts[]`, at the top level or in its one
+ * deployment configuration).
  */
+import type { SourceAccount } from '../../shared/clouddriver-accounts.js';
 import { ScaleAgentError } from '../../shared/errors.js';
 import { readYamlFile } from '../../shared/yaml-config.js';
-
-export interface SourceAccount {
-  /** The account as the source has it. */
-  raw: unknown;
-  /** Where it is, for messages: `clouddriver.yml:14 kubernetes.accounts[2]` or `http://.../credentials #2`. */
-  where: string;
-  /** Clouddriver's cloud provider of the account; only `kubernetes` is migrated. */
-  type: string;
-  /** The /credentials rendering: namespaces there may be the cluster's list rather than the configured one. */
-  rendered: boolean;
-}
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -85,38 +76,4 @@ function dotted(pointer: string): string {
     .split('/')
     .map((s, i) => (/^\d+$/.test(s) ? `[${s}]` : `${i ? '.' : ''}${s}`))
     .join('');
-}
-
-/** Accounts a running Clouddriver (or anything answering its `/credentials?expand=true`) renders. */
-export async function accountsFromClouddriver(url: string, timeoutMs = 30_000): Promise<SourceAccount[]> {
-  const target = new URL(url);
-  if (!/\/credentials\/?$/.test(target.pathname))
-    target.pathname = `${target.pathname.replace(/\/+$/, '')}/credentials`;
-  target.searchParams.set('expand', 'true');
-  let res: Response;
-  try {
-    res = await fetch(target, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) });
-  } catch (e) {
-    throw new ScaleAgentError('UNAVAILABLE', `cannot reach Clouddriver at ${target.href}: ${(e as Error).message}`, {
-      cause: e,
-    });
-  }
-  const text = await res.text();
-  if (!res.ok) {
-    throw new ScaleAgentError('UNAVAILABLE', `GET ${target.href}: ${res.status} ${text.slice(0, 200)}`);
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new ScaleAgentError('INVALID_INPUT', `GET ${target.href}: not JSON (is it Clouddriver's /credentials?)`);
-  }
-  if (!Array.isArray(body)) {
-    throw new ScaleAgentError('INVALID_INPUT', `GET ${target.href}: expected a list of accounts`);
-  }
-  return body.map((raw, i) => {
-    const o = isObject(raw) ? raw : {};
-    const type = typeof o.cloudProvider === 'string' ? o.cloudProvider : typeof o.type === 'string' ? o.type : '';
-    return { raw, where: `${target.href} [${i}]`, type, rendered: true };
-  });
 }

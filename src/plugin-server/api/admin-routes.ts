@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ScaleAgentError } from '../../shared/errors.js';
 import type { AccountRegistry, RegisteredAccount } from '../accounts.js';
+import type { ScanRound } from '../accounts/account-scan.js';
 import type { ObjectReads } from '../cache/store.js';
 import type { PluginServerMetrics } from '../metrics.js';
 import type { TaskRunner } from '../ops/task-runner.js';
@@ -21,6 +22,8 @@ export interface AdminRouteDeps {
     sync(): Promise<void>;
   };
   runner: TaskRunner;
+  /** dynamicAccounts.scan (accounts/account-scan.ts): whether it runs, and its last round. */
+  accountScan?: { enabled: boolean; last(): ScanRound | undefined } | undefined;
 }
 
 /**
@@ -170,6 +173,11 @@ export const adminRoutes: FastifyPluginAsync<AdminRouteDeps> = async (app, deps)
     },
   );
 
+  app.get('/admin/account-scan', async () => ({
+    enabled: deps.accountScan?.enabled ?? false,
+    // This replica's last round: every replica scans (account-scan.ts), so each shows its own.
+    lastRound: deps.accountScan?.last() ?? null,
+  }));
   app.get('/armory/agent/operations', async () => deps.runner.pending());
   app.get<{ Params: { id: string } }>('/armory/agent/operations/:id', async (request) => {
     const op = await deps.runner.operation(request.params.id);

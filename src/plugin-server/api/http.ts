@@ -19,7 +19,7 @@ import type { TaskRunner } from '../ops/task-runner.js';
 import type { ReplicaViews } from '../replica-views.js';
 import type { FrontMode } from '../upstream/front.js';
 import { accountManagementRoutes, type ForwardRequest } from './account-management.js';
-import { adminRoutes } from './admin-routes.js';
+import { adminRoutes, type AdminRouteDeps } from './admin-routes.js';
 import { artifactRoutes } from './artifact-routes.js';
 import { credentialRoutes } from './credential-routes.js';
 import { dynamicAccountRoutes } from './dynamic-routes.js';
@@ -62,6 +62,8 @@ export interface ApiDeps {
   front?: FrontMode | undefined;
   /** spinnaker.fiat: reads of an account need READ for the request's user (auth/read-access.ts). */
   fiat?: FiatPermissions | undefined;
+  /** dynamicAccounts.scan: its last round, on the admin API. */
+  accountScan?: AdminRouteDeps['accountScan'];
 }
 
 const REASON: Record<number, string> = {
@@ -147,8 +149,8 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   void app.register(async (admin) => {
     admin.addHook('onRequest', auth.surface('admin'));
     onlyRoutes(admin, isAdminPath, 'the admin API');
-    const { store, accounts, metrics, views, dynamic, runner } = deps;
-    await admin.register(adminRoutes, { store, accounts, metrics, views, dynamic, runner });
+    const { store, accounts, metrics, views, dynamic, runner, accountScan } = deps;
+    await admin.register(adminRoutes, { store, accounts, metrics, views, dynamic, runner, accountScan });
     await admin.register(dynamicAccountRoutes, { dynamic: deps.dynamic, upstreamClash: deps.upstreamClash });
   });
   void app.register(async (peers) => {

@@ -22,6 +22,11 @@ export class UpstreamAccounts {
       log: Logger;
       /** Agent accounts registered here, to warn about a name the upstream gained after its agent registered it. */
       registered?: () => string[];
+      /**
+       * Names the automatic migration moves to agents (dynamicAccounts.scan): the agent side answers for them, as
+       * Armory's agent accounts take precedence over Clouddriver's, so they are no clash.
+       */
+      movedToAgents?: (name: string) => boolean;
     },
   ) {}
 
@@ -31,7 +36,7 @@ export class UpstreamAccounts {
 
   /** The reason an agent may not register `name`, or undefined when it may. */
   clash(name: string): string | undefined {
-    if (!this.names.has(name)) return undefined;
+    if (!this.names.has(name) || this.options.movedToAgents?.(name)) return undefined;
     return `account ${name} already exists in the upstream Clouddriver (${this.client.baseUrl}); one name cannot be both a classic and an agent account, rename one of them`;
   }
 
@@ -59,7 +64,9 @@ export class UpstreamAccounts {
           .filter((n): n is string => typeof n === 'string'),
       );
       this.lastRefreshedAt = Date.now();
-      const both = (this.options.registered?.() ?? []).filter((n) => this.names.has(n));
+      const both = (this.options.registered?.() ?? []).filter(
+        (n) => this.names.has(n) && !this.options.movedToAgents?.(n),
+      );
       if (both.length > 0) {
         this.options.log.warn(
           { accounts: both, upstream: this.client.baseUrl },

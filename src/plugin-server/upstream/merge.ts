@@ -1,7 +1,8 @@
 /**
  * How a list endpoint's answer from this server and the upstream Clouddriver's become one, per route (front
- * mode). The two sides hold disjoint accounts (registration refuses a name the upstream has), so merging is
- * concatenation, except where Clouddriver's shape keys by application, account or result set.
+ * mode). The two sides hold disjoint accounts (registration refuses a name the upstream has, except one the
+ * automatic migration is moving, listed once by byName), so merging is concatenation, except where Clouddriver's
+ * shape keys by application, account or result set.
  */
 
 type Json = Record<string, unknown>;

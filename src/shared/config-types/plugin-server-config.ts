@@ -215,6 +215,47 @@ export interface PluginServerConfig {
   dynamicAccounts: {
     encryptionKeyFile?: string;
     encryptionKeyEnv?: string;
+    /**
+     * Automatic migration (Armory's dynamicAccounts.namePatterns scanning): every frequencySeconds, Clouddriver's Kubernetes accounts (GET /credentials?expand=true of clouddriverUrl, or of spinnaker.upstream in front mode) whose whole name matches one of namePatterns and that are not accounts here yet become dynamic accounts, as `scale-agent accounts migrate` would make them. An account already here (moved before, by hand or by a peer replica) is never changed. Off while namePatterns is empty. GET /admin/account-scan shows the last round.
+     */
+    scan: {
+      /**
+       * Regular expressions (JavaScript syntax), each matched against the whole account name; an account matching any of them is migrated. In front mode, a matching name is not refused at registration for being the upstream's too: it has moved to agents, which answer for it.
+       */
+      namePatterns: string[];
+      /**
+       * How often Clouddriver is read (the first round runs at startup).
+       */
+      frequencySeconds: number;
+      /**
+       * How many accounts are written to the store in one batch; a refused account is reported and the rest of its batch still migrated.
+       */
+      batchSize: number;
+      /**
+       * Read and plan every round, report what would be migrated (GET /admin/account-scan, logs), change nothing.
+       */
+      dryRun: boolean;
+      /**
+       * The Clouddriver whose /credentials is read. Default: spinnaker.upstream.baseUrl; one of the two must be set when namePatterns is not empty.
+       */
+      clouddriverUrl?: string;
+      /**
+       * State of the accounts created: ACTIVE (placed on an agent at once, as Armory's scan does) or INACTIVE (activate them with PATCH /armory/accounts).
+       */
+      state: 'ACTIVE' | 'INACTIVE';
+      /**
+       * zoneId for accounts whose definition has none: only agents of that zone may serve them.
+       */
+      zoneId?: string;
+      /**
+       * kubeconfigFile, as the agents see it, for accounts with no kubeconfig source (Clouddriver's /credentials does not show kubeconfig files); `{name}` is replaced by the account name. Without it such accounts are refused, each named in the round's report.
+       */
+      kubeconfigFile?: string;
+      /**
+       * Bound on one read of Clouddriver's /credentials.
+       */
+      timeoutSeconds: number;
+    };
   };
   /**
    * How this server sits in a Spinnaker installation (docs/spinnaker.md).

@@ -61,6 +61,25 @@ describe('plugin-server config', () => {
     );
   });
 
+  it('dynamicAccounts.scan is off by default; its patterns must compile and it needs a Clouddriver to read', () => {
+    expect(parsePluginServerConfig('{}').dynamicAccounts.scan).toEqual({
+      namePatterns: [],
+      frequencySeconds: 120,
+      batchSize: 500,
+      dryRun: false,
+      state: 'ACTIVE',
+      timeoutSeconds: 30,
+    });
+    const bad = error('dynamicAccounts:\n  scan:\n    clouddriverUrl: http://cd:7002\n    namePatterns: [ok, "(x"]\n');
+    expect(bad.details[0]).toMatchObject({ path: '/dynamicAccounts/scan/namePatterns/1', line: 4 });
+    expect(bad.details[0]!.message).toMatch(/not a regular expression/);
+    const noSource = error('dynamicAccounts:\n  scan:\n    namePatterns: [prod-.*]\n');
+    expect(noSource.details[0]).toMatchObject({ path: '/dynamicAccounts/scan', line: 3 });
+    expect(noSource.details[0]!.message).toMatch(/set clouddriverUrl, or spinnaker.upstream/);
+    const front = 'spinnaker: {upstream: {baseUrl: "http://cd:7002"}}\ndynamicAccounts: {scan: {namePatterns: [p-.*]}}';
+    expect(parsePluginServerConfig(front).dynamicAccounts.scan.namePatterns).toEqual(['p-.*']);
+  });
+
   it('names file, line and JSON path of schema errors', () => {
     const e = error('grpc:\n  port: 70000\nhttp:\n  bogus: 1\n');
     expect(e.code).toBe('SA_ERR_INVALID_INPUT');

@@ -1,8 +1,8 @@
 import { Command, Flags } from '@oclif/core';
-import { namePattern } from '../../../shared/clouddriver-accounts.js';
+import { accountsFromClouddriver, namePattern, type SourceAccount } from '../../../shared/clouddriver-accounts.js';
 import { formatDetail, isScaleAgentError, ScaleAgentError } from '../../../shared/errors.js';
 import { migrateAccounts, renderMigration, type MigrationSummary } from '../../accounts/migrate.js';
-import { accountsFromClouddriver, accountsFromFile, type SourceAccount } from '../../accounts/source.js';
+import { accountsFromFile } from '../../accounts/source.js';
 
 export default class AccountsMigrate extends Command {
   static override summary = "Copy Clouddriver's Kubernetes accounts into a plugin-server as dynamic accounts.";
