@@ -143,6 +143,24 @@ export async function podStates(node: RealNode, namespace: string, selector?: st
     }));
 }
 
+/** A generic Secret of string values, as the summary's `requires` asks the operator to provide one. */
+export async function createSecret(
+  node: RealNode,
+  namespace: string,
+  name: string,
+  data: Record<string, string>,
+): Promise<void> {
+  await node.kubectl([
+    '-n',
+    namespace,
+    'create',
+    'secret',
+    'generic',
+    name,
+    ...Object.entries(data).map(([k, v]) => `--from-literal=${k}=${v}`),
+  ]);
+}
+
 /** A Service's ClusterIP: this machine reaches it through kube-proxy's rules, as a pod does. */
 export async function clusterIp(node: RealNode, namespace: string, service: string): Promise<string> {
   return (
@@ -204,6 +222,66 @@ export interface RestAnswer {
 
 /** A REST call as a test makes it (from this machine, or from a pod); `base` picks a replica where it matters. */
 export type RestCall = (method: string, path: string, body?: unknown) => Promise<RestAnswer>;
+
+/**
+ * REST calls from this machine to `base` (the REST Service's ClusterIP, through kube-proxy's rules as from a pod, or
+ * a replica's pod IP) with a bearer token.
+ */
+export function restFromHost(
+  token: string,
+  base: () => string,
+): (method: string, path: string, body?: unknown, at?: string) => Promise<RestAnswer> {
+  return async (method, path, body, at = base()) => {
+    const r = await fetch(`${at}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    return { status: r.status, body: await r.text() };
+  };
+}
+
+/** The account names `/credentials` lists, sorted. */
+export async function credentialNames(rest: RestCall): Promise<string[]> {
+  const r = await rest('GET', '/credentials');
+  if (r.status !== 200) throw new Error(`GET /credentials: ${r.status} ${r.body}`);
+  return (JSON.parse(r.body) as { name: string }[]).map((a) => a.name).sort();
+}
+
+/** Waits until `/credentials` lists exactly `want` (the agents' streams and registrations take a moment). */
+export async function waitForAccounts(rest: RestCall, want: string[], timeoutMs = 90_000): Promise<void> {
+  const sorted = [...want].sort();
+  await waitFor(
+    `accounts ${sorted.join(', ')} in /credentials`,
+    async () => (await credentialNames(rest)).join() === sorted.join(),
+    timeoutMs,
+  );
+}
+
+/**
+ * Waits for `/manifests/ACCOUNT/NAMESPACE/KIND NAME` to answer 200 (the cache is fed by the agent's watch, so a read
+ * may trail a write by a moment) and returns the manifest view.
+ */
+export async function waitForManifest(
+  rest: RestCall,
+  target: { account: string; namespace: string; name: string },
+  timeoutMs = 60_000,
+): Promise<{ account: string; location: string; manifest: Record<string, unknown> }> {
+  const path = `/manifests/${target.account}/${target.namespace}/${encodeURIComponent(target.name)}`;
+  const r = await waitFor(
+    `${target.name} through ${target.account}`,
+    async () => {
+      const x = await rest('GET', path);
+      return x.status === 200 ? x : undefined;
+    },
+    timeoutMs,
+  );
+  return JSON.parse(r.body) as { account: string; location: string; manifest: Record<string, unknown> };
+}
 
 export interface TaskView {
   status: { completed: boolean; failed: boolean };
