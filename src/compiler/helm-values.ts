@@ -44,6 +44,8 @@ export function helmValues(p: Place): Record<string, unknown> {
       mode: p.agent.mode,
       ...workloadValues(w),
       kubeconfigSecrets: w.kubeconfigMounts.map((m) => m.secret),
+      // The Service on the health port that the overlays' base has (/metrics, as synth's config serves it).
+      metricsService: { enabled: true },
     };
   }
   return values;

@@ -24,17 +24,21 @@ import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { synthFile } from '../../../src/compiler/index.js';
 import { mariadbImage, projectImage } from '../../infra/image.js';
-import { RealNode } from '../../infra/real-node/index.js';
+import type { RealNode } from '../../infra/real-node/index.js';
 import {
   clusterIp,
   createSecret,
   expectAllReady,
+  exposeGrpcAtServiceName,
+  fetchFromPod,
   helmInstall,
-  helmTest,
+  expectHelmTestsPass,
   mintAccountKubeconfig,
   podStates,
+  promtoolProblems,
   readSummary,
   restFromHost,
+  startNodeWithImages,
   waitAvailable,
   waitForAccounts,
   waitForManifest,
@@ -44,6 +48,7 @@ import { mariadbManifests, mysqlUrl, type MariaDbInCluster } from '../../infra/r
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const IN_CLUSTER_API = 'https://kubernetes.default.svc';
+const AGENT = 'app.kubernetes.io/component=agent';
 /** Where an agent group of mode agent or infrastructure runs when the topology does not say. */
 const DEFAULT_AGENT_NAMESPACE = 'scale-agent';
 
@@ -85,10 +90,7 @@ describe.each(EXAMPLES)(
     const restToken = randomBytes(24).toString('hex');
 
     beforeAll(async () => {
-      node = await RealNode.start({ log: (l) => console.error(`[real-node] ${l}`) });
-      for (const image of [await projectImage(), ...(mysql ? [await mariadbImage()] : [])]) {
-        await node.ctr(['--namespace', 'k8s.io', 'images', 'import', image.archive], { timeoutMs: 300_000 });
-      }
+      node = await startNodeWithImages([await projectImage(), ...(mysql ? [await mariadbImage()] : [])]);
       const dir = mkdtempSync(join(tmpdir(), `install-${example}-`));
       for (const { form, suffix } of FORMS) {
         const t = parse(readFileSync(join(ROOT, 'examples', `${example}.yaml`), 'utf8')) as Topology;
@@ -97,8 +99,7 @@ describe.each(EXAMPLES)(
           a.namespace = `${a.namespace ?? DEFAULT_AGENT_NAMESPACE}${suffix}`;
           for (const acc of a.accounts) acc.name += suffix;
         }
-        const grpc = `scale-agent-plugin-server-grpc.${t.pluginServer.namespace}.svc.cluster.local:9091`;
-        t.pluginServer.grpc.exposure = { type: 'External', address: grpc };
+        exposeGrpcAtServiceName(t);
         const formDir = join(dir, form.split(' ')[0]!);
         mkdirSync(formDir);
         const topology = join(formDir, 'topology.yaml');
@@ -204,16 +205,38 @@ describe.each(EXAMPLES)(
       },
     );
 
+    it.each(FORMS)(
+      "$form: serves each agent's /metrics through its metrics Service to a pod of its namespace, as promtool parses it",
+      { timeout: 180_000 },
+      async ({ form }) => {
+        const i = installs.find((x) => x.form === form)!;
+        const groups = new Set(readSummary(i.out).accounts.map((a) => a.agent));
+        const scraped: string[] = [];
+        for (const ns of i.agentNamespaces) {
+          const services = (
+            await node.kubectl(['-n', ns, 'get', 'services', '-l', AGENT, '-o', 'jsonpath={.items[*].metadata.name}'])
+          ).stdout
+            .split(' ')
+            .filter(Boolean);
+          // Any pod of the namespace (where the NetworkPolicy admits the scrape from) asks: an agent's, which has node.
+          const [from] = await podStates(node, ns, AGENT);
+          for (const service of services) {
+            const url = `http://${service}.${ns}.svc.cluster.local:8081/metrics`;
+            const r = await fetchFromPod(node, { namespace: ns, pod: from!.pod }, url);
+            expect({ url, status: r.status }).toEqual({ url, status: 200 });
+            expect(r.body).toMatch(/^scale_agent_/m);
+            expect({ url, ...(await promtoolProblems(r.body)) }).toEqual({ url, parsed: true, problems: [] });
+            scraped.push(service);
+          }
+        }
+        // One Service per agent group, named as its Deployment.
+        expect(scraped.sort()).toEqual([...groups].map((g) => `scale-agent-agent-${g}`).sort());
+      },
+    );
+
     // The chart's own test (a pod from the same image asking the plugin-server's /readyz through its Service).
     it('helm install: passes helm test for every release', { timeout: 300_000 }, async () => {
-      const i = installs.find((x) => x.form === 'helm install')!;
-      for (const place of readSummary(i.out).places) {
-        expect({ place: place.name, ...(await helmTest(node, i.out, place)) }).toEqual({
-          place: place.name,
-          code: 0,
-          out: '',
-        });
-      }
+      await expectHelmTestsPass(node, installs.find((x) => x.form === 'helm install')!.out);
     });
   },
 );
