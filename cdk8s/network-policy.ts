@@ -39,11 +39,16 @@ export class PluginServerNetworkPolicy extends Construct {
 }
 
 /**
- * An agent: no ingress (the kubelet's probes come from the node, which NetworkPolicy always admits), egress to DNS
- * and to `egressPorts` (API servers, the plugin-server) on `egressTo`.
+ * An agent: ingress only to the health port (/metrics) from `metricsFrom` (the kubelet's probes come from the node,
+ * which NetworkPolicy always admits), egress to DNS and to `egressPorts` (API servers, the plugin-server) on
+ * `egressTo`; the chart's templates/network-policy.yaml renders the same object from the values.
  */
 export class AgentNetworkPolicy extends Construct {
-  constructor(scope: Construct, id: string, props: Common & { egressPorts: number[]; egressTo: NetworkPeer[] }) {
+  constructor(
+    scope: Construct,
+    id: string,
+    props: Common & { metricsFrom: NetworkPeer[]; egressPorts: number[]; egressTo: NetworkPeer[] },
+  ) {
     super(scope, id);
     const dns: k8s.NetworkPolicyPort[] = [
       { port: k8s.IntOrString.fromNumber(53), protocol: 'UDP' },
@@ -54,6 +59,7 @@ export class AgentNetworkPolicy extends Construct {
       spec: {
         podSelector: { matchLabels: props.selector },
         policyTypes: ['Ingress', 'Egress'],
+        ingress: [{ ports: [tcp('health')], ...peers('from', props.metricsFrom) }] as k8s.NetworkPolicyIngressRule[],
         egress: [
           { ports: dns },
           ...(props.egressPorts.length > 0

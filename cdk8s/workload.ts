@@ -40,13 +40,17 @@ export interface WorkloadProps {
     readonly labels?: Record<string, string>;
     readonly serviceAccountAnnotations?: Record<string, string>;
   };
-  /** A ClusterIP Service in front of one named port (the plugin-server's REST API). */
+  /**
+   * A ClusterIP Service in front of one named port, the Service's port named as it: the plugin-server's REST API
+   * (`http`), the agent's health port with /metrics (`health`).
+   */
   readonly httpService?: { readonly name: string; readonly port: number; readonly targetPort: string };
 }
 
 /**
  * The one description of a scale-agent workload: ServiceAccount, Deployment (restricted Pod Security: non-root,
- * no privilege escalation, all capabilities dropped, read-only root, RuntimeDefault seccomp) and its HTTP Service.
+ * no privilege escalation, all capabilities dropped, read-only root, RuntimeDefault seccomp) and its HTTP Service
+ * (REST, or the agent's metrics).
  * The Kustomize base is this construct at its defaults; manifests are this construct with a place's model.
  */
 export class Workload extends Construct {
@@ -121,7 +125,7 @@ export class Workload extends Construct {
           selector: props.selector,
           ports: [
             {
-              name: 'http',
+              name: props.httpService.targetPort,
               port: props.httpService.port,
               targetPort: k8s.IntOrString.fromString(props.httpService.targetPort),
               protocol: 'TCP',

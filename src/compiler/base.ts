@@ -23,7 +23,8 @@ them to each other with the real kustomize). Do not edit; change the construct o
 
 - \`plugin-server/\`: ServiceAccount, Deployment and the HTTP Service (REST API, port 7002). The gRPC Service
   (port 9091, load balancer annotations), the config and TLS come from the overlay.
-- \`agent/\`: ServiceAccount and Deployment of one agent group. Overlays add a name suffix per group, the config,
+- \`agent/\`: ServiceAccount, Deployment and the metrics Service (the health port, 8081: /metrics for Prometheus)
+  of one agent group. Overlays add a name suffix per group, the config,
   TLS material, kubeconfig volumes and (mode \`agent\`) the RBAC of its account.
 
 The image here carries the package version; overlays pin theirs with \`images:\`.

@@ -45,6 +45,8 @@ export function helmValues(p: Place): Record<string, unknown> {
       ...workloadValues(w),
       kubeconfigSecrets: w.kubeconfigMounts.map((m) => m.secret),
       ...(p.secretReader ? { watchedSecrets: p.secretReader.secrets } : {}),
+      // The Service on the health port that the overlays' base has (/metrics, as synth's config serves it).
+      metricsService: { enabled: true },
     };
   }
   return values;

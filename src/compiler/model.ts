@@ -80,7 +80,7 @@ export type TlsDecision =
  */
 export type NetworkPolicyModel =
   | { component: 'plugin-server'; grpcFrom: NetworkPeer[]; httpFrom: NetworkPeer[] }
-  | { component: 'agent'; egressPorts: number[]; egressTo: NetworkPeer[] };
+  | { component: 'agent'; metricsFrom: NetworkPeer[]; egressPorts: number[]; egressTo: NetworkPeer[] };
 
 /** The API servers agents dial: 443 behind a load balancer or the in-cluster Service, 6443 where they listen. */
 export const API_SERVER_PORTS = [443, 6443];
@@ -468,13 +468,25 @@ function pluginServerPolicy(t: Topology): NetworkPolicyModel {
 }
 
 /**
- * DNS, the API servers and the plugin-server, by port: the API servers' addresses are in kubeconfigs minted after
- * synth (and behind Services the policy sees the endpoint's port, so 443 and 6443 both), and the plugin-server's
- * gRPC port is the one the agent dials plus the pods' own (what a ClusterIP Service translates it to).
+ * In: the health port (/metrics, through the agent's metrics Service) from pods of the agent's namespace and of the
+ * topology's Spinnaker namespaces, where Prometheus runs as for the plugin-server's /metrics.
+ * Out: DNS, the API servers and the plugin-server, by port: the API servers' addresses are in kubeconfigs minted
+ * after synth (and behind Services the policy sees the endpoint's port, so 443 and 6443 both), and the
+ * plugin-server's gRPC port is the one the agent dials plus the pods' own (what a ClusterIP Service translates it to).
  */
 function agentPolicy(t: Topology, agent: Agent): NetworkPolicyModel {
   const ports = new Set([...API_SERVER_PORTS, serverAddress(t, agent).port, CONTAINER_GRPC_PORT]);
-  return { component: 'agent', egressPorts: [...ports].sort((a, b) => a - b), egressTo: [] };
+  return {
+    component: 'agent',
+    metricsFrom: [
+      { podSelector: {} },
+      ...t.networkPolicies.spinnakerNamespaces.map((ns) => ({
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+      })),
+    ],
+    egressPorts: [...ports].sort((a, b) => a - b),
+    egressTo: [],
+  };
 }
 
 function disruptionBudget(replicas: number): { maxUnavailable?: number } {

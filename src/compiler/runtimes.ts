@@ -21,7 +21,10 @@ export interface RuntimeProfile {
   resources: { requests: Record<string, string>; limits: Record<string, string> };
   /** Environment of the container beyond what every pod gets. */
   env?: { name: string; value: string }[];
-  /** The REST API's ClusterIP Service (plugin-server). */
+  /**
+   * The ClusterIP Service in front of the HTTP port: the plugin-server's REST API, the agent's health port
+   * (/metrics for Prometheus). Its port is named as the container's.
+   */
   httpService?: { name: string; port: number; targetPort: string };
 }
 
@@ -57,5 +60,6 @@ export const RUNTIMES: Record<BaseComponent, RuntimeProfile> = {
       limits: { memory: '1Gi', 'ephemeral-storage': '256Mi' },
     },
     env: AGENT_ALLOCATOR_ENV,
+    httpService: { name: NAMES.agent, port: AGENT_HEALTH_PORT, targetPort: 'health' },
   },
 };

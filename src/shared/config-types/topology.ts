@@ -101,7 +101,7 @@ export interface TopologyInput {
   };
   pluginServer: PluginServerInput;
   /**
-   * NetworkPolicies for the plugin-server and every agent group, on by default: the plugin-server admits REST (and /metrics) only from pods of its own namespace and of `spinnakerNamespaces`, gRPC only from agent pods when agents dial its ClusterIP Service (from anywhere when they come through a load balancer or an external address); an agent admits nothing and dials only DNS, Kubernetes API servers (ports 443 and 6443) and the plugin-server's gRPC port. They take effect where the cluster's network plugin enforces NetworkPolicy (docs/security.md).
+   * NetworkPolicies for the plugin-server and every agent group, on by default: the plugin-server admits REST (and /metrics) only from pods of its own namespace and of `spinnakerNamespaces`, gRPC only from agent pods when agents dial its ClusterIP Service (from anywhere when they come through a load balancer or an external address); an agent admits only the scrape of /metrics on its health port (its metrics Service) from pods of its own namespace and of `spinnakerNamespaces`, and dials only DNS, Kubernetes API servers (ports 443 and 6443) and the plugin-server's gRPC port. They take effect where the cluster's network plugin enforces NetworkPolicy (docs/security.md).
    */
   networkPolicies?: {
     /**
@@ -109,7 +109,7 @@ export interface TopologyInput {
      */
     enabled?: boolean;
     /**
-     * Namespaces, besides the plugin-server's own, whose pods may call its REST port: where Spinnaker's services (Gate, Orca, Fiat, Clouddriver), Prometheus or scripts run.
+     * Namespaces, besides the plugin-server's own, whose pods may call its REST port: where Spinnaker's services (Gate, Orca, Fiat, Clouddriver), Prometheus or scripts run. Their pods may also scrape the agents' /metrics.
      */
     spinnakerNamespaces?: DnsLabel[];
   };

@@ -26,29 +26,34 @@ import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { synthFile } from '../../../src/compiler/index.js';
 import { waitForCacheToMatch, type CacheCheckOptions } from '../../infra/cache-checker.js';
-import { run } from '../../infra/exec.js';
 import { mariadbImage, projectImage } from '../../infra/image.js';
-import { resolveK8sBinDir } from '../../infra/k8s-tools.js';
-import { RealNode } from '../../infra/real-node/index.js';
+import type { RealNode } from '../../infra/real-node/index.js';
 import {
   clusterIp,
+  createSecret,
+  credentialNames,
   expectAllReady,
+  exposeGrpcAtServiceName,
   helmInstall,
-  helmTest,
+  expectHelmTestsPass,
   mintAccountKubeconfig,
-  orcaDeployConfigMap,
+  expectDeployed,
   podStates,
+  promtoolProblems,
   readSummary,
+  restFromHost,
+  startNodeWithImages,
   waitAvailable,
+  waitForAccounts,
+  waitForManifest,
   waitRolledOut,
   type PodState,
-  type RestAnswer,
+  type RestCall,
 } from '../../infra/real-node/install.js';
 import { mariadbManifests, mysqlUrl } from '../../infra/real-node/mariadb.js';
 import { waitFor } from '../../infra/wait.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-const GRPC_ADDRESS = 'scale-agent-plugin-server-grpc.spinnaker.svc.cluster.local:9091';
 /** The API server as pods reach it: the `kubernetes` Service. */
 const IN_CLUSTER_API = 'https://kubernetes.default.svc';
 const PLUGIN_SERVER = 'app.kubernetes.io/component=plugin-server';
@@ -65,21 +70,12 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
     const restToken = randomBytes(24).toString('hex');
     const auth = { authorization: `Bearer ${restToken}` };
 
-    async function rest(method: string, path: string, body?: unknown, base = restBase): Promise<RestAnswer> {
-      const r = await fetch(`${base}${path}`, {
-        method,
-        headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(30_000),
-      });
-      return { status: r.status, body: await r.text() };
-    }
-
-    const credentialNames = async (base = restBase): Promise<string[]> => {
-      const r = await rest('GET', '/credentials', undefined, base);
-      if (r.status !== 200) throw new Error(`GET /credentials: ${r.status} ${r.body}`);
-      return (JSON.parse(r.body) as { name: string }[]).map((a) => a.name).sort();
-    };
+    const rest = restFromHost(restToken, () => restBase);
+    /** REST calls to one replica, by its pod IP. */
+    const at =
+      (base: string): RestCall =>
+      (method, path, body) =>
+        rest(method, path, body, base);
 
     const cacheOf = (account: string): CacheCheckOptions => ({
       httpBase: restBase,
@@ -139,15 +135,12 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
     }
 
     beforeAll(async () => {
-      node = await RealNode.start({ log: (l) => console.error(`[real-node] ${l}`) });
-      for (const image of [await projectImage(), await mariadbImage()]) {
-        await node.ctr(['--namespace', 'k8s.io', 'images', 'import', image.archive], { timeoutMs: 300_000 });
-      }
+      node = await startNodeWithImages([await projectImage(), await mariadbImage()]);
       dir = mkdtempSync(join(tmpdir(), 'install-mixed-'));
       const t = parse(readFileSync(join(ROOT, 'examples/mixed.yaml'), 'utf8')) as {
-        pluginServer: { grpc: { exposure: unknown } };
+        pluginServer: { namespace: string; grpc: { exposure: unknown } };
       };
-      t.pluginServer.grpc.exposure = { type: 'External', address: GRPC_ADDRESS };
+      exposeGrpcAtServiceName(t);
       topology = join(dir, 'topology.yaml');
       writeFileSync(topology, stringify(t));
       out = join(dir, 'out');
@@ -182,18 +175,8 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
       await node.kubectl(['apply', '-f', '-'], { input: JSON.stringify(mariadbManifests(db)) });
       // The accounts' namespaces exist in the target cluster before their RBAC is applied.
       for (const ns of ['spinnaker', 'ops']) await node.kubectl(['create', 'namespace', ns]);
-      const secret = (name: string, data: Record<string, string>) =>
-        node.kubectl([
-          '-n',
-          'spinnaker',
-          'create',
-          'secret',
-          'generic',
-          name,
-          ...Object.entries(data).map(([k, v]) => `--from-literal=${k}=${v}`),
-        ]);
-      await secret('scale-agent-mysql', { url: mysqlUrl(db) });
-      await secret('scale-agent-rest-tokens', { tokens: `${restToken} tester admin` });
+      await createSecret(node, 'spinnaker', 'scale-agent-mysql', { url: mysqlUrl(db) });
+      await createSecret(node, 'spinnaker', 'scale-agent-rest-tokens', { tokens: `${restToken} tester admin` });
       await waitAvailable(node, ['mariadb']);
       await applyPlaces();
       await waitAvailable(node, ['spinnaker', 'scale-agent']);
@@ -207,16 +190,12 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
 
     it('registers every account through one replica and answers reads from either', { timeout: 180_000 }, async () => {
       const want = ['edge', 'ops', 'remote-prod'];
-      await waitFor(
-        'all three accounts in /credentials',
-        async () => (await credentialNames()).join() === want.join(),
-        90_000,
-      );
+      await waitForAccounts(rest, want);
       const replicas = await podStates(node, 'spinnaker', PLUGIN_SERVER);
       expect(replicas).toHaveLength(2);
       // Each replica asked directly by its pod IP: the one that does not hold an agent's stream answers from MySQL.
       for (const r of replicas) {
-        expect({ replica: r.pod, accounts: await credentialNames(`http://${r.ip}:7002`) }).toEqual({
+        expect({ replica: r.pod, accounts: await credentialNames(at(`http://${r.ip}:7002`)) }).toEqual({
           replica: r.pod,
           accounts: want,
         });
@@ -286,18 +265,11 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
         const other = views.find((v) => v.heldBy !== 'local');
         expect(holder, JSON.stringify(views)).toBeDefined();
         expect(other?.heldBy).toMatchObject({ url: `http://${holder!.replica.ip}:7002` });
-        const task = await orcaDeployConfigMap((m, p, b) => rest(m, p, b, `http://${other!.replica.ip}:7002`), {
+        await expectDeployed(node, at(`http://${other!.replica.ip}:7002`), {
           account: 'ops',
           namespace: 'ops',
           name: 'forwarded',
         });
-        expect(task.status, task.history.map((h) => h.status).join('\n')).toMatchObject({
-          completed: true,
-          failed: false,
-        });
-        expect(
-          (await node.kubectl(['-n', 'ops', 'get', 'configmap', 'forwarded', '-o', 'jsonpath={.data.k}'])).stdout,
-        ).toBe('v');
 
         // A forward as a replica sends it, for an operation no task has: with the generated secret (read from the
         // Secret synth wrote) the replica takes the call and answers that; with the admin token, or nothing, 401.
@@ -407,25 +379,21 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
         expect(created.status, created.body).toBe(201);
         await waitFor(
           'dyn-remote in /credentials',
-          async () => (await credentialNames()).includes('dyn-remote'),
+          async () => (await credentialNames(rest)).includes('dyn-remote'),
           90_000,
         );
         const replicas = await podStates(node, 'spinnaker', PLUGIN_SERVER);
         for (const r of replicas) {
-          const m = await waitFor(
-            `deployment coredns through dyn-remote from ${r.pod}`,
-            async () => {
-              const x = await rest(
-                'GET',
-                `/manifests/dyn-remote/kube-system/${encodeURIComponent('deployment coredns')}`,
-                undefined,
-                `http://${r.ip}:7002`,
-              );
-              return x.status === 200 ? x : undefined;
-            },
-            60_000,
-          );
-          expect(JSON.parse(m.body)).toMatchObject({ account: 'dyn-remote', location: 'kube-system' });
+          const m = await waitForManifest(at(`http://${r.ip}:7002`), {
+            account: 'dyn-remote',
+            namespace: 'kube-system',
+            name: 'deployment coredns',
+          });
+          expect({ replica: r.pod, ...m }).toMatchObject({
+            replica: r.pod,
+            account: 'dyn-remote',
+            location: 'kube-system',
+          });
         }
         const accounts = await rest('GET', '/armory/accounts?limit=1000');
         const dyn = (
@@ -441,7 +409,6 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
       'serves /metrics through the REST Service, and the agents on their health port, as promtool parses them',
       { timeout: 120_000 },
       async () => {
-        const promtool = join(await resolveK8sBinDir(), 'promtool');
         const scrape = async (url: string) => {
           const r = await fetch(url, { signal: AbortSignal.timeout(30_000) });
           expect({ url, status: r.status }).toEqual({ url, status: 200 });
@@ -454,19 +421,7 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
           targets.push(`http://${p.ip}:8081/metrics`);
         expect(targets).toHaveLength(4);
         for (const url of targets) {
-          const text = await scrape(url);
-          // promtool parses the scrape as Prometheus does (a parse error is a line of its own, exit 1) and lints it
-          // (exit 3 with findings); prom-client's own default gauges keep their upstream names (nodejs_active_*_total),
-          // which dashboards use as they are, so those findings alone are let through.
-          const lint = await run(promtool, ['check', 'metrics'], { input: text, allowFail: true });
-          const problems = (lint.stdout + lint.stderr)
-            .split('\n')
-            .filter((l) => l && !/^\w+_nodejs_active_(handles|requests|resources)_total non-counter metrics/.test(l));
-          expect({ url, problems, parsed: lint.code === 0 || lint.code === 3 }).toEqual({
-            url,
-            problems: [],
-            parsed: true,
-          });
+          expect({ url, ...(await promtoolProblems(await scrape(url))) }).toEqual({ url, parsed: true, problems: [] });
         }
       },
     );
@@ -531,7 +486,7 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
         await waitRolledOut(node, ['spinnaker', 'scale-agent']);
         await waitFor(
           'account inside in /credentials',
-          async () => (await credentialNames()).includes('inside'),
+          async () => (await credentialNames(rest)).includes('inside'),
           120_000,
         );
         const writes = await c.stop();
@@ -563,18 +518,7 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
         }).toEqual({ watchApps: 'yes', createApps: 'yes', createOps: 'no' });
 
         // An Orca-shaped deploy to the new account: the agent applies it with its ServiceAccount's token.
-        const task = await orcaDeployConfigMap((m, p, body) => rest(m, p, body), {
-          account: 'inside',
-          namespace: 'apps',
-          name: 'from-orca',
-        });
-        expect(task.status, task.history.map((h) => h.status).join('\n')).toMatchObject({
-          completed: true,
-          failed: false,
-        });
-        expect(
-          (await node.kubectl(['-n', 'apps', 'get', 'configmap', 'from-orca', '-o', 'jsonpath={.data.k}'])).stdout,
-        ).toBe('v');
+        await expectDeployed(node, rest, { account: 'inside', namespace: 'apps', name: 'from-orca' });
 
         expectAllReady(await allPods());
       },
@@ -583,13 +527,7 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
     // The chart's own test (a pod from the same image asking the plugin-server's /readyz through its Service).
     if (form === 'helm install') {
       it('passes helm test for every release', { timeout: 300_000 }, async () => {
-        for (const place of readSummary(out).places) {
-          expect({ place: place.name, ...(await helmTest(node, out, place)) }).toEqual({
-            place: place.name,
-            code: 0,
-            out: '',
-          });
-        }
+        await expectHelmTestsPass(node, out);
       });
     }
   },

@@ -14,18 +14,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { synthFile } from '../../../src/compiler/index.js';
 import { projectImage } from '../../infra/image.js';
 import { kubeconfigYaml } from '../../infra/pki.js';
-import { RealNode } from '../../infra/real-node/index.js';
+import type { RealNode } from '../../infra/real-node/index.js';
 import {
+  createSecret,
   expectAllReady,
   helmInstall,
-  helmTest,
-  orcaDeployConfigMap,
+  expectHelmTestsPass,
+  expectDeployed,
   podStates,
   readSummary,
+  startNodeWithImages,
   waitAvailable,
+  waitForAccounts,
+  waitForManifest,
   type RestAnswer,
 } from '../../infra/real-node/install.js';
-import { waitFor } from '../../infra/wait.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
@@ -64,9 +67,7 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
       return JSON.parse(stdout.trim().split('\n').at(-1)!) as RestAnswer;
     }
     beforeAll(async () => {
-      node = await RealNode.start({ log: (l) => console.error(`[real-node] ${l}`) });
-      const image = await projectImage();
-      await node.ctr(['--namespace', 'k8s.io', 'images', 'import', image.archive], { timeoutMs: 300_000 });
+      node = await startNodeWithImages([await projectImage()]);
       out = join(mkdtempSync(join(tmpdir(), 'install-')), 'service');
       await synthFile(join(ROOT, 'examples/service.yaml'), { out });
     }, 900_000);
@@ -86,16 +87,7 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
       });
       await node.kubectl(['create', 'namespace', 'spinnaker']);
       // The Secrets the summary says the operator provides, in the plugin-server's and agent's namespace.
-      const secret = (name: string, data: Record<string, string>) =>
-        node.kubectl([
-          '-n',
-          'spinnaker',
-          'create',
-          'secret',
-          'generic',
-          name,
-          ...Object.entries(data).map(([k, v]) => `--from-literal=${k}=${v}`),
-        ]);
+      const secret = (name: string, data: Record<string, string>) => createSecret(node, 'spinnaker', name, data);
       await secret('kubeconfigs', { 'prod-east': kubeconfig, staging: kubeconfig });
       // REST tokens: "<token> <name> [read|admin]" lines.
       await secret('scale-agent-rest-tokens', { tokens: `${restToken} tester admin` });
@@ -119,18 +111,7 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
       'streams both accounts through the generated gRPC Service and mTLS Secrets: /credentials lists them',
       { timeout: 120_000 },
       async () => {
-        let last: { status: number; body: string } | undefined;
-        for (let i = 0; i < 60; i++) {
-          last = await rest('GET', '/credentials');
-          if (last.status === 200) {
-            const names = (JSON.parse(last.body) as { name: string }[]).map((a) => a.name).sort();
-            if (names.length >= 2) break;
-          }
-          await new Promise((r) => setTimeout(r, 1000));
-        }
-        expect(last?.status).toBe(200);
-        const accounts = JSON.parse(last!.body) as { name: string; type?: string }[];
-        expect(accounts.map((a) => a.name).sort()).toEqual(['prod-east', 'staging']);
+        await waitForAccounts(rest, ['prod-east', 'staging']);
         // The artifact accounts of the topology reached the plugin-server's config, their Secret mounted.
         const artifacts = await rest('GET', '/artifacts/credentials');
         expect(artifacts.status).toBe(200);
@@ -146,42 +127,12 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
       'completes an Orca-shaped deploy posted to the REST Service; the object reads back through /manifests',
       { timeout: 180_000 },
       async () => {
-        const task = await orcaDeployConfigMap(rest, {
+        await expectDeployed(node, rest, { account: 'prod-east', namespace: 'payments', name: 'from-orca' });
+        const m = await waitForManifest(rest, {
           account: 'prod-east',
           namespace: 'payments',
-          name: 'from-orca',
+          name: 'configMap from-orca',
         });
-        expect(task.status, task.history.map((h) => h.status).join('\n')).toMatchObject({
-          completed: true,
-          failed: false,
-        });
-        const inApi = await node.kubectl([
-          '-n',
-          'payments',
-          'get',
-          'configmap',
-          'from-orca',
-          '-o',
-          'jsonpath={.data.k}',
-        ]);
-        expect(inApi.stdout).toBe('v');
-        // The cache is fed by the agent's watch, so the read may trail the task by a moment.
-        const read = await waitFor(
-          'from-orca through /manifests',
-          async () => {
-            const r = await rest(
-              'GET',
-              `/manifests/prod-east/payments/${encodeURIComponent('configMap from-orca')}?includeEvents=false`,
-            );
-            return r.status === 200 ? r : undefined;
-          },
-          30_000,
-        );
-        const m = JSON.parse(read.body) as {
-          account: string;
-          location: string;
-          manifest: { data: Record<string, string> };
-        };
         expect(m).toMatchObject({ account: 'prod-east', location: 'payments', manifest: { data: { k: 'v' } } });
       },
     );
@@ -190,13 +141,7 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
     // as `helm test` runs it for each release that has one.
     if (form === 'helm install') {
       it('passes helm test for every release', { timeout: 200_000 }, async () => {
-        for (const place of readSummary(out).places) {
-          expect({ place: place.name, ...(await helmTest(node, out, place)) }).toEqual({
-            place: place.name,
-            code: 0,
-            out: '',
-          });
-        }
+        await expectHelmTestsPass(node, out);
       });
     }
   },

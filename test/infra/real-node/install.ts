@@ -12,7 +12,7 @@ import { run } from '../exec.js';
 import { resolveK8sBinDir } from '../k8s-tools.js';
 import { cliCommand } from '../processes.js';
 import { waitFor } from '../wait.js';
-import type { RealNode } from './node.js';
+import { RealNode } from './node.js';
 
 const CHART = fileURLToPath(new URL('../../../charts/scale-agent', import.meta.url));
 
@@ -32,6 +32,25 @@ export interface Summary {
 
 export function readSummary(out: string): Summary {
   return JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as Summary;
+}
+
+/** A fresh node with `images` imported into the kubelet's containerd namespace (no registry to pull them from). */
+export async function startNodeWithImages(images: { archive: string }[]): Promise<RealNode> {
+  const node = await RealNode.start({ log: (l) => console.error(`[real-node] ${l}`) });
+  for (const image of images) {
+    await node.ctr(['--namespace', 'k8s.io', 'images', 'import', image.archive], { timeoutMs: 300_000 });
+  }
+  return node;
+}
+
+/**
+ * The one change the install tests make to an example: a one-node cluster has no load balancer, so the gRPC
+ * exposure is External at the gRPC Service's cluster DNS name (the agents of modes infrastructure and agent dial
+ * the Service; an operator's proxy in front of it would be that address).
+ */
+export function exposeGrpcAtServiceName(t: { pluginServer: { namespace: string; grpc: { exposure: unknown } } }): void {
+  const address = `scale-agent-plugin-server-grpc.${t.pluginServer.namespace}.svc.cluster.local:9091`;
+  t.pluginServer.grpc.exposure = { type: 'External', address };
 }
 
 /**
@@ -143,6 +162,24 @@ export async function podStates(node: RealNode, namespace: string, selector?: st
     }));
 }
 
+/** A generic Secret of string values, as the summary's `requires` asks the operator to provide one. */
+export async function createSecret(
+  node: RealNode,
+  namespace: string,
+  name: string,
+  data: Record<string, string>,
+): Promise<void> {
+  await node.kubectl([
+    '-n',
+    namespace,
+    'create',
+    'secret',
+    'generic',
+    name,
+    ...Object.entries(data).map(([k, v]) => `--from-literal=${k}=${v}`),
+  ]);
+}
+
 /** A Service's ClusterIP: this machine reaches it through kube-proxy's rules, as a pod does. */
 export async function clusterIp(node: RealNode, namespace: string, service: string): Promise<string> {
   return (
@@ -187,6 +224,50 @@ export async function helmTest(node: RealNode, out: string, place: Place): Promi
   return { code: r.code, out: r.code === 0 ? '' : r.stdout + r.stderr };
 }
 
+/**
+ * What `promtool check metrics` finds in a scrape: it parses the text as Prometheus does (a parse error is a line of
+ * its own, exit 1) and lints it (exit 3 with findings). prom-client's own default gauges keep their upstream names
+ * (nodejs_active_*_total), which dashboards use as they are, so those findings alone are let through.
+ */
+export async function promtoolProblems(text: string): Promise<{ parsed: boolean; problems: string[] }> {
+  const promtool = join(await resolveK8sBinDir(), 'promtool');
+  const lint = await run(promtool, ['check', 'metrics'], { input: text, allowFail: true });
+  const problems = (lint.stdout + lint.stderr)
+    .split('\n')
+    .filter((l) => l && !/^\w+_nodejs_active_(handles|requests|resources)_total non-counter metrics/.test(l));
+  return { parsed: lint.code === 0 || lint.code === 3, problems };
+}
+
+/**
+ * GET `url` from inside the cluster: node's fetch in a container of `pod` (the project's image), so cluster DNS,
+ * kube-proxy and the Service's selector and ports are on the path. Returns the status and the body.
+ */
+export async function fetchFromPod(
+  node: RealNode,
+  at: { namespace: string; pod: string },
+  url: string,
+): Promise<RestAnswer> {
+  const script =
+    'const r = await fetch(process.argv[1], { signal: AbortSignal.timeout(20000) }); ' +
+    'console.log(JSON.stringify({ status: r.status, body: await r.text() }));';
+  const { stdout } = await node.kubectl(
+    ['-n', at.namespace, 'exec', at.pod, '--', 'node', '--input-type=module', '-e', script, url],
+    { timeoutMs: 60_000 },
+  );
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as RestAnswer;
+}
+
+/** `helm test` of every place's release passes; a failure names the place and carries what helm said. */
+export async function expectHelmTestsPass(node: RealNode, out: string): Promise<void> {
+  for (const place of readSummary(out).places) {
+    expect({ place: place.name, ...(await helmTest(node, out, place)) }).toEqual({
+      place: place.name,
+      code: 0,
+      out: '',
+    });
+  }
+}
+
 /** Every pod Running, every container Ready without a restart: a failed expectation names the pod. */
 export function expectAllReady(pods: PodState[]): void {
   for (const p of pods) {
@@ -204,6 +285,66 @@ export interface RestAnswer {
 
 /** A REST call as a test makes it (from this machine, or from a pod); `base` picks a replica where it matters. */
 export type RestCall = (method: string, path: string, body?: unknown) => Promise<RestAnswer>;
+
+/**
+ * REST calls from this machine to `base` (the REST Service's ClusterIP, through kube-proxy's rules as from a pod, or
+ * a replica's pod IP) with a bearer token.
+ */
+export function restFromHost(
+  token: string,
+  base: () => string,
+): (method: string, path: string, body?: unknown, at?: string) => Promise<RestAnswer> {
+  return async (method, path, body, at = base()) => {
+    const r = await fetch(`${at}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    return { status: r.status, body: await r.text() };
+  };
+}
+
+/** The account names `/credentials` lists, sorted. */
+export async function credentialNames(rest: RestCall): Promise<string[]> {
+  const r = await rest('GET', '/credentials');
+  if (r.status !== 200) throw new Error(`GET /credentials: ${r.status} ${r.body}`);
+  return (JSON.parse(r.body) as { name: string }[]).map((a) => a.name).sort();
+}
+
+/** Waits until `/credentials` lists exactly `want` (the agents' streams and registrations take a moment). */
+export async function waitForAccounts(rest: RestCall, want: string[], timeoutMs = 90_000): Promise<void> {
+  const sorted = [...want].sort();
+  await waitFor(
+    `accounts ${sorted.join(', ')} in /credentials`,
+    async () => (await credentialNames(rest)).join() === sorted.join(),
+    timeoutMs,
+  );
+}
+
+/**
+ * Waits for `/manifests/ACCOUNT/NAMESPACE/KIND NAME` to answer 200 (the cache is fed by the agent's watch, so a read
+ * may trail a write by a moment) and returns the manifest view.
+ */
+export async function waitForManifest(
+  rest: RestCall,
+  target: { account: string; namespace: string; name: string },
+  timeoutMs = 60_000,
+): Promise<{ account: string; location: string; manifest: Record<string, unknown> }> {
+  const path = `/manifests/${target.account}/${target.namespace}/${encodeURIComponent(target.name)}`;
+  const r = await waitFor(
+    `${target.name} through ${target.account}`,
+    async () => {
+      const x = await rest('GET', path);
+      return x.status === 200 ? x : undefined;
+    },
+    timeoutMs,
+  );
+  return JSON.parse(r.body) as { account: string; location: string; manifest: Record<string, unknown> };
+}
 
 export interface TaskView {
   status: { completed: boolean; failed: boolean };
@@ -249,4 +390,27 @@ export async function orcaDeployConfigMap(
     },
     90_000,
   );
+}
+
+/**
+ * An Orca-shaped deploy of ConfigMap `name` (data k=v) that must complete without failing (the task's history is the
+ * message when not), and the object then in the API server: what every install checks of the write path.
+ */
+export async function expectDeployed(
+  node: RealNode,
+  rest: RestCall,
+  target: { account: string; namespace: string; name: string },
+): Promise<void> {
+  const task = await orcaDeployConfigMap(rest, target);
+  expect(task.status, task.history.map((h) => h.status).join('\n')).toMatchObject({ completed: true, failed: false });
+  const inApi = await node.kubectl([
+    '-n',
+    target.namespace,
+    'get',
+    'configmap',
+    target.name,
+    '-o',
+    'jsonpath={.data.k}',
+  ]);
+  expect({ ...target, data: inApi.stdout }).toEqual({ ...target, data: 'v' });
 }

@@ -11,21 +11,26 @@ export interface MariaDbInCluster {
   database: string;
   user: string;
   password: string;
+  /** More databases for the same user: installs side by side, each with a store of its own. */
+  moreDatabases?: string[];
 }
 
 const NAME = 'mariadb';
 
 /** The URL the plugin-server's Secret holds: the Service's cluster DNS name. */
-export function mysqlUrl(db: MariaDbInCluster): string {
-  return `mysql://${db.user}:${encodeURIComponent(db.password)}@${NAME}.${db.namespace}.svc.cluster.local:3306/${db.database}`;
+export function mysqlUrl(db: MariaDbInCluster, database = db.database): string {
+  return `mysql://${db.user}:${encodeURIComponent(db.password)}@${NAME}.${db.namespace}.svc.cluster.local:3306/${database}`;
 }
 
 export function mariadbManifests(db: MariaDbInCluster): object {
   const labels = { 'app.kubernetes.io/name': NAME };
+  const databases = [db.database, ...(db.moreDatabases ?? [])];
   const init = [
-    `CREATE DATABASE IF NOT EXISTS \`${db.database}\`;`,
     `CREATE USER IF NOT EXISTS '${db.user}'@'%' IDENTIFIED BY '${db.password}';`,
-    `GRANT ALL PRIVILEGES ON \`${db.database}\`.* TO '${db.user}'@'%';`,
+    ...databases.flatMap((d) => [
+      `CREATE DATABASE IF NOT EXISTS \`${d}\`;`,
+      `GRANT ALL PRIVILEGES ON \`${d}\`.* TO '${db.user}'@'%';`,
+    ]),
   ].join('\n');
   // The server runs as root inside its container (--user=root), as test/infra/mariadb.ts runs it on the host: the
   // image's mysql user has no fixed uid to give the pod's securityContext.

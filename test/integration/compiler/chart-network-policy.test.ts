@@ -133,6 +133,18 @@ describe('chart NetworkPolicy and ServiceMonitor', () => {
     const off = await template(['--set', 'agent.enabled=true,agent.networkPolicy.enabled=true']);
     expect(off.find((o) => o.kind === 'NetworkPolicy')?.spec?.ingress).toBeUndefined();
     expect(off.filter((o) => o.kind === 'Service')).toEqual([]);
+    // The metrics Service alone (synth's values turn it on): the same Service, config and ingress, no ServiceMonitor.
+    const service = await template([
+      '--set',
+      'agent.enabled=true,agent.networkPolicy.enabled=true,agent.metricsService.enabled=true',
+    ]);
+    expect(service.find((o) => o.kind === 'Service')).toEqual(svc);
+    expect(service.find((o) => o.kind === 'NetworkPolicy')?.spec?.ingress).toEqual(np?.spec?.ingress);
+    expect(service.filter((o) => o.kind === 'ServiceMonitor')).toEqual([]);
+    const serviceConfig = service.find((o) => o.kind === 'ConfigMap') as unknown as { data: Record<string, string> };
+    expect((parseYaml(serviceConfig.data['config.yaml']!) as { health: unknown }).health).toMatchObject({
+      metrics: true,
+    });
   });
 
   it('helm lint --strict accepts them; the schema refuses a misspelt key and a port out of range', async () => {

@@ -76,11 +76,11 @@ describe('NetworkPolicies in generated installs', () => {
     });
   });
 
-  it('an agent admits nothing and dials DNS, the API servers and the plugin-server only', async () => {
+  it('an agent admits only the /metrics scrape from its namespace and dials DNS, the API servers and the plugin-server only', async () => {
     const { objects, values } = await policies(topology(''));
     const agent = spec(objects.get('agent-core'));
     expect(agent.policyTypes).toEqual(['Ingress', 'Egress']);
-    expect(agent.ingress).toBeUndefined();
+    expect(agent.ingress).toEqual([{ ports: [{ port: 'health', protocol: 'TCP' }], from: [{ podSelector: {} }] }]);
     expect(agent.egress).toEqual([
       {
         ports: [
@@ -90,7 +90,36 @@ describe('NetworkPolicies in generated installs', () => {
       },
       { ports: [443, 6443, 9091].map((port) => ({ port, protocol: 'TCP' })) },
     ]);
-    expect(values.get('agent-core')).toEqual({ enabled: true, egressPorts: [443, 6443, 9091], egressTo: [] });
+    expect(values.get('agent-core')).toEqual({
+      enabled: true,
+      metricsFrom: [{ podSelector: {} }],
+      egressPorts: [443, 6443, 9091],
+      egressTo: [],
+    });
+  });
+
+  it('every agent group has a metrics Service on its health port, in manifests and chart values alike', async () => {
+    await using tmp = await tempDir();
+    const r = await synthText(topology('', true), tmp.dir);
+    for (const p of r.summary.places.filter((x) => x.name.startsWith('agent-'))) {
+      const objects = docs(r.files.get(p.manifests) as string);
+      const deployment = objects.find((o) => o.kind === 'Deployment');
+      const service = objects.find((o) => o.kind === 'Service');
+      expect({ place: p.name, name: service?.metadata.name, spec: service?.spec }).toEqual({
+        place: p.name,
+        name: deployment?.metadata.name,
+        spec: {
+          type: 'ClusterIP',
+          selector: (deployment?.spec as { selector: { matchLabels: unknown } }).selector.matchLabels,
+          ports: [{ name: 'health', port: 8081, targetPort: 'health', protocol: 'TCP', appProtocol: 'http' }],
+        },
+      });
+      const values = parse(r.files.get(p.helm) as string) as { agent: { metricsService?: unknown } };
+      expect({ place: p.name, metricsService: values.agent.metricsService }).toEqual({
+        place: p.name,
+        metricsService: { enabled: true },
+      });
+    }
   });
 
   it('through an external address: gRPC from anywhere, and remote agents dial its port', async () => {
@@ -102,12 +131,16 @@ describe('NetworkPolicies in generated installs', () => {
     expect(spec(objects.get('agent-core')).egress?.[1]?.ports.map((p) => p.port)).toEqual([443, 6443, 9091]);
   });
 
-  it("admit REST from the topology's Spinnaker namespaces too", async () => {
+  it("admit REST and the agents' /metrics from the topology's Spinnaker namespaces too", async () => {
     const { objects } = await policies(topology('networkPolicies: { spinnakerNamespaces: [spin, monitoring] }'));
-    expect(spec(objects.get('plugin-server')).ingress?.[1]?.from).toEqual([
+    const peers = [
       { podSelector: {} },
       { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'spin' } } },
       { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+    ];
+    expect(spec(objects.get('plugin-server')).ingress?.[1]?.from).toEqual(peers);
+    expect(spec(objects.get('agent-core')).ingress).toEqual([
+      { ports: [{ port: 'health', protocol: 'TCP' }], from: peers },
     ]);
   });
 
