@@ -42,7 +42,41 @@ function deployment(name: string, image: string): KubernetesObject & Record<stri
   };
 }
 
-async function deployThroughScaleAgent(base: string, image: string): Promise<number> {
+/**
+ * Where one deploy's milliseconds went, from the wall clock the client and the plugin-server share (same machine):
+ * the client's POST start/answer and the moment it saw the task complete, and the operation record's queuedAt,
+ * sentAt, resultAt and finishedAt (`GET /armory/agent/operations/{id}`, read after the run, outside the timing).
+ * The server's stamps are Date.now(), so each stage is whole milliseconds.
+ */
+interface Stages {
+  /** POST sent → the operation queued on the server (HTTP, validation, task creation). */
+  postToQueued: number;
+  /** Queued → written to the agent's stream. */
+  queuedToSent: number;
+  /** Sent → result back: the agent's apply, including its own request to the API server. */
+  sentToResult: number;
+  /** Result → the cache holding the written resourceVersions (the consistency barrier). */
+  resultToBarrier: number;
+  /** Barrier done → the client's poll seeing the task complete. */
+  barrierToSeen: number;
+}
+const STAGES = ['postToQueued', 'queuedToSent', 'sentToResult', 'resultToBarrier', 'barrierToSeen'] as const;
+
+interface Run {
+  ms: number;
+  /** POST → its answer (the task id), client-side. */
+  postAnsweredMs: number;
+  stages: Stages;
+}
+
+interface OperationView {
+  queuedAt: number;
+  sentAt?: number;
+  resultAt?: number;
+  finishedAt?: number;
+}
+
+async function deployThroughScaleAgent(base: string, image: string): Promise<Run> {
   const body = [
     {
       deployManifest: {
@@ -55,25 +89,68 @@ async function deployThroughScaleAgent(base: string, image: string): Promise<num
     },
   ];
   const t0 = performance.now();
+  const wall0 = Date.now();
   const res = await fetch(`${base}/kubernetes/ops`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
   const { id } = (await res.json()) as { id: string };
+  const postAnsweredMs = performance.now() - t0;
+  let ms: number;
+  let seenAt: number;
   for (;;) {
     const t = (await (await fetch(`${base}/task/${id}`)).json()) as {
       status: { completed: boolean; failed: boolean };
       history: { status: string }[];
     };
     if (t.status.completed) {
-      const ms = performance.now() - t0;
+      ms = performance.now() - t0;
+      seenAt = Date.now();
       if (t.status.failed) throw new Error(`deploy task failed: ${t.history.map((h) => h.status).join(' / ')}`);
-      return ms;
+      break;
     }
     // 1 ms between polls: the client must not starve the processes it measures of CPU.
     await sleep(1);
   }
+  const op = (await (await fetch(`${base}/armory/agent/operations/${id}.0`)).json()) as OperationView;
+  if (op.sentAt === undefined || op.resultAt === undefined || op.finishedAt === undefined) {
+    throw new Error(`operation ${id}.0 lacks its timestamps: ${JSON.stringify(op)}`);
+  }
+  return {
+    ms,
+    postAnsweredMs,
+    stages: {
+      postToQueued: op.queuedAt - wall0,
+      queuedToSent: op.sentAt - op.queuedAt,
+      sentToResult: op.resultAt - op.sentAt,
+      resultToBarrier: op.finishedAt - op.resultAt,
+      barrierToSeen: seenAt - op.finishedAt,
+    },
+  };
+}
+
+const round = (n: number): number => Math.round(n * 1000) / 1000;
+
+/** Per stage p50/p99, and each of the slowest runs (the ones at and above the p99) split into its stages. */
+function breakdown(runs: Run[]) {
+  const perStage = Object.fromEntries(
+    STAGES.map((s) => {
+      const d = distribution(runs.map((r) => r.stages[s]));
+      return [s, { p50: d.p50, p99: d.p99, max: d.max }];
+    }),
+  );
+  const slowest = [...runs]
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, Math.max(3, Math.ceil(runs.length / 100)))
+    .map((r) => ({ ms: round(r.ms), postAnsweredMs: round(r.postAnsweredMs), ...r.stages }));
+  const median = [...runs].sort((a, b) => a.ms - b.ms)[Math.max(0, Math.ceil(runs.length / 2) - 1)]!; // nearest rank, as distribution();
+  return {
+    stagesMs: perStage,
+    postAnsweredMs: distribution(runs.map((r) => r.postAnsweredMs)),
+    p50Run: { ms: round(median.ms), postAnsweredMs: round(median.postAnsweredMs), ...median.stages },
+    slowestRuns: slowest,
+  };
 }
 
 async function main(): Promise<void> {
@@ -98,11 +175,12 @@ async function main(): Promise<void> {
     stops.unshift(() => agent.stop());
 
     progress(`scale-agent deploys: ${WARMUP} warm-up + ${RUNS} runs`);
-    const viaScaleAgent: number[] = [];
+    const runs: Run[] = [];
     for (let i = 0; i < WARMUP + RUNS; i++) {
-      const ms = await deployThroughScaleAgent(server.httpBase, `registry.example.com/web:${i}`);
-      if (i >= WARMUP) viaScaleAgent.push(ms);
+      const run = await deployThroughScaleAgent(server.httpBase, `registry.example.com/web:${i}`);
+      if (i >= WARMUP) runs.push(run);
     }
+    const viaScaleAgent = runs.map((r) => r.ms);
 
     progress(`bare server-side applies: ${WARMUP} warm-up + ${RUNS} runs`);
     const bare: number[] = [];
@@ -130,7 +208,7 @@ async function main(): Promise<void> {
       params: { runs: RUNS, warmup: WARMUP, store: 'memory', quick: Boolean(f.quick) },
       machine: machineInfo(),
       versions: versions(),
-      figures: { postToTaskCompleteMs: ours, aboveBareApplyMs: above },
+      figures: { postToTaskCompleteMs: ours, aboveBareApplyMs: above, breakdown: breakdown(runs) },
       baseline: { bareServerSideApplyMs: baseline },
       ratios: { p50VsBareApply: Math.round((ours.p50 / baseline.p50) * 100) / 100 },
       goal: {
@@ -139,6 +217,7 @@ async function main(): Promise<void> {
       met: true,
       notes: [
         'Each scale-agent run includes the REST POST, validation, the operation down the gRPC stream, discovery-cached server-side apply by the agent, the result back, and the wait for the cache to hold the new resourceVersion (the consistency barrier); the task is polled back to back with 1 ms sleeps.',
+        "breakdown: each run split at the client POST, the operation record's queuedAt / sentAt / resultAt / finishedAt (whole ms, server Date.now()) and the client seeing the task complete: postToQueued, queuedToSent, sentToResult (agent apply incl. its API request), resultToBarrier, barrierToSeen; slowestRuns are the runs at and above the p99 (at least 3).",
         'The baseline is a single server-side apply PATCH from @kubernetes/client-node to the same API server (no cache, no barrier).',
       ],
     });
