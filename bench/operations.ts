@@ -144,7 +144,8 @@ function breakdown(runs: Run[]) {
     .sort((a, b) => b.ms - a.ms)
     .slice(0, Math.max(3, Math.ceil(runs.length / 100)))
     .map((r) => ({ ms: round(r.ms), postAnsweredMs: round(r.postAnsweredMs), ...r.stages }));
-  const median = [...runs].sort((a, b) => a.ms - b.ms)[Math.max(0, Math.ceil(runs.length / 2) - 1)]!; // nearest rank, as distribution();
+  // Nearest rank, as distribution() picks its p50.
+  const median = [...runs].sort((a, b) => a.ms - b.ms)[Math.max(0, Math.ceil(runs.length / 2) - 1)]!;
   return {
     stagesMs: perStage,
     postAnsweredMs: distribution(runs.map((r) => r.postAnsweredMs)),
