@@ -1,12 +1,13 @@
 /**
- * `npm run bench:operations [-- --quick] [--runs N]`
+ * `npm run bench:operations [-- --quick] [--runs N] [--store memory|mysql]`
  *
  * POST → task complete for a one-Deployment deploy: `POST /kubernetes/ops` with a deployManifest (a new image each
  * run, so every run is a real rollout step: new generation and resourceVersion), then `GET /task/{id}` back to back
  * until `status.completed`. That covers routing down the agent's stream, the agent's server-side apply, the result
  * coming back and the consistency barrier (the cache holding the new resourceVersion). Baseline, same run, same
  * control plane: a bare server-side apply of the same manifest from a @kubernetes/client-node client. Everything
- * real: control plane, agent and plugin-server processes (memory store). Prints one JSON result.
+ * real: control plane, agent and plugin-server processes (memory store, or `--store mysql`: a MariaDB
+ * started here). Prints one JSON result.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,10 +21,13 @@ import {
   type KubernetesObject,
 } from '@kubernetes/client-node';
 import { ControlPlane } from '../test/infra/control-plane.js';
+import { createDatabase, MariaDb } from '../test/infra/mariadb.js';
 import { AgentProcess, PluginServerProcess } from '../test/infra/processes.js';
 import { distribution, emit, flags, machineInfo, progress, versions } from './lib/report.js';
 
-const f = flags({ runs: { type: 'string' } });
+const f = flags({ runs: { type: 'string' }, store: { type: 'string' } });
+const STORE = f.store ?? 'memory';
+if (STORE !== 'memory' && STORE !== 'mysql') throw new Error(`--store: memory or mysql, not ${STORE}`);
 const RUNS = Number(f.runs ?? (f.quick ? 10 : 100));
 const WARMUP = 3;
 const NAMESPACE = 'bench-ops';
@@ -164,7 +168,13 @@ async function main(): Promise<void> {
     await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
     const objects = KubernetesObjectApi.makeApiClient(kc);
 
-    const server = await PluginServerProcess.start({ dir, extra: { logLevel: 'warn' } });
+    let storage: { type: 'memory' } | { type: 'mysql'; url: string } = { type: 'memory' };
+    if (STORE === 'mysql') {
+      const maria = await MariaDb.start({ log: (l) => progress(l) });
+      stops.unshift(() => maria.stop());
+      storage = { type: 'mysql', url: (await createDatabase(maria.url, 'bench_operations')).url };
+    }
+    const server = await PluginServerProcess.start({ dir, storage, extra: { logLevel: 'warn' } });
     stops.unshift(() => server.stop());
     const agent = await AgentProcess.start({
       dir,
@@ -206,7 +216,7 @@ async function main(): Promise<void> {
     };
     emit({
       name: 'operations',
-      params: { runs: RUNS, warmup: WARMUP, store: 'memory', quick: Boolean(f.quick) },
+      params: { runs: RUNS, warmup: WARMUP, store: STORE, quick: Boolean(f.quick) },
       machine: machineInfo(),
       versions: versions(),
       figures: { postToTaskCompleteMs: ours, aboveBareApplyMs: above, breakdown: breakdown(runs) },
