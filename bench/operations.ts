@@ -53,9 +53,9 @@ function deployment(name: string, image: string): KubernetesObject & Record<stri
  * The server's stamps are Date.now(), so each stage is whole milliseconds.
  */
 interface Stages {
-  /** POST sent → the operation queued on the server (HTTP, validation, task creation). */
+  /** POST sent → the task stamped on the server (HTTP, validation). */
   postToQueued: number;
-  /** Queued → written to the agent's stream. */
+  /** Stamped → written to the agent's stream (storing the new task, routing). */
   queuedToSent: number;
   /** Sent → result back: the agent's apply, including its own request to the API server. */
   sentToResult: number;
