@@ -20,10 +20,13 @@ export interface SynthFileResult extends SynthResult {
   removed: string[];
   certsWritten: string[];
   certsDir?: string;
+  /** Where the time went: everything before the disk (read, validate, certificates, synthesis) and the writing. */
+  timings: { computeMs: number; writeMs: number };
 }
 
 /** validate → certificates → synthesize → write: what `scale-agent synth` does. */
 export async function synthFile(file: string, options: SynthFileOptions): Promise<SynthFileResult> {
+  const t0 = performance.now();
   const { topology } = await loadTopology(file);
   const certsDir = options.certsDir ?? join(options.out, 'certs');
   await assertOutputDirectory(options.out, '--out');
@@ -36,7 +39,9 @@ export async function synthFile(file: string, options: SynthFileOptions): Promis
     ...(options.overlayDepth !== undefined ? { overlayDepth: options.overlayDepth } : {}),
     version: versionInfo().version,
   });
+  const t1 = performance.now();
   const { written, removed } = await writeOutput(options.out, result.files);
+  const t2 = performance.now();
   return {
     ...result,
     topology,
@@ -44,5 +49,6 @@ export async function synthFile(file: string, options: SynthFileOptions): Promis
     removed,
     certsWritten: [...(certs?.set.written ?? []), ...generated.written],
     ...(certs || Object.keys(generated.secrets).length > 0 ? { certsDir } : {}),
+    timings: { computeMs: t1 - t0, writeMs: t2 - t1 },
   };
 }

@@ -8,12 +8,17 @@ import { sortForApply, toYaml, toYamlDocuments, type Obj } from './serialize.js'
 const GENERATED_SECRETS = new Set<string>([NAMES.dynamicAccountsKey, NAMES.peerSecret]);
 
 /** The Kustomize overlay of a place, projected from its model: outer objects plus a workload over the base. */
-export function overlayFiles(p: Place, depth: number, header: string): [string, string][] {
+export function overlayFiles(
+  p: Place,
+  depth: number,
+  header: string,
+  outer: Obj[] = outerObjects(p),
+): [string, string][] {
   const up = (n: number): string => '../'.repeat(n);
   const out: [string, string][] = [];
   const resources: string[] = [];
   const outerByFile = new Map<string, Obj[]>();
-  for (const o of outerObjects(p)) {
+  for (const o of outer) {
     const f =
       o.kind === 'Namespace'
         ? 'namespace.yaml'

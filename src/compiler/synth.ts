@@ -53,10 +53,12 @@ export function synthesize(t: Topology, options: SynthOptions): SynthResult {
   const depth = options.overlayDepth ?? 0;
   const renderedByPlace = new Map<string, Obj[]>();
   for (const p of places) {
-    const rendered = renderPlace(p);
+    // Built once: the manifest and the overlay write the same outer objects (cdk8s resolution is most of synth's CPU).
+    const outer = outerObjects(p);
+    const rendered = renderPlace(p, outer);
     renderedByPlace.set(p.name, rendered);
     files.set(`manifests/${p.name}.yaml`, header(p) + toYamlDocuments(rendered));
-    for (const [path, content] of overlayFiles(p, depth, header(p))) {
+    for (const [path, content] of overlayFiles(p, depth, header(p), outer)) {
       files.set(`kustomize/overlays/${p.name}/${path}`, content);
     }
     files.set(`helm/${p.name}.values.yaml`, helmHeader(p) + toYaml(helmValues(p)));
@@ -67,8 +69,8 @@ export function synthesize(t: Topology, options: SynthOptions): SynthResult {
 }
 
 /** The objects of one place, exactly as `kustomize build` of its overlay gives them. */
-export function renderPlace(p: Place): Obj[] {
-  return sortForApply([...outerObjects(p), ...workloadObjects(p)]);
+export function renderPlace(p: Place, outer: Obj[] = outerObjects(p)): Obj[] {
+  return sortForApply([...outer, ...workloadObjects(p)]);
 }
 
 function header(p: Place): string {
