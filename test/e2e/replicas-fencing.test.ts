@@ -22,6 +22,33 @@ import { account, change, configMap, eventually, TestAgent } from '../unit/plugi
 const ACCOUNT = 'fenced';
 const STALE = ['stale-1', 'stale-2', 'stale-3'];
 
+/**
+ * Transactions in a lock wait on the test's database (the replicas' connections; asked on the test's own connection,
+ * which is on that database): A's write, and nothing else. Counting every LOCK WAIT of the server is not enough: the
+ * suite's other files share the MariaDB, and their waits could make the test freeze A too early.
+ */
+const LOCK_WAITS_IN_OUR_DATABASE =
+  'SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX t ' +
+  'JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id ' +
+  "WHERE t.trx_state = 'LOCK WAIT' AND p.DB = DATABASE()";
+
+/**
+ * Polls for A's write waiting on the locked rows: its count, or -1 once the stream has ended. Every 250 ms, not
+ * faster: filling INNODB_TRX takes InnoDB's lock-system mutex, and, most likely for that reason, a poll without pause
+ * kept A's INSERT from entering its lock wait (two suite runs and three runs alone saw no wait within 30 s; with a
+ * pause between polls, the wait showed at once).
+ */
+async function aWaitsOnTheLocks(lock: Connection, streamEnded: () => boolean): Promise<number> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    if (streamEnded()) return -1;
+    const n = Number(((await lock.query(LOCK_WAITS_IN_OUR_DATABASE))[0] as { n: number }[])[0]?.n);
+    if (n > 0) return n;
+    if (Date.now() > until) throw new Error("replica A's write did not wait on the locked rows within 30 s");
+    await sleep(250);
+  }
+}
+
 /** Claims the account through `server` for agent-2, again until it is granted (a standby while the lease is live). */
 async function takeOver(server: PluginServerProcess, cleanups: (() => Promise<unknown>)[]): Promise<TestAgent> {
   for (let attempt = 1; ; attempt++) {
@@ -91,22 +118,7 @@ describe('a write under a lost lease', () => {
       let streamEnded = false;
       void stale.ended.then(() => (streamEnded = true));
       // A's write waits on the lock; then A freezes.
-      const waiting = await eventually(
-        async () =>
-          streamEnded
-            ? -1
-            : Number(
-                (
-                  (
-                    await lock.query(
-                      "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'",
-                    )
-                  )[0] as { n: number }[]
-                )[0]?.n,
-              ),
-        (n) => n !== 0,
-        30_000,
-      );
+      const waiting = await aWaitsOnTheLocks(lock, () => streamEnded);
       if (waiting > 0) break;
       await lock.rollback();
       stale.close();
