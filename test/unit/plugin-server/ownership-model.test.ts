@@ -109,6 +109,20 @@ class World {
     this.syncModel();
   }
 
+  /**
+   * The replica's process dies: its streams end without a release (their leases expire), a new process takes the
+   * slot, and each agent whose newest stream ended reconnects (an older stream was already dead to its agent).
+   */
+  async kill(slot: number): Promise<void> {
+    for (const s of [...this.streams.values()]) {
+      if (s.replica !== slot) continue;
+      this.streams.delete(s.id);
+      if (!this.superseded(s)) this.pendingReconnects.push({ agent: s.agent, replica: slot });
+    }
+    this.replicas[slot] = undefined;
+    await this.addReplica(slot);
+  }
+
   close(id: string, reconnect: boolean): void {
     const s = this.streams.get(id);
     if (!s) return;
@@ -176,7 +190,8 @@ class World {
       this.pendingOffers = [];
       for (const id of offers) {
         const s = this.streams.get(id);
-        if (s?.verdict === 'cluster_conflict') await this.offer(s);
+        // A superseded stream is a dead connection (its agent uses only its newest): the request goes unanswered.
+        if (s?.verdict === 'cluster_conflict' && !this.superseded(s)) await this.offer(s);
       }
     }
   }
@@ -313,10 +328,7 @@ const commands = [
   fc.nat(2).map((r) => cmd(`sweep(r${r})`, async (w) => void (await w.replicas[r]?.sweep()))),
   fc.nat(2).map((r) =>
     cmd(`kill(r${r})`, async (w) => {
-      // Killed: its streams end without a release (their leases expire); a new process takes the slot.
-      for (const s of [...w.streams.values()]) if (s.replica === r) w.streams.delete(s.id);
-      w.replicas[r] = undefined;
-      await w.addReplica(r);
+      await w.kill(r);
     }),
   ),
 ];
@@ -349,7 +361,7 @@ describe('the ownership protocol against its reference model', () => {
           await w.sweepAll();
         }
         w.checkInvariants();
-        if ([...w.streams.values()].some((s) => s.verdict !== 'none'))
+        if ([...w.streams.values()].some((s) => s.verdict !== 'none' && !w.superseded(s)))
           expect(w.holders().length, 'held while any agent offering it is connected').toBeGreaterThan(0);
       }),
       { numRuns: 1000 },
