@@ -23,6 +23,7 @@ export const OUT = 'src/shared/config-types';
 /** One generated module per schema, its root type named `root`. */
 export const TARGETS = [
   { schema: 'account-options.schema.json', applied: false, root: 'AccountOptionsSchema' },
+  { schema: 'secret-engines.schema.json', applied: false, root: 'SecretEnginesSchema' },
   { schema: 'agent-config.schema.json', applied: true, root: 'AgentConfig', rename: { Account: 'AccountConfig' } },
   { schema: 'plugin-server-config.schema.json', applied: true, root: 'PluginServerConfig' },
   {
@@ -76,15 +77,21 @@ function readSchema(file) {
   return JSON.parse(readFileSync(join(schemas, file), 'utf8'));
 }
 
-/** The schema whose titled definitions (AccountOptions, ...) are declared in one generated module only. */
-const SHARED = 'account-options.schema.json';
+/**
+ * The schemas whose titled definitions (AccountOptions, Vault, ...) are declared in their own generated module only,
+ * each with the name its module is imported under.
+ */
+const SHARED = new Map([
+  ['account-options.schema.json', 'SharedOptions'],
+  ['secret-engines.schema.json', 'SharedEngines'],
+]);
 
 /**
- * Each titled definition of the shared schema with the keys ajv's useDefaults fills in under it (its own properties'
+ * Each titled definition of a shared schema with the keys ajv's useDefaults fills in under it (its own properties'
  * defaults and those of what its allOf references), as withDefaultsRequired marks them required.
  */
-export function sharedDefinitions() {
-  const defs = readSchema(SHARED).$defs;
+export function sharedDefinitions(shared = 'account-options.schema.json') {
+  const defs = readSchema(shared).$defs;
   const defaulted = (node) => [
     ...Object.entries(node.properties ?? {})
       .filter(([, p]) => p.default !== undefined)
@@ -98,12 +105,18 @@ export function sharedDefinitions() {
 
 /**
  * json-schema-to-typescript declares every type a schema references again in each file that references it: the
- * shared account-option types would be declared in every config's module, free to drift apart. Their declarations
- * are taken out of `code` and imported from the shared module instead; a runtime config (`applied`) re-exports them
- * with the keys its loader fills in made required, as withDefaultsRequired would have declared them.
+ * shared types (account options, Vault) would be declared in every config's module, free to drift apart. Their
+ * declarations are taken out of `code` and imported from their shared module instead; a runtime config (`applied`)
+ * re-exports them with the keys its loader fills in made required, as withDefaultsRequired would have declared them.
  */
 function importShared(code, target) {
-  const shared = new Map(sharedDefinitions().map((d) => [d.name, d]));
+  let out = code;
+  for (const [schema, alias] of SHARED) out = importSharedFrom(out, target, schema, alias);
+  return out;
+}
+
+function importSharedFrom(code, target, schema, alias) {
+  const shared = new Map(sharedDefinitions(schema).map((d) => [d.name, d]));
   const file = ts.createSourceFile('out.ts', code, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
   const taken = file.statements.filter(
     (st) => (ts.isInterfaceDeclaration(st) || ts.isTypeAliasDeclaration(st)) && shared.has(st.name.text),
@@ -112,7 +125,7 @@ function importShared(code, target) {
   let rest = code;
   for (const st of [...taken].reverse()) rest = rest.slice(0, st.getFullStart()) + rest.slice(st.getEnd());
   const names = taken.map((st) => st.name.text).sort();
-  const module = `./${SHARED.replace(/\.schema\.json$/, '.js')}`;
+  const module = `./${schema.replace(/\.schema\.json$/, '.js')}`;
   const [banner, ...body] = rest.split('\n');
   if (!target.applied) {
     const used = names.filter((n) => new RegExp(`\\b${n}\\b`).test(body.join('\n')));
@@ -120,11 +133,11 @@ function importShared(code, target) {
   }
   const aliases = names.map((n) => {
     const keys = shared.get(n).defaulted.map((k) => `'${k}'`);
-    if (keys.length === 0) return `export type ${n} = Shared.${n};`;
+    if (keys.length === 0) return `export type ${n} = ${alias}.${n};`;
     const doc = `/** ${n} as the loader returns it: the keys with a schema default are filled in. */`;
-    return `${doc}\nexport type ${n} = Shared.${n} & Required<Pick<Shared.${n}, ${keys.join(' | ')}>>;`;
+    return `${doc}\nexport type ${n} = ${alias}.${n} & Required<Pick<${alias}.${n}, ${keys.join(' | ')}>>;`;
   });
-  return [banner, `import type * as Shared from '${module}';`, ...body, ...aliases].join('\n');
+  return [banner, `import type * as ${alias} from '${module}';`, ...body, ...aliases].join('\n');
 }
 
 async function generate(target) {
@@ -135,7 +148,7 @@ async function generate(target) {
     bannerComment: BANNER(target.schema),
     additionalProperties: false,
     ignoreMinAndMaxItems: true,
-    unreachableDefinitions: target.schema === 'account-options.schema.json',
+    unreachableDefinitions: SHARED.has(target.schema),
     format: false,
     // The root gets `root`; definitions json-schema-to-typescript would name by their key (which it sets as $id,
     // capitalized) can be renamed, where that name alone would not say which file it belongs to.
@@ -153,7 +166,7 @@ async function generate(target) {
   });
   const out = join(root, OUT, target.schema.replace(/\.schema\.json$/, '.ts'));
   const config = await prettier.resolveConfig(out);
-  const code = target.schema === SHARED ? generated : importShared(generated, target);
+  const code = SHARED.has(target.schema) ? generated : importShared(generated, target);
   return [out, await prettier.format(code, { ...config, filepath: out })];
 }
 
