@@ -24,7 +24,8 @@ export function kubeconfigYaml(opts: {
 }
 
 /**
- * The Secret the agent group mounts, holding this one account's key. Several accounts may share the Secret with
+ * The Secret holding this one account's key, which the agent group mounts (or, with the topology's
+ * `kubeconfigSecret.watch`, reads and watches through the API server). Several accounts may share the Secret with
  * different keys; applied server-side with a field manager per account, each run owns only its own key.
  */
 export function kubeconfigSecretYaml(
