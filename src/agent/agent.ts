@@ -115,6 +115,7 @@ export class Agent {
       onClosed: () => this.onClosed(),
       onAccountsChanged: (m) => void this.accountsChanged(m),
       onOperation: (op, sessionId) => this.operations.run(op, sessionId),
+      onCancel: (operationId, reason) => this.operations.cancel(operationId, reason),
     });
     this.operations = new OperationRunner({
       logger: this.log.child({ component: 'operations' }),

@@ -27,7 +27,7 @@ import { resolveMysqlUrl, type PluginServerConfig } from './config.js';
 import { startGrpcServer, type GrpcEndpoint } from './grpc-server.js';
 import { PluginServerMetrics } from './metrics.js';
 import { CacheBarrier, LiveReader, OperationDispatcher, OperationMetrics, TaskRunner } from './ops/index.js';
-import { forwardOperation } from './ops/peer-forward.js';
+import { cancelAtPeer, forwardOperation } from './ops/peer-forward.js';
 import { ReplicaViews } from './replica-views.js';
 import { CheckPool } from './ingest/check-pool.js';
 import { AgentSession } from './sessions.js';
@@ -195,6 +195,8 @@ export class PluginServer {
       // Operations for accounts a peer replica's agent holds go to that replica (ops/peer-forward.ts).
       forward: (url, req, answerWithinMs) =>
         forwardOperation(url, req, { peerAuthorization: this.peerSecret?.authorization(), answerWithinMs }),
+      cancelAtPeer: (url, operationId, reason) =>
+        cancelAtPeer(url, operationId, reason, { peerAuthorization: this.peerSecret?.authorization() }),
     });
     // Every write is observed (onApplied): tasks wait on it for the cache to catch up with what their operation wrote.
     this.barrier = new CacheBarrier(this.store, this.accounts);

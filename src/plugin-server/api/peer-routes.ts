@@ -5,7 +5,7 @@ import { MIN_EPOCH_DEADLINE_MS } from '../../shared/ops/wire.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 import type { CacheBarrier } from '../ops/barrier.js';
 import type { OperationDispatcher } from '../ops/dispatcher.js';
-import { PEER_OPERATIONS_PATH, type PeerAnswer, type PeerRequest } from '../ops/peer-forward.js';
+import { PEER_CANCEL_PATH, PEER_OPERATIONS_PATH, type PeerAnswer, type PeerRequest } from '../ops/peer-forward.js';
 
 /**
  * A forward from a peer of an older version (which sent `timeoutMs`, a duration, and no `deadlineMs`) fails this
@@ -23,6 +23,12 @@ const peerRequestSchema = {
     cacheWaitMs: { type: 'integer', minimum: 0 },
     sentBeforeOnSessions: { type: 'array', items: { type: 'string' } },
   },
+} as const;
+
+const peerCancelSchema = {
+  type: 'object',
+  required: ['operationId', 'reason'],
+  properties: { operationId: { type: 'string', minLength: 1 }, reason: { type: 'string', maxLength: 1000 } },
 } as const;
 
 /** Answers kept for a forward sent again (the sender timed out waiting, then retried an idempotent operation). */
@@ -85,6 +91,20 @@ export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) =
         answers.delete(id);
       }
       return answer;
+    },
+  );
+
+  // A peer's task was cancelled while its operation runs here: a Cancel down the agent's stream (ops/dispatcher.ts).
+  app.post<{ Body: { operationId: string; reason: string } }>(
+    PEER_CANCEL_PATH,
+    { schema: { body: peerCancelSchema } },
+    async (request) => {
+      const { operationId, reason } = request.body;
+      const record = await deps.operation(operationId);
+      if (!record)
+        throw new ScaleAgentError('NOT_FOUND', `operation ${operationId} is no operation of a task in the task store`);
+      requireWritable(accountFilter(request.headers), [record.account]);
+      return { sent: deps.dispatcher.cancelInFlight(operationId, reason) };
     },
   );
 

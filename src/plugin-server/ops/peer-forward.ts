@@ -13,6 +13,8 @@ import type { DispatchRequest, ForwardOutcome } from './dispatcher.js';
  * channel) and its result to be polled back, costing latency on every operation for nothing forwarding lacks.
  */
 export const PEER_OPERATIONS_PATH = '/internal/operations';
+/** A cancel of an operation forwarded earlier: the peer sends a proto Cancel down the stream it sent it on. */
+export const PEER_CANCEL_PATH = '/internal/operations/cancel';
 
 /** The body a replica posts to its peer (checked by the route's schema, api/peer-routes.ts). */
 export interface PeerRequest {
@@ -40,6 +42,28 @@ export type PeerAnswer =
       barrier: BarrierOutcome;
     }
   | { kind: 'failed'; message: string; retryable: boolean; notHeld?: boolean };
+
+/**
+ * Passes a task's cancel to the replica that runs one of its operations on its agent's stream (PEER_CANCEL_PATH),
+ * authenticated as a replica. Throws when the peer cannot be reached or refuses: the operation then runs to its end.
+ */
+export async function cancelAtPeer(
+  baseUrl: string,
+  operationId: string,
+  reason: string,
+  options: { peerAuthorization: string | undefined },
+): Promise<void> {
+  const res = await fetch(`${baseUrl.replace(/\/$/, '')}${PEER_CANCEL_PATH}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(options.peerAuthorization ? { authorization: options.peerAuthorization } : {}),
+    },
+    body: JSON.stringify({ operationId, reason }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  if (!res.ok) throw new Error(`replica at ${baseUrl} refused the cancel (HTTP ${res.status}): ${await res.text()}`);
+}
 
 /**
  * Sends one operation to the replica holding its account's agent, authenticated as a replica (the peer secret,

@@ -55,6 +55,8 @@ export class TaskRunner {
   private readonly saving = new Map<string, Promise<void>>();
   /** Who asked for each running task, for its operations' audit lines. */
   private readonly requesters = new Map<string, string>();
+  /** Aborted when a running task is cancelled (cancel()), with the reason as the abort's reason. */
+  private readonly cancels = new Map<string, AbortController>();
   private stopped = false;
 
   constructor(
@@ -213,6 +215,34 @@ export class TaskRunner {
     return structuredClone(task);
   }
 
+  /**
+   * Cancels a task running on this replica (the scale-agent route `POST /scale-agent/tasks/{id}/cancel`; Clouddriver
+   * has no cancel of tasks). Operations not yet sent are never sent; the one at its agent stops if none of its writes
+   * went out, else runs to its end and is reported as it ended (proto Cancel). The task then fails, not retryable, with
+   * a message saying it was cancelled, unless its last operation ran to its end: then it ends as that operation did.
+   * A finished task is answered as it is (`cancelling: false`); undefined when the task does not exist.
+   */
+  async cancel(id: string, requestedBy = 'unknown'): Promise<{ task: Task; cancelling: boolean } | undefined> {
+    const live = this.running.get(id);
+    const controller = this.cancels.get(id);
+    if (!live || !controller) {
+      const task = await this.get(id);
+      if (!task) return undefined;
+      if (task.status.completed) return { task, cancelling: false };
+      throw new ScaleAgentError(
+        'CONFLICT',
+        `Task ${id} runs on plugin-server ${ownerHost(task.ownerId)}: only that replica can cancel it; send the ` +
+          'cancel there (GET /kubernetes/task/{id}/owner names it)',
+      );
+    }
+    if (!controller.signal.aborted) {
+      addHistory(live, ORCHESTRATION, `Cancel requested by ${requestedBy}`);
+      void this.save(live);
+      controller.abort(`cancelled by ${requestedBy}`);
+    }
+    return { task: structuredClone(live), cancelling: true };
+  }
+
   /** This runner owns the reopened task from now on, unless another replica took it over first. */
   private async takeOver(task: Task, readUpdatedAtMs: number): Promise<void> {
     task.ownerId = this.ownerId;
@@ -226,9 +256,12 @@ export class TaskRunner {
   private start(task: Task, operations: NormalizedOperation[], from: number, requestedBy: string): void {
     this.running.set(task.id, task);
     this.requesters.set(task.id, requestedBy);
-    void this.run(task, operations, from).finally(() => {
+    const cancel = new AbortController();
+    this.cancels.set(task.id, cancel);
+    void this.run(task, operations, from, cancel.signal).finally(() => {
       this.running.delete(task.id);
       this.requesters.delete(task.id);
+      if (this.cancels.get(task.id) === cancel) this.cancels.delete(task.id);
     });
   }
 
@@ -312,12 +345,30 @@ export class TaskRunner {
     }
   }
 
-  private async run(task: Task, operations: NormalizedOperation[], from = 0): Promise<void> {
+  private async run(task: Task, operations: NormalizedOperation[], from: number, signal: AbortSignal): Promise<void> {
     try {
       for (let index = from; index < operations.length; index++) {
         // Failed by a peer or taken over meanwhile (saveUntilStored): not this runner's to go on with.
         if (this.running.get(task.id) !== task) return;
-        const ok = await this.runOne(task, operations[index]!, task.operations[index]!);
+        if (signal.aborted) {
+          const op = operations[index]!;
+          const rec = task.operations[index]!;
+          rec.state = 'failed';
+          rec.ok = false;
+          rec.error = `${String(signal.reason)} before it started`;
+          rec.retryable = false;
+          this.fail(
+            task,
+            op.type,
+            `${String(signal.reason)} before operation ${index + 1} of ${operations.length} (${op.type}) started` +
+              (index > from ? '; the operations before it ran to their end' : ''),
+            false,
+            undefined,
+          );
+          await this.save(task);
+          return;
+        }
+        const ok = await this.runOne(task, operations[index]!, task.operations[index]!, signal);
         if (!ok) return;
       }
       completeTask(task);
@@ -330,7 +381,12 @@ export class TaskRunner {
     }
   }
 
-  private async runOne(task: Task, op: NormalizedOperation, rec: OperationRecord): Promise<boolean> {
+  private async runOne(
+    task: Task,
+    op: NormalizedOperation,
+    rec: OperationRecord,
+    signal: AbortSignal,
+  ): Promise<boolean> {
     const phase = OPERATION_PHASES[op.type];
     const opClass = OPERATION_CLASSES[op.type];
     const log = this.deps.log.child({
@@ -350,6 +406,7 @@ export class TaskRunner {
         payload: op.payload,
         cacheWaitMs: this.deps.options.cacheWaitMs,
         requestedBy: this.requesters.get(task.id),
+        signal,
         ...(rec.sentBeforeOnSessions ? { sentBeforeOnSessions: rec.sentBeforeOnSessions } : {}),
       },
       {
@@ -392,7 +449,7 @@ export class TaskRunner {
       });
     };
     if (outcome.kind === 'failed') {
-      finish(false, 'agent_unavailable');
+      finish(false, outcome.cancelled ? 'cancelled' : 'agent_unavailable');
       rec.error = outcome.message;
       rec.retryable = outcome.retryable;
       log.warn({ error: outcome.message }, 'operation failed before a result came back');
