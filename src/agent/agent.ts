@@ -121,6 +121,7 @@ export class Agent {
       logger: this.log.child({ component: 'operations' }),
       client: (name) => this.accounts.get(name)?.kubeClient(),
       send: (result) => this.stream.sendControl({ operationResult: result }),
+      cancelled: (decision) => this.metrics.operationCancels.inc({ decision }),
     });
     const source = {
       registry: this.metrics.registry,

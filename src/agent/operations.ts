@@ -5,7 +5,7 @@ import type { KubeClient } from './kube/client.js';
 import { executeWireOperation } from './ops/index.js';
 import { DeliveryLog } from './deliveries.js';
 import { OnceByOperationId } from './ops/once.js';
-import { CancelPoint, cancelDecision } from './ops/cancel.js';
+import { CancelPoint, cancelDecision, type CancelDecision } from './ops/cancel.js';
 
 export interface OperationRunnerDeps {
   logger: Logger;
@@ -16,6 +16,8 @@ export interface OperationRunnerDeps {
   client(account: string): Promise<KubeClient> | undefined;
   /** Sends the result back on the stream (dropped when the stream is down: the server then retries or fails). */
   send(result: OperationResult): void;
+  /** Counts each Cancel by its decision (AgentMetrics.operationCancels). */
+  cancelled?(decision: CancelDecision): void;
 }
 
 /**
@@ -71,6 +73,7 @@ export class OperationRunner {
     const point = this.cancelPoints.get(operationId);
     const decision = point ? point.request(reason) : cancelDecision({ running: false, writesSent: 0 });
     this.deps.logger.info({ operationId, reason, decision }, 'cancel requested');
+    this.deps.cancelled?.(decision);
   }
 
   get inFlight(): number {
