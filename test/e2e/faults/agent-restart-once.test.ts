@@ -181,33 +181,34 @@ describe('cancel: a task cancelled while its operation is at the agent', () => {
       metadata: { name: 'held', finalizers: ['scale-agent.test/hold'] },
       data: { a: '1' },
     });
-    const id = await ops.submit([
-      {
-        deleteManifest: {
-          account: ACCOUNT,
-          location: ns,
-          manifestName: 'configMap held',
-          options: { waitTimeoutSeconds: 300 },
+    const release = () =>
+      kubeRequest(kc, 'PATCH', path, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+    let id: string;
+    try {
+      id = await ops.submit([
+        {
+          deleteManifest: {
+            account: ACCOUNT,
+            location: ns,
+            manifestName: 'configMap held',
+            options: { waitTimeoutSeconds: 300 },
+          },
         },
-      },
-    ]);
-    // The DELETE went out: the object is terminating, and the operation waits for it to go.
-    await waitFor(
-      'held terminating',
-      async () => !!(await kubeRequest<Obj>(kc, 'GET', path)).metadata.deletionTimestamp,
-    );
-    const r = await ops.post(`/scale-agent/tasks/${id}/cancel`, {});
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body.cancelling).toBe(true);
-    await waitFor('the agent to decide', async () => (await cancels('run-to-end')) === ranToEnd + 1);
-    expect((await ops.task(id)).status.completed).toBe(false);
-    await kubeRequest(
-      kc,
-      'PATCH',
-      path,
-      [{ op: 'remove', path: '/metadata/finalizers' }],
-      'application/json-patch+json',
-    );
+      ]);
+      // The DELETE went out: the object is terminating, and the operation waits for it to go.
+      await waitFor(
+        'held terminating',
+        async () => !!(await kubeRequest<Obj>(kc, 'GET', path)).metadata.deletionTimestamp,
+      );
+      const r = await ops.post(`/scale-agent/tasks/${id}/cancel`, {});
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.cancelling).toBe(true);
+      await waitFor('the agent to decide', async () => (await cancels('run-to-end')) === ranToEnd + 1);
+      expect((await ops.task(id)).status.completed).toBe(false);
+    } finally {
+      // Released either way: a finalizer left behind would hold the namespace's deletion.
+      await release();
+    }
     const t = await ops.waitTask(id);
     const history = t.history.map((h) => h.status);
     expect(t.status, history.join('\n')).toMatchObject({ failed: false, completed: true });
