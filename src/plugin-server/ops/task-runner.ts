@@ -464,7 +464,7 @@ export class TaskRunner {
     for (const m of body.messages ?? []) addHistory(task, phase, m);
     if (!r.ok) {
       rec.agentFailed = true;
-      finish(false);
+      finish(false, body.errorCode === 'SA_ERR_CANCELLED' ? 'cancelled' : 'failed');
       rec.error = r.error;
       rec.errorCode = body.errorCode;
       rec.retryable = body.retryable ?? false;
