@@ -150,12 +150,13 @@ export class OperationDispatcher {
       const outcome = await new Promise<
         { kind: 'result'; result: OperationResult } | { kind: 'dropped' } | { kind: 'timeout' }
       >((resolve) => {
+        const cancel = (): void => session.sendCancel(req.operationId, reasonOf(req.signal!));
         const timer = setTimeout(() => {
+          req.signal?.removeEventListener('abort', cancel);
           this.inFlight.delete(req.operationId);
           resolve({ kind: 'timeout' });
         }, answerWithinMs);
         timer.unref();
-        const cancel = (): void => session.sendCancel(req.operationId, reasonOf(req.signal!));
         this.inFlight.set(req.operationId, {
           sessionId: session.id,
           resolve: (o) => {
