@@ -50,6 +50,8 @@ export interface PeerRouteDeps {
 
 export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) => {
   const answers = new Map<string, Promise<PeerAnswer>>();
+  /** Forwarded operations running here, by id: what a peer's cancel aborts (DispatchRequest.signal). */
+  const running = new Map<string, AbortController>();
   app.post<{ Body: PeerRequest }>(
     PEER_OPERATIONS_PATH,
     { schema: { body: peerRequestSchema } },
@@ -94,7 +96,8 @@ export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) =
     },
   );
 
-  // A peer's task was cancelled while its operation runs here: a Cancel down the agent's stream (ops/dispatcher.ts).
+  // A peer's task was cancelled while its operation runs here: not sent yet, it is not sent; sent, a Cancel follows it
+  // down the agent's stream (DispatchRequest.signal, ops/dispatcher.ts).
   app.post<{ Body: { operationId: string; reason: string } }>(
     PEER_CANCEL_PATH,
     { schema: { body: peerCancelSchema } },
@@ -104,22 +107,31 @@ export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) =
       if (!record)
         throw new ScaleAgentError('NOT_FOUND', `operation ${operationId} is no operation of a task in the task store`);
       requireWritable(accountFilter(request.headers), [record.account]);
-      return { sent: deps.dispatcher.cancelInFlight(operationId, reason) };
+      const forwarded = running.get(operationId);
+      forwarded?.abort(reason);
+      return { cancelled: forwarded !== undefined };
     },
   );
 
   async function run(b: PeerRequest): Promise<PeerAnswer> {
-    const outcome = await deps.dispatcher.execute({
-      operationId: b.operationId,
-      account: b.account,
-      type: b.type,
-      payload: b.payload,
-      deadlineMs: b.deadlineMs,
-      ...(b.sentBeforeOnSessions ? { sentBeforeOnSessions: b.sentBeforeOnSessions } : {}),
-      // Only this replica's own streams: a peer that lost the account meanwhile says so and the sender looks again.
-      localOnly: true,
-      agentWaitMs: 0,
-    });
+    const abort = new AbortController();
+    running.set(b.operationId, abort);
+    const outcome = await deps.dispatcher
+      .execute({
+        operationId: b.operationId,
+        account: b.account,
+        type: b.type,
+        payload: b.payload,
+        deadlineMs: b.deadlineMs,
+        ...(b.sentBeforeOnSessions ? { sentBeforeOnSessions: b.sentBeforeOnSessions } : {}),
+        // Only this replica's own streams: a peer that lost the account meanwhile says so and the sender looks again.
+        localOnly: true,
+        agentWaitMs: 0,
+        signal: abort.signal,
+      })
+      .finally(() => {
+        if (running.get(b.operationId) === abort) running.delete(b.operationId);
+      });
     if (outcome.kind === 'failed') return { ...outcome, notHeld: outcome.notHeld };
     const r = outcome.result;
     const barrier = r.ok

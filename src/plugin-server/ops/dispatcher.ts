@@ -269,18 +269,6 @@ export class OperationDispatcher {
     f.resolve({ kind: 'result', result });
   }
 
-  /**
-   * A peer's cancel of an operation it forwarded here (api/peer-routes.ts): a Cancel down the stream it was sent on.
-   * False when it is not in flight here (not sent yet, or already answered).
-   */
-  cancelInFlight(operationId: string, reason: string): boolean {
-    const f = this.inFlight.get(operationId);
-    const session = f && this.deps.session(f.sessionId);
-    if (!session) return false;
-    session.sendCancel(operationId, reason);
-    return true;
-  }
-
   /** A stream ended: everything in flight on it is dropped (retried or failed by execute()). */
   onSessionClosed(sessionId: string): void {
     for (const f of [...this.inFlight.values()]) if (f.sessionId === sessionId) f.resolve({ kind: 'dropped' });
