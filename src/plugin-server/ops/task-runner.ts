@@ -238,6 +238,14 @@ export class TaskRunner {
     if (!controller.signal.aborted) {
       addHistory(live, ORCHESTRATION, `Cancel requested by ${requestedBy}`);
       void this.save(live);
+      const accounts = [...new Set(live.operations.map((o) => o.account))];
+      this.deps.audit?.record({
+        who: requestedBy,
+        what: 'cancel task',
+        account: accounts.join(','),
+        result: 'ok',
+        task: id,
+      });
       controller.abort(`cancelled by ${requestedBy}`);
     }
     return { task: structuredClone(live), cancelling: true };
