@@ -2,7 +2,8 @@
  * Operations posted to a plugin-server replica whose peer holds the account's agent, end to end with real
  * processes on one MariaDB: the task runs through the peer (forwarded to its REST address), completes only once
  * the cache holds what it wrote — read back from the replica it was posted to, right away (the barrier across
- * replicas) — clientRequestId dedupes across replicas, and a task's cancel reaches the agent through the peer.
+ * replicas) — clientRequestId dedupes across replicas, and a task's cancel posted to either replica reaches the
+ * replica running it and the agent behind its peer.
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -74,7 +75,7 @@ describe('operations posted to any replica', () => {
     expect(done.history.filter((h) => /^Sent deployManifest/.test(h.status))).toHaveLength(1);
   });
 
-  it('a cancel posted to the replica without the agent reaches the agent through its peer', async () => {
+  it('a cancel posted to the replica not running the task reaches it, and its agent through the peer', async () => {
     const cancels = async (): Promise<number> => {
       const text = await (await fetch(`${stack.agent.adminBase}/metrics`)).text();
       const name = 'scale_agent_agent_operation_cancels_total{decision="run-to-end"}';
@@ -103,10 +104,11 @@ describe('operations posted to any replica', () => {
       ]);
       // Its DELETE went out (through A's stream): the operation waits on A's agent for the object to go.
       await waitFor('held terminating', async () => !!(await held()).metadata.deletionTimestamp);
-      const r = await viaB.post(`/scale-agent/tasks/${id}/cancel`, {});
+      // Posted to A: B runs the task, and A holds the agent's stream. The cancel goes A → B (the task's replica, found
+      // through the view B publishes) → A (its forwarded run) → agent, which lets the delete finish.
+      const r = await new OpsClient(a).post(`/scale-agent/tasks/${id}/cancel`, {});
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       expect(r.body.cancelling).toBe(true);
-      // B runs the task, A holds the agent's stream: the Cancel went B → A → agent, which lets the delete finish.
       await waitFor('the agent to get the Cancel', async () => (await cancels()) === before + 1);
     } finally {
       // Released either way: a finalizer left behind would hold the namespace's deletion.

@@ -5,7 +5,13 @@ import { MIN_EPOCH_DEADLINE_MS } from '../../shared/ops/wire.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 import type { CacheBarrier } from '../ops/barrier.js';
 import type { OperationDispatcher } from '../ops/dispatcher.js';
-import { PEER_CANCEL_PATH, PEER_OPERATIONS_PATH, type PeerAnswer, type PeerRequest } from '../ops/peer-forward.js';
+import {
+  PEER_CANCEL_PATH,
+  PEER_OPERATIONS_PATH,
+  PEER_TASK_CANCEL_PATH,
+  type PeerAnswer,
+  type PeerRequest,
+} from '../ops/peer-forward.js';
 
 /**
  * A forward from a peer of an older version (which sent `timeoutMs`, a duration, and no `deadlineMs`) fails this
@@ -31,6 +37,12 @@ const peerCancelSchema = {
   properties: { operationId: { type: 'string', minLength: 1 }, reason: { type: 'string', maxLength: 1000 } },
 } as const;
 
+const peerTaskCancelSchema = {
+  type: 'object',
+  required: ['taskId', 'requestedBy'],
+  properties: { taskId: { type: 'string', minLength: 1 }, requestedBy: { type: 'string', maxLength: 1000 } },
+} as const;
+
 /** Answers kept for a forward sent again (the sender timed out waiting, then retried an idempotent operation). */
 const ANSWERS_KEPT = 1000;
 
@@ -46,6 +58,8 @@ export interface PeerRouteDeps {
   barrier: CacheBarrier;
   /** The task store's record of an operation (ops/task-runner.ts operation()). */
   operation(operationId: string): Promise<{ account: string; state: string; queuedAt: number } | undefined>;
+  /** TaskRunner.cancel of a task this replica runs, never passed on again (localOnly). */
+  cancelTask(id: string, requestedBy: string): Promise<{ cancelling: boolean; accounts: string[] } | undefined>;
 }
 
 export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) => {
@@ -110,6 +124,18 @@ export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) =
       const forwarded = running.get(operationId);
       forwarded?.abort(reason);
       return { cancelled: forwarded !== undefined };
+    },
+  );
+
+  // A task this replica runs, cancelled through a peer (the request reached it): cancelled here, as asked there.
+  app.post<{ Body: { taskId: string; requestedBy: string } }>(
+    PEER_TASK_CANCEL_PATH,
+    { schema: { body: peerTaskCancelSchema } },
+    async (request) => {
+      const { taskId, requestedBy } = request.body;
+      const r = await deps.cancelTask(taskId, requestedBy);
+      if (!r) throw new ScaleAgentError('NOT_FOUND', `Task not found (id: ${taskId})`);
+      return { cancelling: r.cancelling };
     },
   );
 

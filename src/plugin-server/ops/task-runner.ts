@@ -68,6 +68,11 @@ export class TaskRunner {
       options: TaskRunnerOptions;
       metrics?: OperationMetrics;
       audit?: AuditLog;
+      /**
+       * Passes a cancel to the live replica whose runner is `ownerId` (ops/peer-forward.ts cancelTaskAtPeer);
+       * undefined when no live replica published that owner.
+       */
+      cancelAtOwner?(ownerId: string, id: string, requestedBy: string): Promise<{ cancelling: boolean }> | undefined;
     },
   ) {}
 
@@ -220,19 +225,38 @@ export class TaskRunner {
    * has no cancel of tasks). Operations not yet sent are never sent; the one at its agent stops if none of its writes
    * went out, else runs to its end and is reported as it ended (proto Cancel). The task then fails, not retryable, with
    * a message saying it was cancelled, unless its last operation ran to its end: then it ends as that operation did.
-   * A finished task is answered as it is (`cancelling: false`); undefined when the task does not exist.
+   * A finished task is answered as it is (`cancelling: false`); one running on another replica is passed to it
+   * (cancelAtOwner) unless `localOnly` (a cancel a peer passed here); undefined when the task does not exist.
    */
-  async cancel(id: string, requestedBy = 'unknown'): Promise<{ task: Task; cancelling: boolean } | undefined> {
+  async cancel(
+    id: string,
+    requestedBy = 'unknown',
+    localOnly = false,
+  ): Promise<{ task: Task; cancelling: boolean } | undefined> {
     const live = this.running.get(id);
     const controller = this.cancels.get(id);
     if (!live || !controller) {
       const task = await this.get(id);
       if (!task) return undefined;
       if (task.status.completed) return { task, cancelling: false };
+      // Running on a peer (the request reached another replica): that replica cancels it.
+      const atOwner = localOnly ? undefined : this.deps.cancelAtOwner?.(task.ownerId, id, requestedBy);
+      if (atOwner) {
+        const { cancelling } = await atOwner.catch((e: unknown) => {
+          throw new ScaleAgentError(
+            'UNAVAILABLE',
+            `Task ${id} runs on plugin-server ${ownerHost(task.ownerId)}, which did not take the cancel: ${
+              (e as Error).message
+            }`,
+            { cause: e },
+          );
+        });
+        return { task: (await this.get(id)) ?? task, cancelling };
+      }
       throw new ScaleAgentError(
         'CONFLICT',
-        `Task ${id} runs on plugin-server ${ownerHost(task.ownerId)}: only that replica can cancel it; send the ` +
-          'cancel there (GET /kubernetes/task/{id}/owner names it)',
+        `Task ${id} runs on plugin-server ${ownerHost(task.ownerId)}, which published no address for cancels (a ` +
+          'replica of an older version): only that replica can cancel it',
       );
     }
     if (!controller.signal.aborted) {
