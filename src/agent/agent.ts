@@ -115,11 +115,13 @@ export class Agent {
       onClosed: () => this.onClosed(),
       onAccountsChanged: (m) => void this.accountsChanged(m),
       onOperation: (op, sessionId) => this.operations.run(op, sessionId),
+      onCancel: (operationId, reason) => this.operations.cancel(operationId, reason),
     });
     this.operations = new OperationRunner({
       logger: this.log.child({ component: 'operations' }),
       client: (name) => this.accounts.get(name)?.kubeClient(),
       send: (result) => this.stream.sendControl({ operationResult: result }),
+      cancelled: (decision) => this.metrics.operationCancels.inc({ decision }),
     });
     const source = {
       registry: this.metrics.registry,

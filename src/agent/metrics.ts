@@ -79,6 +79,13 @@ export class AgentMetrics {
     registers: [this.registry],
   });
 
+  readonly operationCancels = new Counter({
+    name: 'scale_agent_agent_operation_cancels_total',
+    help: 'Cancels received, by what they did: stop (no write had gone out), run-to-end (one had), ignore (not running).',
+    labelNames: ['decision'] as const,
+    registers: [this.registry],
+  });
+
   readonly watchRestarts = new Counter({
     name: 'scale_agent_agent_watch_restarts_total',
     help: 'Watch requests that ended and were started again, by reason (timeout, gone = 410 relist, stall = streaming list abandoned, error).',

@@ -5,6 +5,7 @@ import type { KubeClient } from './kube/client.js';
 import { executeWireOperation } from './ops/index.js';
 import { DeliveryLog } from './deliveries.js';
 import { OnceByOperationId } from './ops/once.js';
+import { CancelPoint, cancelDecision, type CancelDecision } from './ops/cancel.js';
 
 export interface OperationRunnerDeps {
   logger: Logger;
@@ -15,6 +16,8 @@ export interface OperationRunnerDeps {
   client(account: string): Promise<KubeClient> | undefined;
   /** Sends the result back on the stream (dropped when the stream is down: the server then retries or fails). */
   send(result: OperationResult): void;
+  /** Counts each Cancel by its decision (AgentMetrics.operationCancels). */
+  cancelled?(decision: CancelDecision): void;
 }
 
 /**
@@ -30,6 +33,9 @@ export class OperationRunner {
     retain: ownResultBytes,
     sizeOf: (r) => r.resultJson.byteLength,
   });
+
+  /** Operations running now, by id: what a Cancel finds (ops/cancel.ts). */
+  private readonly cancelPoints = new Map<string, CancelPoint>();
 
   constructor(private readonly deps: OperationRunnerDeps) {}
 
@@ -59,6 +65,17 @@ export class OperationRunner {
     this.running.add(p);
   }
 
+  /**
+   * ServerMessage.cancel: stops the operation if none of its writes went out (it answers failed, SA_ERR_CANCELLED),
+   * else lets it run to its end (it answers as it ended, saying the cancel came too late). An id not running is ignored.
+   */
+  cancel(operationId: string, reason: string): void {
+    const point = this.cancelPoints.get(operationId);
+    const decision = point ? point.request(reason) : cancelDecision({ running: false, writesSent: 0 });
+    this.deps.logger.info({ operationId, reason, decision }, 'cancel requested');
+    this.deps.cancelled?.(decision);
+  }
+
   get inFlight(): number {
     return this.running.size;
   }
@@ -81,14 +98,18 @@ export class OperationRunner {
         retryable: false,
       });
     } else {
+      const cancel = new CancelPoint();
+      this.cancelPoints.set(op.operationId, cancel);
       try {
-        result = await executeWireOperation(await client, op, { log, signal: this.abort.signal, sentBefore });
+        result = await executeWireOperation(await client, op, { log, signal: this.abort.signal, sentBefore, cancel });
       } catch (e) {
         result = failureMessage(op, {
           code: 'SA_ERR_INVALID_INPUT',
           error: `cannot load credentials of account ${op.account}: ${(e as Error).message}`,
           retryable: false,
         });
+      } finally {
+        this.cancelPoints.delete(op.operationId);
       }
     }
     log.info({ ok: result.ok, ms: Date.now() - started, error: result.error || undefined }, 'operation finished');

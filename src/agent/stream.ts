@@ -50,6 +50,8 @@ export interface StreamClientDeps {
    * OperationResult goes back through sendControl.
    */
   onOperation?(operation: Operation, sessionId: string): void;
+  /** ServerMessage.cancel: stop that operation if none of its writes went out (operations.ts). */
+  onCancel?(operationId: string, reason: string): void;
   /** Time and randomness (reconnect jitter): real ones unless a test brings its own. */
   clock?: Clock;
   random?: () => number;
@@ -204,7 +206,8 @@ export class StreamClient {
           else if (msg.operation) {
             if (this.deps.onOperation) this.deps.onOperation(msg.operation, this.welcome?.sessionId ?? '');
             else this.refuseOperation(msg.operation.operationId);
-          } else if (msg.accountsChanged) this.deps.onAccountsChanged?.(msg.accountsChanged);
+          } else if (msg.cancel) this.deps.onCancel?.(msg.cancel.operationId, msg.cancel.reason);
+          else if (msg.accountsChanged) this.deps.onAccountsChanged?.(msg.accountsChanged);
           else if (msg.accountsUpdateResult) this.pendingUpdates.shift()?.(msg.accountsUpdateResult);
         });
         call.on('error', (err: Error) => {

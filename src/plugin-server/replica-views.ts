@@ -47,6 +47,8 @@ export interface PublishedAccount {
 interface Published {
   agents: AgentView[];
   accounts: Record<string, PublishedAccount>;
+  /** The replica's TaskRunner.ownerId: where a cancel of one of its tasks is sent (absent from older replicas). */
+  taskOwner?: string | undefined;
 }
 
 interface Peer {
@@ -64,6 +66,8 @@ export interface ReplicaViewsDeps {
   /** This replica's agent streams (those past Hello). */
   sessions: () => SessionInfo[];
   log: Logger;
+  /** This replica's TaskRunner.ownerId, published so that peers can send it cancels of its tasks. */
+  taskOwner?: () => string;
   /** A clock that never steps (ms), for peers' expiry between reads: performance.now() unless given (tests). */
   monotonicNow?: () => number;
 }
@@ -109,7 +113,11 @@ export class ReplicaViews {
       if (!a.sessionId) continue;
       held[a.record.name] = { reported: a.reported, activity: activity.view(a.record.name, a.sessionId) };
     }
-    const doc: Published = { agents: this.deps.sessions().map(agentView), accounts: held };
+    const doc: Published = {
+      agents: this.deps.sessions().map(agentView),
+      accounts: held,
+      ...(this.deps.taskOwner ? { taskOwner: this.deps.taskOwner() } : {}),
+    };
     const self = accounts.replica;
     // Expiry is the store's clock's, as leases are: a replica's skewed wall clock neither drops a live peer's view
     // nor keeps a dead one's.
@@ -129,7 +137,7 @@ export class ReplicaViews {
           replica: v.replica,
           url: v.replicaUrl,
           expiresAt: read + (v.expiresAt - storeNow),
-          doc: { agents: parsed.agents ?? [], accounts: parsed.accounts ?? {} },
+          doc: { agents: parsed.agents ?? [], accounts: parsed.accounts ?? {}, taskOwner: parsed.taskOwner },
         });
       } catch (e) {
         // A document this version cannot read (a newer replica's, mid-upgrade): its entries are left out.
@@ -171,6 +179,11 @@ export class ReplicaViews {
     return all
       .filter((a) => a.heldBy === 'local' || a.connectedAt >= (latest.get(a.agentId) ?? ''))
       .sort((a, b) => cmp(a.agentId, b.agentId) || cmp(a.connectedAt, b.connectedAt) || cmp(key(a), key(b)));
+  }
+
+  /** The REST address of the live replica whose tasks `ownerId` owns (Task.ownerId), if it published one. */
+  taskOwnerUrl(ownerId: string): string | undefined {
+    return this.livePeers().find((p) => p.doc.taskOwner === ownerId)?.url || undefined;
   }
 
   /** What the replica holding `account` published of it, or undefined (not published yet, or expired). */

@@ -27,7 +27,7 @@ import { resolveMysqlUrl, type PluginServerConfig } from './config.js';
 import { startGrpcServer, type GrpcEndpoint } from './grpc-server.js';
 import { PluginServerMetrics } from './metrics.js';
 import { CacheBarrier, LiveReader, OperationDispatcher, OperationMetrics, TaskRunner } from './ops/index.js';
-import { forwardOperation } from './ops/peer-forward.js';
+import { cancelAtPeer, cancelTaskAtPeer, forwardOperation } from './ops/peer-forward.js';
 import { ReplicaViews } from './replica-views.js';
 import { CheckPool } from './ingest/check-pool.js';
 import { AgentSession } from './sessions.js';
@@ -159,6 +159,7 @@ export class PluginServer {
       activity: this.metrics.activity,
       sessions: () => [...this.sessions].filter((s) => s.agentId).map((s) => s.info()),
       log: this.log,
+      taskOwner: () => this.runner.ownerId,
     });
     this.policy = new AuthorizationPolicy(config.authorization, config.grpc.tls?.requireClientCert ?? false);
     const agentTokensFile = config.authorization?.agentTokensFile;
@@ -195,6 +196,8 @@ export class PluginServer {
       // Operations for accounts a peer replica's agent holds go to that replica (ops/peer-forward.ts).
       forward: (url, req, answerWithinMs) =>
         forwardOperation(url, req, { peerAuthorization: this.peerSecret?.authorization(), answerWithinMs }),
+      cancelAtPeer: (url, operationId, reason) =>
+        cancelAtPeer(url, operationId, reason, { peerAuthorization: this.peerSecret?.authorization() }),
     });
     // Every write is observed (onApplied): tasks wait on it for the cache to catch up with what their operation wrote.
     this.barrier = new CacheBarrier(this.store, this.accounts);
@@ -206,6 +209,11 @@ export class PluginServer {
       options: { cacheWaitMs: ops.cacheWaitSeconds * 1000 },
       metrics: new OperationMetrics(this.metrics.registry),
       audit: this.audit,
+      cancelAtOwner: (ownerId, id, requestedBy) => {
+        const url = this.views.taskOwnerUrl(ownerId);
+        if (!url) return undefined;
+        return cancelTaskAtPeer(url, id, requestedBy, { peerAuthorization: this.peerSecret?.authorization() });
+      },
     });
     this.liveReader = new LiveReader({
       accounts: this.accounts,

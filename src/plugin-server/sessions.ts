@@ -83,7 +83,7 @@ export class AgentSession implements GatedSession {
   /** Hello was received (Welcome may still be on its way: it waits for the registrations). */
   private helloReceived = false;
   private welcomed = false;
-  private readonly beforeWelcome: Operation[] = [];
+  private readonly beforeWelcome: ServerMessage[] = [];
   private closed = false;
   private readonly connectedAt = Date.now();
   private lastMessageAt = Date.now();
@@ -185,7 +185,13 @@ export class AgentSession implements GatedSession {
   /** An operation for the agent (ops/dispatcher.ts); held back until Welcome, which must be the first message. */
   sendOperation(op: Operation): void {
     if (this.welcomed) this.send({ operation: op });
-    else this.beforeWelcome.push(op);
+    else this.beforeWelcome.push({ operation: op });
+  }
+
+  /** Asks the agent to stop an operation sent with sendOperation() (proto Cancel); after it, as the stream is ordered. */
+  sendCancel(operationId: string, reason: string): void {
+    if (this.welcomed) this.send({ cancel: { operationId, reason } });
+    else this.beforeWelcome.push({ cancel: { operationId, reason } });
   }
 
   /** Dynamic accounts for the agent to add or drop (accounts/dynamic.ts). */
@@ -279,7 +285,7 @@ export class AgentSession implements GatedSession {
       },
     });
     this.welcomed = true;
-    for (const op of this.beforeWelcome.splice(0)) this.send({ operation: op });
+    for (const m of this.beforeWelcome.splice(0)) this.send(m);
     this.deps.gate?.welcomed(this);
   }
 

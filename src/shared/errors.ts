@@ -17,6 +17,8 @@ export const ErrorCodes = {
   /** A dependency (API server, database, agent) is not reachable right now; retrying may help. */
   UNAVAILABLE: { http: 503, exit: 3 },
   TIMEOUT: { http: 504, exit: 3 },
+  /** An operation stopped on request before it changed anything (a cancelled task). */
+  CANCELLED: { http: 409, exit: 1 },
   /** A server this one forwards to (the upstream Clouddriver in front mode) answered nothing usable. */
   BAD_GATEWAY: { http: 502, exit: 3 },
   /** A tool the command needs (kubectl, helm, go, ...) is missing or failed. */

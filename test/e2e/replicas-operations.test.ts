@@ -2,7 +2,8 @@
  * Operations posted to a plugin-server replica whose peer holds the account's agent, end to end with real
  * processes on one MariaDB: the task runs through the peer (forwarded to its REST address), completes only once
  * the cache holds what it wrote — read back from the replica it was posted to, right away (the barrier across
- * replicas) — and clientRequestId dedupes across replicas.
+ * replicas) — clientRequestId dedupes across replicas, and a task's cancel posted to either replica reaches the
+ * replica running it and the agent behind its peer.
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -72,6 +73,51 @@ describe('operations posted to any replica', () => {
     expect(done.status.failed).toBe(false);
     // Ran once: one history line saying it was sent.
     expect(done.history.filter((h) => /^Sent deployManifest/.test(h.status))).toHaveLength(1);
+  });
+
+  it('a cancel posted to the replica not running the task reaches it, and its agent through the peer', async () => {
+    const cancels = async (): Promise<number> => {
+      const text = await (await fetch(`${stack.agent.adminBase}/metrics`)).text();
+      const name = 'scale_agent_agent_operation_cancels_total{decision="run-to-end"}';
+      const line = text.split('\n').find((l) => l.startsWith(name));
+      return line ? Number(line.split(' ').at(-1)) : 0;
+    };
+    const before = await cancels();
+    const held = async () =>
+      JSON.parse((await kubectl(['get', 'configmap', 'held', '-n', ns, '-o', 'json'])).stdout) as Obj;
+    const finalizers = (patch: string) =>
+      kubectl(['patch', 'configmap', 'held', '-n', ns, '--type=merge', '-p', `{"metadata":{"finalizers":${patch}}}`]);
+    await kubectl(['create', 'configmap', 'held', '-n', ns, '--from-literal=a=1']);
+    await finalizers('["scale-agent.test/hold"]');
+    const viaB = new OpsClient(b);
+    let id: string;
+    try {
+      id = await viaB.submit([
+        {
+          deleteManifest: {
+            account,
+            location: ns,
+            manifestName: 'configMap held',
+            options: { waitTimeoutSeconds: 300 },
+          },
+        },
+      ]);
+      // Its DELETE went out (through A's stream): the operation waits on A's agent for the object to go.
+      await waitFor('held terminating', async () => !!(await held()).metadata.deletionTimestamp);
+      // Posted to A: B runs the task, and A holds the agent's stream. The cancel goes A → B (the task's replica, found
+      // through the view B publishes) → A (its forwarded run) → agent, which lets the delete finish.
+      const r = await new OpsClient(a).post(`/scale-agent/tasks/${id}/cancel`, {});
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.cancelling).toBe(true);
+      await waitFor('the agent to get the Cancel', async () => (await cancels()) === before + 1);
+    } finally {
+      // Released either way: a finalizer left behind would hold the namespace's deletion.
+      await finalizers('null');
+    }
+    const t = await viaB.waitTask(id);
+    const history = t.history.map((h) => h.status);
+    expect(t.status.failed, history.join('\n')).toBe(false);
+    expect(history).toContainEqual(expect.stringMatching(/after a write went out: ran to its end$/));
   });
 
   it('the forwarding route refuses a malformed request with a stable code, nothing run', async () => {

@@ -14,6 +14,7 @@ import { liveGet, liveList, liveLogs } from './read.js';
 import { enableDisable } from './traffic.js';
 import { pauseRollout, rollingRestart, scaleManifest, undoRollout } from './workload.js';
 import type { OpContext } from './context.js';
+import { cancelledBy, type CancelPoint } from './cancel.js';
 
 export interface ExecuteOptions {
   signal?: AbortSignal;
@@ -28,6 +29,8 @@ export interface ExecuteOptions {
   operationId?: string;
   /** An earlier delivery of the id may have run and this process cannot tell (OpContext.sentBefore). */
   sentBefore?: boolean;
+  /** Lets a Cancel stop the operation while none of its writes has gone out (cancel.ts); its signal is `signal`'s part. */
+  cancel?: CancelPoint;
 }
 
 export interface ExecutionResult {
@@ -61,9 +64,9 @@ export async function executeOperation(
 ): Promise<ExecutionResult> {
   const ctx: OpContext = {
     account: op.account,
-    kube: client.retrying(),
+    kube: options.cancel ? options.cancel.guard(client.retrying()) : client.retrying(),
     discovery: client.discovery,
-    signal: options.signal ?? new AbortController().signal,
+    signal: options.signal ?? options.cancel?.signal ?? new AbortController().signal,
     log: options.log,
     fieldManager: options.fieldManager ?? 'scale-agent',
     defaultApplyMode: options.applyMode ?? 'server-side',
@@ -75,11 +78,17 @@ export async function executeOperation(
     sentBefore: options.sentBefore === true,
   };
   const started = Date.now();
+  const declined = (): void => {
+    if (options.cancel?.declined === undefined) return;
+    ctx.messages.push(`Cancel requested (${options.cancel.declined}) after a write went out: ran to its end`);
+  };
   try {
     const result = await run(ctx, op);
+    declined();
     options.log?.info({ account: op.account, type: op.type, ms: Date.now() - started }, 'operation succeeded');
     return { ok: true, result, resourceVersions: Object.fromEntries(ctx.touched), messages: ctx.messages };
   } catch (e) {
+    declined();
     const { code, message, retryable } = classify(e, ctx.signal);
     options.log?.warn({ account: op.account, type: op.type, code, ms: Date.now() - started }, message);
     return {
@@ -130,6 +139,10 @@ function run(ctx: OpContext, op: NormalizedOperation): Promise<unknown> {
 }
 
 function classify(e: unknown, signal: AbortSignal): { code: ErrorCode; message: string; retryable: boolean } {
+  // Only a cancel before any write aborts with this reason (cancel.ts): nothing was changed, and a run again would
+  // undo the cancel.
+  const cancelled = cancelledBy(signal);
+  if (cancelled) return { code: 'CANCELLED', message: cancelled.message, retryable: false };
   if (e instanceof OutcomeUnknownError) return { code: e.kind, message: e.message, retryable: e.resumable };
   // 429s and 5xx reach an operation only from requests that are safe to send again (the kube client turns them into
   // OutcomeUnknownError otherwise) after its own retries: the operation may be resumed.
@@ -162,9 +175,11 @@ export async function executeWireOperation(
   const decoded = decodeOperation(msg, Date.now());
   if (!decoded.ok) return failureMessage(msg, decoded);
   const timeoutMs = decoded.deadlineMs > 0 ? decoded.deadlineMs - Date.now() : 0;
-  const signals = [options.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined].filter(
-    (s): s is AbortSignal => !!s,
-  );
+  const signals = [
+    options.signal,
+    options.cancel?.signal,
+    timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined,
+  ].filter((s): s is AbortSignal => !!s);
   const signal = signals.length > 0 ? AbortSignal.any(signals) : undefined;
   const r = await executeOperation(client, decoded.op, {
     ...options,

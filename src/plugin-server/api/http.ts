@@ -161,6 +161,10 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
       dispatcher: deps.dispatcher,
       barrier: deps.barrier,
       operation: (id) => deps.runner.operation(id),
+      cancelTask: async (id, requestedBy) => {
+        const r = await deps.runner.cancel(id, requestedBy, true);
+        return r && { cancelling: r.cancelling, accounts: r.task.operations.map((o) => o.account) };
+      },
     });
   });
   return app;

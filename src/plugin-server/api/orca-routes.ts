@@ -116,6 +116,14 @@ export const orcaRoutes: FastifyPluginAsync<OrcaRouteDeps> = async (app, deps) =
     return taskId(task.id);
   });
 
+  // scale-agent's own (Clouddriver has no cancel of a task, and Orca calls none for a manifest stage): docs/api.md.
+  app.post<{ Params: { id: string } }>('/scale-agent/tasks/:id/cancel', async (request) => {
+    await writableTask(request, request.params.id);
+    const r = await deps.runner.cancel(request.params.id, who(request));
+    if (!r) throw taskNotFound(request.params.id);
+    return { ...taskId(r.task.id), cancelling: r.cancelling };
+  });
+
   app.post<{ Params: { id: string } }>('/kubernetes/task/:id/restart', async (request) => {
     const operations = await operationsFromBody(request.body, 'kubernetes', deps, request.headers);
     await writableTask(request, request.params.id);

@@ -5,7 +5,13 @@ import { MIN_EPOCH_DEADLINE_MS } from '../../shared/ops/wire.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 import type { CacheBarrier } from '../ops/barrier.js';
 import type { OperationDispatcher } from '../ops/dispatcher.js';
-import { PEER_OPERATIONS_PATH, type PeerAnswer, type PeerRequest } from '../ops/peer-forward.js';
+import {
+  PEER_CANCEL_PATH,
+  PEER_OPERATIONS_PATH,
+  PEER_TASK_CANCEL_PATH,
+  type PeerAnswer,
+  type PeerRequest,
+} from '../ops/peer-forward.js';
 
 /**
  * A forward from a peer of an older version (which sent `timeoutMs`, a duration, and no `deadlineMs`) fails this
@@ -25,6 +31,18 @@ const peerRequestSchema = {
   },
 } as const;
 
+const peerCancelSchema = {
+  type: 'object',
+  required: ['operationId', 'reason'],
+  properties: { operationId: { type: 'string', minLength: 1 }, reason: { type: 'string', maxLength: 1000 } },
+} as const;
+
+const peerTaskCancelSchema = {
+  type: 'object',
+  required: ['taskId', 'requestedBy'],
+  properties: { taskId: { type: 'string', minLength: 1 }, requestedBy: { type: 'string', maxLength: 1000 } },
+} as const;
+
 /** Answers kept for a forward sent again (the sender timed out waiting, then retried an idempotent operation). */
 const ANSWERS_KEPT = 1000;
 
@@ -40,10 +58,14 @@ export interface PeerRouteDeps {
   barrier: CacheBarrier;
   /** The task store's record of an operation (ops/task-runner.ts operation()). */
   operation(operationId: string): Promise<{ account: string; state: string; queuedAt: number } | undefined>;
+  /** TaskRunner.cancel of a task this replica runs, never passed on again (localOnly). */
+  cancelTask(id: string, requestedBy: string): Promise<{ cancelling: boolean; accounts: string[] } | undefined>;
 }
 
 export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) => {
   const answers = new Map<string, Promise<PeerAnswer>>();
+  /** Forwarded operations running here, by id: what a peer's cancel aborts (DispatchRequest.signal). */
+  const running = new Map<string, AbortController>();
   app.post<{ Body: PeerRequest }>(
     PEER_OPERATIONS_PATH,
     { schema: { body: peerRequestSchema } },
@@ -88,18 +110,54 @@ export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) =
     },
   );
 
+  // A peer's task was cancelled while its operation runs here: not sent yet, it is not sent; sent, a Cancel follows it
+  // down the agent's stream (DispatchRequest.signal, ops/dispatcher.ts).
+  app.post<{ Body: { operationId: string; reason: string } }>(
+    PEER_CANCEL_PATH,
+    { schema: { body: peerCancelSchema } },
+    async (request) => {
+      const { operationId, reason } = request.body;
+      const record = await deps.operation(operationId);
+      if (!record)
+        throw new ScaleAgentError('NOT_FOUND', `operation ${operationId} is no operation of a task in the task store`);
+      requireWritable(accountFilter(request.headers), [record.account]);
+      const forwarded = running.get(operationId);
+      forwarded?.abort(reason);
+      return { cancelled: forwarded !== undefined };
+    },
+  );
+
+  // A task this replica runs, cancelled through a peer (the request reached it): cancelled here, as asked there.
+  app.post<{ Body: { taskId: string; requestedBy: string } }>(
+    PEER_TASK_CANCEL_PATH,
+    { schema: { body: peerTaskCancelSchema } },
+    async (request) => {
+      const { taskId, requestedBy } = request.body;
+      const r = await deps.cancelTask(taskId, requestedBy);
+      if (!r) throw new ScaleAgentError('NOT_FOUND', `Task not found (id: ${taskId})`);
+      return { cancelling: r.cancelling };
+    },
+  );
+
   async function run(b: PeerRequest): Promise<PeerAnswer> {
-    const outcome = await deps.dispatcher.execute({
-      operationId: b.operationId,
-      account: b.account,
-      type: b.type,
-      payload: b.payload,
-      deadlineMs: b.deadlineMs,
-      ...(b.sentBeforeOnSessions ? { sentBeforeOnSessions: b.sentBeforeOnSessions } : {}),
-      // Only this replica's own streams: a peer that lost the account meanwhile says so and the sender looks again.
-      localOnly: true,
-      agentWaitMs: 0,
-    });
+    const abort = new AbortController();
+    running.set(b.operationId, abort);
+    const outcome = await deps.dispatcher
+      .execute({
+        operationId: b.operationId,
+        account: b.account,
+        type: b.type,
+        payload: b.payload,
+        deadlineMs: b.deadlineMs,
+        ...(b.sentBeforeOnSessions ? { sentBeforeOnSessions: b.sentBeforeOnSessions } : {}),
+        // Only this replica's own streams: a peer that lost the account meanwhile says so and the sender looks again.
+        localOnly: true,
+        agentWaitMs: 0,
+        signal: abort.signal,
+      })
+      .finally(() => {
+        if (running.get(b.operationId) === abort) running.delete(b.operationId);
+      });
     if (outcome.kind === 'failed') return { ...outcome, notHeld: outcome.notHeld };
     const r = outcome.result;
     const barrier = r.ok

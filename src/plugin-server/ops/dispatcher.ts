@@ -11,6 +11,8 @@ export interface OperationSession {
   readonly agentId: string;
   readonly open: boolean;
   sendOperation(op: Operation): void;
+  /** Proto Cancel for an operation sent on this stream. */
+  sendCancel(operationId: string, reason: string): void;
 }
 
 export interface DispatchRequest {
@@ -37,13 +39,19 @@ export interface DispatchRequest {
   cacheWaitMs?: number;
   /** Who asked (the authenticated principal), named to the peer a forwarded operation goes to. */
   requestedBy?: string | undefined;
+  /**
+   * Aborted when the operation's task is cancelled, with the reason (a string) as its reason: not sent yet, it is
+   * not sent; sent, the agent holding it gets a Cancel (through the peer replica holding its stream, if another) and
+   * its answer says whether it stopped before any write or ran to its end.
+   */
+  signal?: AbortSignal;
 }
 
 export type DispatchOutcome =
   /** barrier: already awaited by the peer replica holding the agent (forwarded operations). */
   | { kind: 'result'; result: OperationResult; agentId: string; barrier?: BarrierOutcome }
-  /** notHeld: no stream of this replica holds the account (localOnly). */
-  | { kind: 'failed'; message: string; retryable: boolean; notHeld?: boolean };
+  /** notHeld: no stream of this replica holds the account (localOnly); cancelled: never sent, by request. */
+  | { kind: 'failed'; message: string; retryable: boolean; notHeld?: boolean; cancelled?: boolean };
 
 /** not-held: the peer's agent left it; unreachable: the peer died or cannot be reached (did it run? unknown). */
 export type ForwardOutcome = DispatchOutcome | { kind: 'not-held' } | { kind: 'unreachable'; message: string };
@@ -54,6 +62,9 @@ export type PeerForward = (
   req: DispatchRequest & { cacheWaitMs: number; deadlineMs: number },
   answerWithinMs: number,
 ) => Promise<ForwardOutcome>;
+
+/** Asks the peer replica at `url` to send a Cancel down the stream it forwarded `operationId` on (ops/peer-forward.ts). */
+export type PeerCancel = (url: string, operationId: string, reason: string) => Promise<void>;
 
 export interface DispatchEvents {
   waitingForAgent?(): void;
@@ -100,6 +111,7 @@ export class OperationDispatcher {
       log: Logger;
       options: DispatcherOptions;
       forward?: PeerForward;
+      cancelAtPeer?: PeerCancel;
     },
   ) {
     deps.accounts.onChange((name, state) => {
@@ -114,7 +126,8 @@ export class OperationDispatcher {
   async execute(req: DispatchRequest, events: DispatchEvents = {}): Promise<DispatchOutcome> {
     const agentWaitMs = req.agentWaitMs ?? this.deps.options.agentWaitMs;
     for (let attempt = 1; ; attempt++) {
-      const route = await this.holder(req.account, agentWaitMs, events, req.localOnly ?? false);
+      const route = await this.holder(req.account, agentWaitMs, events, req.localOnly ?? false, req.signal);
+      if (req.signal?.aborted) return notSent(req, attempt);
       const deadlineMs = req.deadlineMs ?? Date.now() + this.deps.options.operationTimeoutMs;
       const answerWithinMs = answerWithin(deadlineMs - Date.now());
       if (route && 'peer' in route) {
@@ -137,7 +150,9 @@ export class OperationDispatcher {
       const outcome = await new Promise<
         { kind: 'result'; result: OperationResult } | { kind: 'dropped' } | { kind: 'timeout' }
       >((resolve) => {
+        const cancel = (): void => session.sendCancel(req.operationId, reasonOf(req.signal!));
         const timer = setTimeout(() => {
+          req.signal?.removeEventListener('abort', cancel);
           this.inFlight.delete(req.operationId);
           resolve({ kind: 'timeout' });
         }, answerWithinMs);
@@ -146,6 +161,7 @@ export class OperationDispatcher {
           sessionId: session.id,
           resolve: (o) => {
             clearTimeout(timer);
+            req.signal?.removeEventListener('abort', cancel);
             this.inFlight.delete(req.operationId);
             resolve(o);
           },
@@ -159,6 +175,8 @@ export class OperationDispatcher {
           ),
         );
         events.sent?.(session, attempt);
+        // After the operation on the same stream, so the agent has it when the Cancel comes.
+        req.signal?.addEventListener('abort', cancel, { once: true });
       });
       if (outcome.kind === 'result') return { kind: 'result', result: outcome.result, agentId: session.agentId };
       if (outcome.kind === 'timeout') {
@@ -168,6 +186,7 @@ export class OperationDispatcher {
           message: `agent ${session.agentId} did not answer ${req.type} within ${Math.round(answerWithinMs / 1000)} s`,
         };
       }
+      if (req.signal?.aborted) return notSent(req, attempt);
       if (!IDEMPOTENT_OPERATIONS.has(req.type)) {
         return {
           kind: 'failed',
@@ -198,9 +217,23 @@ export class OperationDispatcher {
   ): Promise<DispatchOutcome | 'retry'> {
     const forward = this.deps.forward;
     if (!forward) throw new Error('no peer forwarding configured');
-    events.sent?.({ id: `replica:${peer.replica}`, agentId: peer.agentId, open: true, sendOperation() {} }, attempt);
+    events.sent?.(
+      { id: `replica:${peer.replica}`, agentId: peer.agentId, open: true, sendOperation() {}, sendCancel() {} },
+      attempt,
+    );
     const cacheWaitMs = req.cacheWaitMs ?? 0;
-    const o = await forward(peer.url, { ...req, cacheWaitMs }, answerWithinMs + cacheWaitMs);
+    const cancel = (): void => {
+      this.deps.cancelAtPeer?.(peer.url, req.operationId, reasonOf(req.signal!)).catch((e: unknown) => {
+        this.deps.log.warn(
+          { operationId: req.operationId, replica: peer.replica, err: e },
+          'cannot pass a cancel to the replica running the operation; it runs to its end',
+        );
+      });
+    };
+    req.signal?.addEventListener('abort', cancel, { once: true });
+    const o = await forward(peer.url, { ...req, cacheWaitMs }, answerWithinMs + cacheWaitMs).finally(() =>
+      req.signal?.removeEventListener('abort', cancel),
+    );
     if (o.kind === 'not-held') {
       // Give the registry a heartbeat to learn who holds it now; bounded by the retry budget of execute's caller.
       if (attempt >= MAX_PEER_ATTEMPTS) {
@@ -260,9 +293,10 @@ export class OperationDispatcher {
     waitMs: number,
     events: DispatchEvents,
     localOnly: boolean,
+    signal: AbortSignal | undefined,
   ): Promise<Route | undefined> {
     const now = this.holdingSession(account, localOnly);
-    if (now) return now;
+    if (now || signal?.aborted) return now;
     events.waitingForAgent?.();
     const until = Date.now() + waitMs;
     for (;;) {
@@ -274,14 +308,32 @@ export class OperationDispatcher {
         const wake = (): void => {
           clearTimeout(timer);
           waiters.delete(wake);
+          signal?.removeEventListener('abort', wake);
           resolve();
         };
         const timer = setTimeout(wake, left);
         timer.unref();
         waiters.add(wake);
+        signal?.addEventListener('abort', wake, { once: true });
       });
       const s = this.holdingSession(account, localOnly);
-      if (s) return s;
+      if (s || signal?.aborted) return s;
     }
   }
+}
+
+const reasonOf = (signal: AbortSignal): string => String(signal.reason);
+
+/** A cancelled operation that was not sent (again): it changed nothing. */
+function notSent(req: DispatchRequest, attempt: number): DispatchOutcome {
+  return {
+    kind: 'failed',
+    retryable: false,
+    cancelled: true,
+    message:
+      attempt > 1
+        ? `${req.type} on account ${req.account} was cancelled (${reasonOf(req.signal!)}) after its agent went away ` +
+          'without answering: whether it changed anything is unknown, and it was not sent again'
+        : `${req.type} on account ${req.account} was cancelled before it was sent: ${reasonOf(req.signal!)}`,
+  };
 }

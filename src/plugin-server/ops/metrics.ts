@@ -10,7 +10,7 @@ export class OperationMetrics {
     const registers = [registry];
     this.operations = new Counter({
       name: 'scale_agent_plugin_server_operations_total',
-      help: 'Operations finished, by type and result (succeeded, failed, agent_unavailable, cache_behind).',
+      help: 'Operations finished, by type and result (succeeded, failed, agent_unavailable, cache_behind, cancelled).',
       labelNames: ['type', 'result'],
       registers,
     });

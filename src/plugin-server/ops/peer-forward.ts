@@ -13,6 +13,10 @@ import type { DispatchRequest, ForwardOutcome } from './dispatcher.js';
  * channel) and its result to be polled back, costing latency on every operation for nothing forwarding lacks.
  */
 export const PEER_OPERATIONS_PATH = '/internal/operations';
+/** A cancel of an operation forwarded earlier: the peer sends a proto Cancel down the stream it sent it on. */
+export const PEER_CANCEL_PATH = '/internal/operations/cancel';
+/** A cancel of a task the peer runs (TaskRunner.cancel there). */
+export const PEER_TASK_CANCEL_PATH = '/internal/tasks/cancel';
 
 /** The body a replica posts to its peer (checked by the route's schema, api/peer-routes.ts). */
 export interface PeerRequest {
@@ -40,6 +44,51 @@ export type PeerAnswer =
       barrier: BarrierOutcome;
     }
   | { kind: 'failed'; message: string; retryable: boolean; notHeld?: boolean };
+
+/**
+ * Passes a task's cancel to the replica that runs one of its operations on its agent's stream (PEER_CANCEL_PATH),
+ * authenticated as a replica. Throws when the peer cannot be reached or refuses: the operation then runs to its end.
+ */
+export async function cancelAtPeer(
+  baseUrl: string,
+  operationId: string,
+  reason: string,
+  options: { peerAuthorization: string | undefined },
+): Promise<void> {
+  await postToPeer(baseUrl, PEER_CANCEL_PATH, { operationId, reason }, options);
+}
+
+/** Passes a task's cancel to the replica running the task (PEER_TASK_CANCEL_PATH); its answer: is it cancelling? */
+export async function cancelTaskAtPeer(
+  baseUrl: string,
+  taskId: string,
+  requestedBy: string,
+  options: { peerAuthorization: string | undefined },
+): Promise<{ cancelling: boolean }> {
+  return (await postToPeer(baseUrl, PEER_TASK_CANCEL_PATH, { taskId, requestedBy }, options)) as {
+    cancelling: boolean;
+  };
+}
+
+async function postToPeer(
+  baseUrl: string,
+  path: string,
+  body: unknown,
+  options: { peerAuthorization: string | undefined },
+): Promise<unknown> {
+  const res = await fetch(`${baseUrl.replace(/\/$/, '')}${path}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(options.peerAuthorization ? { authorization: options.peerAuthorization } : {}),
+    },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`replica at ${baseUrl} refused the cancel (HTTP ${res.status}): ${text.slice(0, 300)}`);
+  return JSON.parse(text) as unknown;
+}
 
 /**
  * Sends one operation to the replica holding its account's agent, authenticated as a replica (the peer secret,

@@ -55,6 +55,8 @@ export class TaskRunner {
   private readonly saving = new Map<string, Promise<void>>();
   /** Who asked for each running task, for its operations' audit lines. */
   private readonly requesters = new Map<string, string>();
+  /** Aborted when a running task is cancelled (cancel()), with the reason as the abort's reason. */
+  private readonly cancels = new Map<string, AbortController>();
   private stopped = false;
 
   constructor(
@@ -66,6 +68,11 @@ export class TaskRunner {
       options: TaskRunnerOptions;
       metrics?: OperationMetrics;
       audit?: AuditLog;
+      /**
+       * Passes a cancel to the live replica whose runner is `ownerId` (ops/peer-forward.ts cancelTaskAtPeer);
+       * undefined when no live replica published that owner.
+       */
+      cancelAtOwner?(ownerId: string, id: string, requestedBy: string): Promise<{ cancelling: boolean }> | undefined;
     },
   ) {}
 
@@ -213,6 +220,61 @@ export class TaskRunner {
     return structuredClone(task);
   }
 
+  /**
+   * Cancels a task running on this replica (the scale-agent route `POST /scale-agent/tasks/{id}/cancel`; Clouddriver
+   * has no cancel of tasks). Operations not yet sent are never sent; the one at its agent stops if none of its writes
+   * went out, else runs to its end and is reported as it ended (proto Cancel). The task then fails, not retryable, with
+   * a message saying it was cancelled, unless its last operation ran to its end: then it ends as that operation did.
+   * A finished task is answered as it is (`cancelling: false`); one running on another replica is passed to it
+   * (cancelAtOwner) unless `localOnly` (a cancel a peer passed here); undefined when the task does not exist.
+   */
+  async cancel(
+    id: string,
+    requestedBy = 'unknown',
+    localOnly = false,
+  ): Promise<{ task: Task; cancelling: boolean } | undefined> {
+    const live = this.running.get(id);
+    const controller = this.cancels.get(id);
+    if (!live || !controller) {
+      const task = await this.get(id);
+      if (!task) return undefined;
+      if (task.status.completed) return { task, cancelling: false };
+      // Running on a peer (the request reached another replica): that replica cancels it.
+      const atOwner = localOnly ? undefined : this.deps.cancelAtOwner?.(task.ownerId, id, requestedBy);
+      if (atOwner) {
+        const { cancelling } = await atOwner.catch((e: unknown) => {
+          throw new ScaleAgentError(
+            'UNAVAILABLE',
+            `Task ${id} runs on plugin-server ${ownerHost(task.ownerId)}, which did not take the cancel: ${
+              (e as Error).message
+            }`,
+            { cause: e },
+          );
+        });
+        return { task: (await this.get(id)) ?? task, cancelling };
+      }
+      throw new ScaleAgentError(
+        'CONFLICT',
+        `Task ${id} runs on plugin-server ${ownerHost(task.ownerId)}, which published no address for cancels (a ` +
+          'replica of an older version): only that replica can cancel it',
+      );
+    }
+    if (!controller.signal.aborted) {
+      addHistory(live, ORCHESTRATION, `Cancel requested by ${requestedBy}`);
+      void this.save(live);
+      const accounts = [...new Set(live.operations.map((o) => o.account))];
+      this.deps.audit?.record({
+        who: requestedBy,
+        what: 'cancel task',
+        account: accounts.join(','),
+        result: 'ok',
+        task: id,
+      });
+      controller.abort(`cancelled by ${requestedBy}`);
+    }
+    return { task: structuredClone(live), cancelling: true };
+  }
+
   /** This runner owns the reopened task from now on, unless another replica took it over first. */
   private async takeOver(task: Task, readUpdatedAtMs: number): Promise<void> {
     task.ownerId = this.ownerId;
@@ -226,9 +288,12 @@ export class TaskRunner {
   private start(task: Task, operations: NormalizedOperation[], from: number, requestedBy: string): void {
     this.running.set(task.id, task);
     this.requesters.set(task.id, requestedBy);
-    void this.run(task, operations, from).finally(() => {
+    const cancel = new AbortController();
+    this.cancels.set(task.id, cancel);
+    void this.run(task, operations, from, cancel.signal).finally(() => {
       this.running.delete(task.id);
       this.requesters.delete(task.id);
+      if (this.cancels.get(task.id) === cancel) this.cancels.delete(task.id);
     });
   }
 
@@ -312,12 +377,30 @@ export class TaskRunner {
     }
   }
 
-  private async run(task: Task, operations: NormalizedOperation[], from = 0): Promise<void> {
+  private async run(task: Task, operations: NormalizedOperation[], from: number, signal: AbortSignal): Promise<void> {
     try {
       for (let index = from; index < operations.length; index++) {
         // Failed by a peer or taken over meanwhile (saveUntilStored): not this runner's to go on with.
         if (this.running.get(task.id) !== task) return;
-        const ok = await this.runOne(task, operations[index]!, task.operations[index]!);
+        if (signal.aborted) {
+          const op = operations[index]!;
+          const rec = task.operations[index]!;
+          rec.state = 'failed';
+          rec.ok = false;
+          rec.error = `${String(signal.reason)} before it started`;
+          rec.retryable = false;
+          this.fail(
+            task,
+            op.type,
+            `${String(signal.reason)} before operation ${index + 1} of ${operations.length} (${op.type}) started` +
+              (index > from ? '; the operations before it ran to their end' : ''),
+            false,
+            undefined,
+          );
+          await this.save(task);
+          return;
+        }
+        const ok = await this.runOne(task, operations[index]!, task.operations[index]!, signal);
         if (!ok) return;
       }
       completeTask(task);
@@ -330,7 +413,12 @@ export class TaskRunner {
     }
   }
 
-  private async runOne(task: Task, op: NormalizedOperation, rec: OperationRecord): Promise<boolean> {
+  private async runOne(
+    task: Task,
+    op: NormalizedOperation,
+    rec: OperationRecord,
+    signal: AbortSignal,
+  ): Promise<boolean> {
     const phase = OPERATION_PHASES[op.type];
     const opClass = OPERATION_CLASSES[op.type];
     const log = this.deps.log.child({
@@ -350,6 +438,7 @@ export class TaskRunner {
         payload: op.payload,
         cacheWaitMs: this.deps.options.cacheWaitMs,
         requestedBy: this.requesters.get(task.id),
+        signal,
         ...(rec.sentBeforeOnSessions ? { sentBeforeOnSessions: rec.sentBeforeOnSessions } : {}),
       },
       {
@@ -392,7 +481,7 @@ export class TaskRunner {
       });
     };
     if (outcome.kind === 'failed') {
-      finish(false, 'agent_unavailable');
+      finish(false, outcome.cancelled ? 'cancelled' : 'agent_unavailable');
       rec.error = outcome.message;
       rec.retryable = outcome.retryable;
       log.warn({ error: outcome.message }, 'operation failed before a result came back');
@@ -407,7 +496,7 @@ export class TaskRunner {
     for (const m of body.messages ?? []) addHistory(task, phase, m);
     if (!r.ok) {
       rec.agentFailed = true;
-      finish(false);
+      finish(false, body.errorCode === 'SA_ERR_CANCELLED' ? 'cancelled' : 'failed');
       rec.error = r.error;
       rec.errorCode = body.errorCode;
       rec.retryable = body.retryable ?? false;

@@ -22,7 +22,14 @@ async function setUp(operationTimeoutMs = 60_000) {
   await store.init();
   const accounts = new AccountRegistry(store, log, { gracePeriodMs: 60_000 });
   const sent: Operation[] = [];
-  const session: OperationSession = { id: 's1', agentId: 'agent-1', open: true, sendOperation: (op) => sent.push(op) };
+  const cancels: { operationId: string; reason: string }[] = [];
+  const session: OperationSession = {
+    id: 's1',
+    agentId: 'agent-1',
+    open: true,
+    sendOperation: (op) => sent.push(op),
+    sendCancel: (operationId, reason) => cancels.push({ operationId, reason }),
+  };
   const registered = await accounts.register({ id: session.id, agentId: session.agentId }, account('dev'));
   expect(registered.accepted).toBe(true);
   const dispatcher = new OperationDispatcher({
@@ -31,7 +38,7 @@ async function setUp(operationTimeoutMs = 60_000) {
     log,
     options: { agentWaitMs: 0, operationTimeoutMs },
   });
-  return { dispatcher, sent };
+  return { dispatcher, sent, cancels, accounts };
 }
 
 function patch(strategy: PatchStrategy) {
@@ -66,5 +73,41 @@ describe('an operation whose agent went away after it was sent', () => {
     const { dispatcher, sent } = await setUp(200);
     await dispatcher.execute({ ...patch('json'), sentBeforeOnSessions: ['s-old', 'replica:b'] });
     expect(sent[0]?.sentBeforeOnSessions).toEqual(['s-old', 'replica:b']);
+  });
+});
+
+describe('an operation whose task is cancelled (DispatchRequest.signal)', () => {
+  it("sent: a Cancel follows it down the same stream, and the agent's answer is the outcome", async () => {
+    const { dispatcher, sent, cancels } = await setUp();
+    const abort = new AbortController();
+    const outcome = dispatcher.execute({ ...patch('json'), signal: abort.signal });
+    await expect.poll(() => sent.length).toBe(1);
+    abort.abort('cancelled by alice');
+    expect(cancels).toEqual([{ operationId: 'op-json', reason: 'cancelled by alice' }]);
+    const answer = {
+      operationId: 'op-json',
+      ok: false,
+      error: 'cancelled',
+      resultJson: Buffer.alloc(0),
+      resourceVersions: {},
+    };
+    dispatcher.onResult('s1', answer);
+    expect(await outcome).toMatchObject({ kind: 'result', result: { ok: false, error: 'cancelled' } });
+  });
+
+  it('waiting for an agent to hold its account: it stops waiting and is never sent', async () => {
+    const { dispatcher, sent, cancels } = await setUp();
+    const abort = new AbortController();
+    const outcome = dispatcher.execute({
+      ...patch('json'),
+      account: 'nobody-holds-it',
+      agentWaitMs: 600_000,
+      signal: abort.signal,
+    });
+    abort.abort('cancelled by alice');
+    const o = await outcome;
+    expect(o).toMatchObject({ kind: 'failed', retryable: false, cancelled: true });
+    expect(o.kind === 'failed' && o.message).toMatch(/cancelled before it was sent: cancelled by alice/);
+    expect({ sent: sent.length, cancels: cancels.length }).toEqual({ sent: 0, cancels: 0 });
   });
 });

@@ -339,6 +339,7 @@ export interface ServerMessage {
   accountsChanged?: AccountsChanged | undefined;
   heartbeat?: Heartbeat | undefined;
   accountsUpdateResult?: AccountsUpdateResult | undefined;
+  cancel?: Cancel | undefined;
 }
 
 export interface Welcome {
@@ -428,6 +429,19 @@ export interface Operation {
    * twice: a JSON patch whose mark it does not find on the object fails as not retryable.
    */
   sentBeforeOnSessions: string[];
+}
+
+/**
+ * Asks the agent to stop the operation it was sent under operation_id (a task cancelled by its owner). One that has
+ * sent none of its writes to the API server yet stops and answers its OperationResult as failed, not retryable
+ * (SA_ERR_CANCELLED); one that has sent a write runs to its end and answers as it ended, so a change is never left
+ * half made without saying so. An id the agent is not running (finished, or never arrived) is ignored. Agents older
+ * than this message skip the unknown oneof field and run the operation to its end.
+ */
+export interface Cancel {
+  operationId: string;
+  /** Who asked and why, for the agent's log and the failure's message. */
+  reason: string;
 }
 
 /**
@@ -2836,6 +2850,7 @@ function createBaseServerMessage(): ServerMessage {
     accountsChanged: undefined,
     heartbeat: undefined,
     accountsUpdateResult: undefined,
+    cancel: undefined,
   };
 }
 
@@ -2858,6 +2873,9 @@ export const ServerMessage: MessageFns<ServerMessage> = {
     }
     if (message.accountsUpdateResult !== undefined) {
       AccountsUpdateResult.encode(message.accountsUpdateResult, writer.uint32(50).fork()).join();
+    }
+    if (message.cancel !== undefined) {
+      Cancel.encode(message.cancel, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -2923,6 +2941,14 @@ export const ServerMessage: MessageFns<ServerMessage> = {
             message.accountsUpdateResult = AccountsUpdateResult.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.cancel = Cancel.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2951,6 +2977,7 @@ export const ServerMessage: MessageFns<ServerMessage> = {
         : isSet(object.accounts_update_result)
         ? AccountsUpdateResult.fromJSON(object.accounts_update_result)
         : undefined,
+      cancel: isSet(object.cancel) ? Cancel.fromJSON(object.cancel) : undefined,
     };
   },
 
@@ -2973,6 +3000,9 @@ export const ServerMessage: MessageFns<ServerMessage> = {
     }
     if (message.accountsUpdateResult !== undefined) {
       obj.accountsUpdateResult = AccountsUpdateResult.toJSON(message.accountsUpdateResult);
+    }
+    if (message.cancel !== undefined) {
+      obj.cancel = Cancel.toJSON(message.cancel);
     }
     return obj;
   },
@@ -2997,6 +3027,9 @@ export const ServerMessage: MessageFns<ServerMessage> = {
       : undefined;
     message.accountsUpdateResult = (object.accountsUpdateResult !== undefined && object.accountsUpdateResult !== null)
       ? AccountsUpdateResult.fromPartial(object.accountsUpdateResult)
+      : undefined;
+    message.cancel = (object.cancel !== undefined && object.cancel !== null)
+      ? Cancel.fromPartial(object.cancel)
       : undefined;
     return message;
   },
@@ -3840,6 +3873,95 @@ export const Operation: MessageFns<Operation> = {
     message.payloadJson = object.payloadJson ?? new Uint8Array(0);
     message.deadlineMs = object.deadlineMs ?? 0;
     message.sentBeforeOnSessions = object.sentBeforeOnSessions?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseCancel(): Cancel {
+  return { operationId: "", reason: "" };
+}
+
+export const Cancel: MessageFns<Cancel> = {
+  encode(message: Cancel, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.operationId !== "") {
+      writer.uint32(10).string(message.operationId);
+    }
+    if (message.reason !== "") {
+      writer.uint32(18).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Cancel {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancel();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.operationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Cancel {
+    return {
+      operationId: isSet(object.operationId)
+        ? globalThis.String(object.operationId)
+        : isSet(object.operation_id)
+        ? globalThis.String(object.operation_id)
+        : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: Cancel): unknown {
+    const obj: any = {};
+    if (message.operationId !== "") {
+      obj.operationId = message.operationId;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Cancel>): Cancel {
+    return Cancel.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Cancel>): Cancel {
+    const message = createBaseCancel();
+    message.operationId = object.operationId ?? "";
+    message.reason = object.reason ?? "";
     return message;
   },
 };
