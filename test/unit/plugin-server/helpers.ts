@@ -6,6 +6,9 @@ import { credentials, type ClientDuplexStream, type ServiceError } from '@grpc/g
 import { pino } from 'pino';
 import { parsePluginServerConfig } from '../../../src/plugin-server/config.js';
 import { PluginServer } from '../../../src/plugin-server/server.js';
+import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
+import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
+import { MemoryTaskRepository } from '../../../src/plugin-server/tasks/index.js';
 import type { StoreBackend } from '../../../src/plugin-server/cache/store.js';
 import { wireAccount } from '../../infra/records.js';
 import {
@@ -28,6 +31,17 @@ export async function startServer(
   const server = new PluginServer(config, { log, store });
   const { grpcPort, httpPort } = await server.start();
   return { server, base: `http://127.0.0.1:${httpPort}`, address: `127.0.0.1:${grpcPort}`, logs };
+}
+
+/** What a TaskRunner needs around it in one process: a silent log, a memory store, its registry and task repository. */
+export async function memoryTaskDeps() {
+  const log = pino({ level: 'silent' });
+  const store = new MemoryCacheStore();
+  await store.init();
+  const accounts = new AccountRegistry(store, log, { gracePeriodMs: 60_000 });
+  const repo = new MemoryTaskRepository();
+  await repo.init();
+  return { log, store, accounts, repo };
 }
 
 export function account(name: string, host = '10.0.0.1:6443', fingerprint = 'aa'.repeat(32)): Account {

@@ -3,28 +3,19 @@
  * dispatcher and registry on the memory store. The session below stands in for an agent's stream: it records the
  * operations and Cancels sent on it, and the test answers for the agent.
  */
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
 import { parseOperations } from '../../../src/plugin-server/api/descriptions/index.js';
-import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import {
   CacheBarrier,
   OperationDispatcher,
   TaskRunner,
   type OperationSession,
 } from '../../../src/plugin-server/ops/index.js';
-import { MemoryTaskRepository } from '../../../src/plugin-server/tasks/index.js';
 import type { Operation } from '../../../src/shared/proto.js';
-import { account, eventually } from './helpers.js';
+import { account, eventually, memoryTaskDeps } from './helpers.js';
 
 async function setUp() {
-  const log = pino({ level: 'silent' });
-  const store = new MemoryCacheStore();
-  await store.init();
-  const accounts = new AccountRegistry(store, log, { gracePeriodMs: 60_000 });
-  const repo = new MemoryTaskRepository();
-  await repo.init();
+  const { log, store, accounts, repo } = await memoryTaskDeps();
   const sent: Operation[] = [];
   const cancels: string[] = [];
   const session: OperationSession = {

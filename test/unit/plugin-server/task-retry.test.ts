@@ -5,23 +5,14 @@
  * retryable task. Two runners share one (memory) task repository, as two replicas share MySQL; no agent is
  * connected, so an operation waits for one (running) or fails at once (retryable).
  */
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
-import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import { CacheBarrier, OperationDispatcher, TaskRunner } from '../../../src/plugin-server/ops/index.js';
-import { MemoryTaskRepository } from '../../../src/plugin-server/tasks/index.js';
 import { parseOperations } from '../../../src/plugin-server/api/descriptions/index.js';
-import { eventually } from './helpers.js';
+import { eventually, memoryTaskDeps } from './helpers.js';
 
 describe('forced retry: PATCH {"retry": ...} and restart', () => {
   it('fails a finished task as asked, refuses a running one, and restarts only a failed, retryable task', async () => {
-    const log = pino({ level: 'silent' });
-    const store = new MemoryCacheStore();
-    await store.init();
-    const accounts = new AccountRegistry(store, log, { gracePeriodMs: 60_000 });
-    const repo = new MemoryTaskRepository();
-    await repo.init();
+    const { log, store, accounts, repo } = await memoryTaskDeps();
     const runner = (agentWaitMs: number) =>
       new TaskRunner({
         repo,
