@@ -76,18 +76,29 @@ async function postToPeer(
   body: unknown,
   options: { peerAuthorization: string | undefined },
 ): Promise<unknown> {
-  const res = await fetch(`${baseUrl.replace(/\/$/, '')}${path}`, {
+  const res = await postPeer(baseUrl, path, body, { ...options, timeoutMs: 10_000 });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`replica at ${baseUrl} refused the cancel (HTTP ${res.status}): ${text.slice(0, 300)}`);
+  return JSON.parse(text) as unknown;
+}
+
+/** One POST to a peer replica's internal route, authenticated as a replica; `onBehalfOf` names the caller. */
+function postPeer(
+  baseUrl: string,
+  path: string,
+  body: unknown,
+  options: { peerAuthorization: string | undefined; onBehalfOf?: string | undefined; timeoutMs: number },
+): Promise<Response> {
+  return fetch(`${baseUrl.replace(/\/$/, '')}${path}`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
       ...(options.peerAuthorization ? { authorization: options.peerAuthorization } : {}),
+      ...(options.onBehalfOf ? { [ON_BEHALF_OF_HEADER]: options.onBehalfOf } : {}),
     },
     body: JSON.stringify(body),
-    signal: AbortSignal.timeout(10_000),
+    signal: AbortSignal.timeout(options.timeoutMs),
   });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`replica at ${baseUrl} refused the cancel (HTTP ${res.status}): ${text.slice(0, 300)}`);
-  return JSON.parse(text) as unknown;
 }
 
 /**
@@ -111,15 +122,10 @@ export async function forwardOperation(
   };
   let res: Response;
   try {
-    res = await fetch(`${baseUrl.replace(/\/$/, '')}${PEER_OPERATIONS_PATH}`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...(options.peerAuthorization ? { authorization: options.peerAuthorization } : {}),
-        ...(req.requestedBy ? { [ON_BEHALF_OF_HEADER]: req.requestedBy } : {}),
-      },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(options.answerWithinMs),
+    res = await postPeer(baseUrl, PEER_OPERATIONS_PATH, body, {
+      peerAuthorization: options.peerAuthorization,
+      onBehalfOf: req.requestedBy,
+      timeoutMs: options.answerWithinMs,
     });
   } catch (e) {
     // The peer died or is unreachable: whether the operation ran is unknown (the dispatcher decides on a retry).
