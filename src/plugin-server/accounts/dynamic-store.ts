@@ -1,4 +1,5 @@
-import mysql, { type Pool, type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { createStorePool } from '../cache/mysql-pool.js';
 import { timed } from '../cache/mysql-timeout.js';
 import type { AccountPermissions } from '../../shared/account-options.js';
 
@@ -97,7 +98,7 @@ export class MysqlDynamicAccountStore implements DynamicAccountStore {
   private readonly pool: Pool;
 
   constructor(url: string) {
-    this.pool = mysql.createPool({ uri: url, connectionLimit: 2, charset: 'utf8mb4' });
+    this.pool = createStorePool(url, { connectionLimit: 2 });
   }
 
   async init(): Promise<void> {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
+import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
+import { createStorePool } from './mysql-pool.js';
 import { DB_NOW } from './mysql-clock.js';
 import { MIGRATION_TIMEOUT_MS, timed } from './mysql-timeout.js';
 import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
@@ -268,13 +269,7 @@ export class MysqlCacheStore implements StoreBackend {
 
   constructor(url: string, options: { connectionLimit?: number; storageFull?: StorageFullSignal } = {}) {
     this.storageFull = options.storageFull ?? new StorageFullSignal();
-    this.pool = mysql.createPool({
-      uri: url,
-      connectionLimit: options.connectionLimit ?? 8,
-      supportBigNumbers: true,
-      bigNumberStrings: true,
-      charset: 'utf8mb4',
-    });
+    this.pool = createStorePool(url, { connectionLimit: options.connectionLimit ?? 8, bigNumbers: true });
   }
 
   /**

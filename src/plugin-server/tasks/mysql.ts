@@ -1,4 +1,5 @@
-import mysql, { type Pool, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { createStorePool } from '../cache/mysql-pool.js';
 import { DB_NOW } from '../cache/mysql-clock.js';
 import { timed } from '../cache/mysql-timeout.js';
 import type { Task } from './model.js';
@@ -24,7 +25,7 @@ export class MysqlTaskRepository implements TaskRepository {
 
   constructor(url: string, options: { storageFull?: StorageFullSignal } = {}) {
     this.storageFull = options.storageFull ?? new StorageFullSignal();
-    this.pool = mysql.createPool({ uri: url, connectionLimit: 4, charset: 'utf8mb4' });
+    this.pool = createStorePool(url, { connectionLimit: 4 });
   }
 
   async init(): Promise<void> {

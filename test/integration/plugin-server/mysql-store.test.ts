@@ -1,6 +1,8 @@
 import mysql, { type RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS, MysqlCacheStore } from '../../../src/plugin-server/cache/mysql.js';
+import { createStorePool } from '../../../src/plugin-server/cache/mysql-pool.js';
+import { normalizeAccountRecord } from '../../../src/plugin-server/cache/store.js';
 import type { StoreBackend } from '../../../src/plugin-server/cache/store.js';
 import { createTestDatabase, onTestDatabases } from '../../infra/index.js';
 import { accountRecord, storeChange } from '../../infra/records.js';
@@ -112,6 +114,52 @@ describe('mysql store: a write InnoDB picks as a deadlock victim', () => {
     } finally {
       await other.end();
       await store.close();
+      await db.drop();
+    }
+  });
+});
+
+describe('mysql store: a replica stopped inside a transaction on a lease row', () => {
+  // A frozen replica (SIGSTOP, a stalled VM) stops between two statements of its lease renewal and keeps the row's
+  // lock; its TCP connection stays open, so the server sees a live session. Before the sessions were bounded, a
+  // peer's claim of the account waited on that lock until its own statement timed out (15 s, client side), again at
+  // every attempt: the takeover the lease exists for never came while the frozen replica lived.
+  it("is rolled back by the server, so a peer's claim of the account goes through", async () => {
+    const db = await createTestDatabase('sa_idle_tx');
+    const frozen = new MysqlCacheStore(db.url);
+    const peer = new MysqlCacheStore(db.url);
+    // The frozen replica's connection, opened as every store connection is.
+    const pool = createStorePool(db.url, { connectionLimit: 1 });
+    try {
+      await frozen.init();
+      await peer.init();
+      const fp = 'cd'.repeat(32);
+      const claim = (replica: string, sessionId: string, agentId: string) => ({
+        account: 'dev',
+        replica,
+        replicaUrl: `http://${replica}:7002`,
+        sessionId,
+        agentId,
+        cluster: { host: 'h:6443', fingerprint: fp },
+        leaseMs: 200,
+        failedHandoverMs: 60_000,
+      });
+      const record = (agentId: string) =>
+        normalizeAccountRecord({ name: 'dev', agentId, apiServerHost: 'h:6443', caFingerprint: fp });
+      expect((await frozen.claimAccount(claim('r1', 's1', 'agent-a'), record('agent-a'))).granted).toBe(true);
+      // The renewal's first statements ran, then the process stopped: the row stays locked, the session idle.
+      const conn = await pool.getConnection();
+      await conn.beginTransaction();
+      await conn.query("SELECT generation FROM sa_account_leases WHERE account = 'dev' FOR UPDATE");
+      await new Promise((r) => setTimeout(r, 300)); // the 200 ms lease is over
+      const taken = await peer.claimAccount(claim('r2', 's2', 'agent-b'), record('agent-b'));
+      expect(taken).toMatchObject({ granted: true, lease: { replica: 'r2', agentId: 'agent-b', generation: 2 } });
+      // The stopped session was ended by the server, its transaction rolled back.
+      await expect(conn.query('SELECT 1')).rejects.toThrow();
+    } finally {
+      await pool.end().catch(() => undefined);
+      await frozen.close();
+      await peer.close();
       await db.drop();
     }
   });

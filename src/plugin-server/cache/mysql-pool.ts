@@ -1,0 +1,50 @@
+/**
+ * The one way the plugin-server opens a MySQL pool (cache, tasks, dynamic accounts), so every connection carries the
+ * same session settings.
+ *
+ * A replica that stops between two statements of a transaction (a frozen process, a stalled VM, a partition that
+ * keeps the TCP connection open) keeps that transaction's row locks: the lease row of an account it was renewing, or
+ * the lease rows its write fenced on. Every other replica's claim of those accounts then waits on the lock — the
+ * takeover the lease exists for never happens while the stopped replica lives. MariaDB can end such a transaction
+ * itself: `idle_transaction_timeout` rolls back and disconnects a session idle inside a transaction for that long,
+ * releasing its locks (the stopped replica's write is then lost with its connection, as a fenced-out write would be).
+ * A healthy replica is never idle inside a transaction for more than the time between two awaits. MySQL has no such
+ * setting (the statement is refused with ER_UNKNOWN_SYSTEM_VARIABLE and skipped): there a claim waits until the
+ * stopped replica resumes or its connection drops (docs/operations.md).
+ */
+import mysql, { type Pool } from 'mysql2/promise';
+import { createLogger } from '../../shared/logging.js';
+
+/** Seconds a session may sit idle inside a transaction before MariaDB rolls it back (see above). */
+export const IDLE_TRANSACTION_TIMEOUT_S = 5;
+
+/** MySQL's error number for a system variable it does not know (MariaDB's idle_transaction_timeout on MySQL). */
+const ER_UNKNOWN_SYSTEM_VARIABLE = 1193;
+
+export interface StorePoolOptions {
+  connectionLimit: number;
+  /** Large integers (BIGINT columns) as strings, where a value may pass 2^53. */
+  bigNumbers?: boolean;
+}
+
+const log = createLogger({ name: 'plugin-server' });
+
+export function createStorePool(url: string, options: StorePoolOptions): Pool {
+  const pool = mysql.createPool({
+    uri: url,
+    connectionLimit: options.connectionLimit,
+    charset: 'utf8mb4',
+    ...(options.bigNumbers ? { supportBigNumbers: true, bigNumberStrings: true } : {}),
+  });
+  // The core pool's event, emitted with each new connection before it is handed out; commands on a connection run
+  // in order, so the setting is in place before the connection's first statement.
+  pool.pool.on('connection', (conn) => {
+    conn.query(`SET SESSION idle_transaction_timeout = ${IDLE_TRANSACTION_TIMEOUT_S}`, (err: unknown) => {
+      if (err && (err as { errno?: number }).errno !== ER_UNKNOWN_SYSTEM_VARIABLE) {
+        // Not fatal: the session works as before, without the bound.
+        log.warn({ err: (err as Error).message }, 'could not bound idle transactions on a MySQL session');
+      }
+    });
+  });
+  return pool;
+}
