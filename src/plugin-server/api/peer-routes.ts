@@ -5,6 +5,7 @@ import { MIN_EPOCH_DEADLINE_MS } from '../../shared/ops/wire.js';
 import { accountFilter, requireWritable } from '../auth/spinnaker-accounts.js';
 import type { CacheBarrier } from '../ops/barrier.js';
 import type { OperationDispatcher } from '../ops/dispatcher.js';
+import { ForwardedRuns, runKey } from '../ops/forwarded-runs.js';
 import {
   PEER_CANCEL_PATH,
   PEER_OPERATIONS_PATH,
@@ -64,8 +65,8 @@ export interface PeerRouteDeps {
 
 export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) => {
   const answers = new Map<string, Promise<PeerAnswer>>();
-  /** Forwarded operations running here, by id: what a peer's cancel aborts (DispatchRequest.signal). */
-  const running = new Map<string, AbortController>();
+  /** Forwarded operations running here: what a peer's cancel aborts (DispatchRequest.signal), even one not here yet. */
+  const runs = new ForwardedRuns();
   app.post<{ Body: PeerRequest }>(
     PEER_OPERATIONS_PATH,
     { schema: { body: peerRequestSchema } },
@@ -85,12 +86,12 @@ export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) =
         throw new ScaleAgentError('CONFLICT', `operation ${b.operationId} has already ${record.state}`);
       }
       // Keyed by when the record was queued too: a resumed task's operation is queued anew under the same id and runs.
-      const key = `${b.operationId}@${record.queuedAt}`;
+      const key = runKey(b.operationId, record.queuedAt);
       const seen = answers.get(key);
       if (seen) return seen;
       // A run that did not reach the agent is not kept: the sender may try again once the account is held here.
       const forget = (): void => void answers.delete(key);
-      const answer = run(b).then(
+      const answer = run(b, key).then(
         (a) => {
           if (a.kind === 'failed') forget();
           return a;
@@ -121,9 +122,10 @@ export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) =
       if (!record)
         throw new ScaleAgentError('NOT_FOUND', `operation ${operationId} is no operation of a task in the task store`);
       requireWritable(accountFilter(request.headers), [record.account]);
-      const forwarded = running.get(operationId);
-      forwarded?.abort(reason);
-      return { cancelled: forwarded !== undefined };
+      if (record.state === 'succeeded' || record.state === 'failed') return { cancelled: false };
+      // Also when its forward has not arrived yet (the two requests race): that forward then starts cancelled.
+      runs.cancel(runKey(operationId, record.queuedAt), reason);
+      return { cancelled: true };
     },
   );
 
@@ -139,9 +141,8 @@ export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) =
     },
   );
 
-  async function run(b: PeerRequest): Promise<PeerAnswer> {
-    const abort = new AbortController();
-    running.set(b.operationId, abort);
+  async function run(b: PeerRequest, key: string): Promise<PeerAnswer> {
+    const forwarded = runs.start(key);
     const outcome = await deps.dispatcher
       .execute({
         operationId: b.operationId,
@@ -153,11 +154,9 @@ export const peerRoutes: FastifyPluginAsync<PeerRouteDeps> = async (app, deps) =
         // Only this replica's own streams: a peer that lost the account meanwhile says so and the sender looks again.
         localOnly: true,
         agentWaitMs: 0,
-        signal: abort.signal,
+        signal: forwarded.signal,
       })
-      .finally(() => {
-        if (running.get(b.operationId) === abort) running.delete(b.operationId);
-      });
+      .finally(() => forwarded.end());
     if (outcome.kind === 'failed') return { ...outcome, notHeld: outcome.notHeld };
     const r = outcome.result;
     const barrier = r.ok
