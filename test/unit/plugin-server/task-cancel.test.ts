@@ -88,6 +88,55 @@ describe('cancelling a task', () => {
     expect(await r.cancel(task.id, 'alice')).toMatchObject({ cancelling: false, task: { status: done.status } });
   });
 
+  // The agent's result and the cancel cross: both handled in one tick, in either order. The operation ran to its end,
+  // so a one-operation task ends as it did; a two-operation task never sends its second and fails as cancelled.
+  for (const order of ['cancel, then result', 'result, then cancel'] as const) {
+    for (const count of [1, 2]) {
+      it(`${order} in the same instant, ${count} operation(s): the task ends once, as the agent's answer says`, async () => {
+        const { dispatcher, runner, sent } = await setUp();
+        const r = runner();
+        const { task } = await r.submit(operations.slice(0, count), undefined, 'alice');
+        await eventually(
+          async () => sent.length,
+          (n) => n === 1,
+        );
+        const result = () =>
+          dispatcher.onResult('s1', {
+            operationId: `${task.id}.0`,
+            ok: true,
+            error: '',
+            resultJson: Buffer.alloc(0),
+            resourceVersions: {},
+          });
+        let cancelled: Promise<unknown>;
+        if (order === 'cancel, then result') {
+          cancelled = r.cancel(task.id, 'alice');
+          result();
+        } else {
+          result();
+          cancelled = r.cancel(task.id, 'alice');
+        }
+        await cancelled;
+        const done = (await eventually(
+          () => r.get(task.id),
+          (t) => t?.status.completed === true,
+        ))!;
+        expect(sent).toHaveLength(1);
+        if (count === 1) {
+          expect(done.status).toMatchObject({ completed: true, failed: false });
+          expect(done.operations.map((o) => o.state)).toEqual(['succeeded']);
+        } else {
+          expect(done.status).toMatchObject({ completed: true, failed: true, retryable: false });
+          expect(done.operations.map((o) => o.state)).toEqual(['succeeded', 'failed']);
+        }
+        // Settled: a later look finds it as it ended (no second ending).
+        await new Promise((res) => setTimeout(res, 50));
+        expect((await r.get(task.id))?.status).toEqual(done.status);
+        expect((await r.get(task.id))?.history).toEqual(done.history);
+      });
+    }
+  }
+
   it('a task running on a replica that published no address is a 409 naming its host; an unknown one is undefined', async () => {
     const { runner, sent } = await setUp();
     const [here, other] = [runner(), runner()];
