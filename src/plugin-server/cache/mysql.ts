@@ -183,9 +183,11 @@ export function schemaCompatibility(
 
 const DEADLOCK_ATTEMPTS = 5;
 
+/** InnoDB's deadlock error, raw from mysql2 (withLease) or as the cause of the store's own error (apply). */
 function isDeadlock(e: unknown): boolean {
-  const cause = (e as { cause?: { code?: unknown; errno?: unknown } } | undefined)?.cause;
-  return cause?.code === 'ER_LOCK_DEADLOCK' || cause?.errno === 1213;
+  type Coded = { code?: unknown; errno?: unknown; cause?: Coded } | undefined;
+  const deadlock = (x: Coded) => x?.code === 'ER_LOCK_DEADLOCK' || x?.errno === 1213;
+  return deadlock(e as Coded) || deadlock((e as Coded)?.cause);
 }
 
 /** Rows per multi-row upsert, and a byte cap well under MariaDB's default 16 MiB max_allowed_packet. */

@@ -119,6 +119,47 @@ describe('mysql store: a write InnoDB picks as a deadlock victim', () => {
   });
 });
 
+describe('mysql store: agents registering new accounts at once', () => {
+  // A fleet connecting to a fresh store: each claim inserts its account's lease row, and InnoDB's locks on the gap
+  // those rows go into make concurrent claims deadlock. The victim must be run again, not fail its agent's stream
+  // (it did: the retry looked for the deadlock on the wrong error object).
+  it('each gets its account, deadlock victims run again', async () => {
+    const FLEET = 100; // 36 of 40 failed before the fix
+    const db = await createTestDatabase('sa_claims');
+    const stores = [new MysqlCacheStore(db.url), new MysqlCacheStore(db.url)];
+    try {
+      for (const s of stores) await s.init();
+      const fp = 'ef'.repeat(32);
+      const claims = Array.from({ length: FLEET }, (_, i) => {
+        const name = `acct-${i}`;
+        const store = stores[i % 2]!;
+        return store.claimAccount(
+          {
+            account: name,
+            replica: `r${i % 2}`,
+            replicaUrl: `http://r${i % 2}:7002`,
+            sessionId: `s${i}`,
+            agentId: `agent-${i}`,
+            cluster: { host: `h${i}:6443`, fingerprint: fp },
+            leaseMs: 60_000,
+            failedHandoverMs: 60_000,
+          },
+          normalizeAccountRecord({ name, agentId: `agent-${i}`, apiServerHost: `h${i}:6443`, caFingerprint: fp }),
+        );
+      });
+      const outcomes = await Promise.allSettled(claims);
+      expect(outcomes.filter((o) => o.status === 'rejected').map((o) => String(o.reason))).toEqual([]);
+      expect(outcomes.every((o) => o.status === 'fulfilled' && o.value.granted)).toBe(true);
+      expect((await stores[0]!.listAccounts()).map((r) => r.name).sort()).toEqual(
+        Array.from({ length: FLEET }, (_, i) => `acct-${i}`).sort(),
+      );
+    } finally {
+      for (const s of stores) await s.close();
+      await db.drop();
+    }
+  });
+});
+
 describe('mysql store: a replica stopped inside a transaction on a lease row', () => {
   // A frozen replica (SIGSTOP, a stalled VM) stops between two statements of its lease renewal and keeps the row's
   // lock; its TCP connection stays open, so the server sees a live session. Before the sessions were bounded, a
