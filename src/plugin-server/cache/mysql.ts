@@ -183,6 +183,9 @@ export function schemaCompatibility(
 
 const DEADLOCK_ATTEMPTS = 5;
 
+/** Connections for leases, account records and replica views (MysqlCacheStore.control). */
+const CONTROL_CONNECTIONS = 2;
+
 /** InnoDB's deadlock error, raw from mysql2 (withLease) or as the cause of the store's own error (apply). */
 function isDeadlock(e: unknown): boolean {
   type Coded = { code?: unknown; errno?: unknown; cause?: Coded } | undefined;
@@ -256,7 +259,14 @@ const COLUMN_OF_INDEX: Readonly<Record<string, 'app' | 'cluster' | 'owner_uid'>>
 export class MysqlCacheStore implements StoreBackend {
   readonly type = 'mysql' as const;
   private readonly applied = new AppliedListeners();
+  /** Objects: the agents' writes and the reads of the views. */
   private readonly pool: Pool;
+  /**
+   * Ownership: leases, account records and replica views, on connections of their own. A fleet's initial sync keeps
+   * every object connection busy and a queue of writes waiting; the lease renewal queued behind them missed the
+   * holder's side of the lease, and the replica closed every stream (store "lost") in the middle of the sync.
+   */
+  private readonly control: Pool;
   private readonly scopes = new ScopeTable();
   private readonly loadedAccounts = new Set<string>();
   private readonly registry = new IndexRegistry({
@@ -272,6 +282,7 @@ export class MysqlCacheStore implements StoreBackend {
   constructor(url: string, options: { connectionLimit?: number; storageFull?: StorageFullSignal } = {}) {
     this.storageFull = options.storageFull ?? new StorageFullSignal();
     this.pool = createStorePool(url, { connectionLimit: options.connectionLimit ?? 8, bigNumbers: true });
+    this.control = createStorePool(url, { connectionLimit: CONTROL_CONNECTIONS, bigNumbers: true });
   }
 
   /**
@@ -328,9 +339,9 @@ export class MysqlCacheStore implements StoreBackend {
     }
   }
 
-  private async connection(): Promise<PoolConnection> {
+  private async connection(pool: Pool = this.pool): Promise<PoolConnection> {
     try {
-      return await this.pool.getConnection();
+      return await pool.getConnection();
     } catch (e) {
       throw new ScaleAgentError('UNAVAILABLE', `MySQL store unreachable: ${(e as Error).message}`, { cause: e });
     }
@@ -698,7 +709,7 @@ export class MysqlCacheStore implements StoreBackend {
   }
 
   async saveAccount(record: AccountRecord): Promise<void> {
-    await this.query(
+    await this.controlQuery(
       'INSERT INTO sa_accounts (name, record, updated_at) VALUES (?, ?, ?) ' +
         'ON DUPLICATE KEY UPDATE record = VALUES(record), updated_at = VALUES(updated_at)',
       [record.name, JSON.stringify(record), Date.now()],
@@ -706,7 +717,7 @@ export class MysqlCacheStore implements StoreBackend {
   }
 
   async listAccounts(): Promise<AccountRecord[]> {
-    const [rows] = await this.query('SELECT record FROM sa_accounts ORDER BY name', []);
+    const [rows] = await this.controlQuery('SELECT record FROM sa_accounts ORDER BY name', []);
     return rows.map((r) => normalizeAccountRecord(JSON.parse(r.record as string) as AccountRecord));
   }
 
@@ -731,7 +742,7 @@ export class MysqlCacheStore implements StoreBackend {
     step: (conn: PoolConnection, lease: AccountLease | undefined, now: number) => Promise<T>,
   ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const conn = await this.connection();
+      const conn = await this.connection(this.control);
       try {
         await conn.beginTransaction();
         // ON DUPLICATE KEY UPDATE takes the row's exclusive lock at once (INSERT IGNORE would take a shared one, and
@@ -836,7 +847,7 @@ export class MysqlCacheStore implements StoreBackend {
 
   async releaseAccounts(replica: string, sessionId: string, accounts: readonly string[]): Promise<void> {
     if (accounts.length === 0) return;
-    await this.query(
+    await this.controlQuery(
       `UPDATE sa_account_leases SET released_at = ${DB_NOW} ` +
         'WHERE replica = ? AND session_id = ? AND released_at = 0 AND account IN (?)',
       [replica, sessionId, accounts],
@@ -847,13 +858,13 @@ export class MysqlCacheStore implements StoreBackend {
     // Bounded well within the lease, so a renewal that cannot complete is known to have failed while it still runs.
     const timeoutMs = Math.max(500, leaseMs / 3);
     // Live leases only (ownership.ts renew): one that expired may already be a peer's to take.
-    await this.query(
+    await this.controlQuery(
       `UPDATE sa_account_leases SET expires_at = ${DB_NOW} + ? WHERE replica = ? AND released_at = 0 ` +
         `AND expires_at > ${DB_NOW}`,
       [leaseMs, replica],
       timeoutMs,
     );
-    const [rows] = await this.query(
+    const [rows] = await this.controlQuery(
       `SELECT ${LEASE_COLUMNS} FROM sa_account_leases WHERE replica = ? AND released_at = 0 AND expires_at > ${DB_NOW}`,
       [replica],
       timeoutMs,
@@ -862,18 +873,18 @@ export class MysqlCacheStore implements StoreBackend {
   }
 
   async publishReplicaView(v: Omit<ReplicaView, 'expiresAt'>, ttlMs: number, pruneAfterMs: number): Promise<void> {
-    await this.query(
+    await this.controlQuery(
       `INSERT INTO sa_replica_views (replica, replica_url, view_json, expires_at) VALUES (?, ?, ?, ${DB_NOW} + ?) ` +
         'ON DUPLICATE KEY UPDATE replica_url = VALUES(replica_url), view_json = VALUES(view_json), ' +
         'expires_at = VALUES(expires_at)',
       [v.replica, v.replicaUrl, v.json, ttlMs],
     );
     // Replica ids are per process: views of replicas gone long ago would otherwise stay forever.
-    await this.query(`DELETE FROM sa_replica_views WHERE expires_at < ${DB_NOW} - ?`, [pruneAfterMs]);
+    await this.controlQuery(`DELETE FROM sa_replica_views WHERE expires_at < ${DB_NOW} - ?`, [pruneAfterMs]);
   }
 
   async listReplicaViews(): Promise<{ now: number; views: ReplicaView[] }> {
-    const [rows] = await this.query(
+    const [rows] = await this.controlQuery(
       `SELECT replica, replica_url, view_json, expires_at, ${DB_NOW} AS now_ms FROM sa_replica_views ` +
         `WHERE expires_at > ${DB_NOW} ORDER BY replica`,
       [],
@@ -889,13 +900,13 @@ export class MysqlCacheStore implements StoreBackend {
   }
 
   async dropReplicaView(replica: string): Promise<void> {
-    await this.query('DELETE FROM sa_replica_views WHERE replica = ?', [replica]);
+    await this.controlQuery('DELETE FROM sa_replica_views WHERE replica = ?', [replica]);
   }
 
   async listLeases(): Promise<{ now: number; leases: AccountLease[] }> {
     const [[clock], [rows]] = await Promise.all([
-      this.query(`SELECT ${DB_NOW} AS now_ms`, []),
-      this.query(`SELECT ${LEASE_COLUMNS} FROM sa_account_leases WHERE replica <> '' ORDER BY account`, []),
+      this.controlQuery(`SELECT ${DB_NOW} AS now_ms`, []),
+      this.controlQuery(`SELECT ${LEASE_COLUMNS} FROM sa_account_leases WHERE replica <> '' ORDER BY account`, []),
     ]);
     return { now: Number(clock[0]?.now_ms), leases: rows.map(toLease) };
   }
@@ -924,12 +935,22 @@ export class MysqlCacheStore implements StoreBackend {
   }
 
   async close(): Promise<void> {
-    await this.pool.end();
+    await Promise.all([this.pool.end(), this.control.end()]);
   }
 
-  private async query(sql: string, params: unknown[], timeoutMs?: number): Promise<[RowDataPacket[]]> {
+  /** A statement on the ownership connections (see `control`). */
+  private controlQuery(sql: string, params: unknown[], timeoutMs?: number): Promise<[RowDataPacket[]]> {
+    return this.query(sql, params, timeoutMs, this.control);
+  }
+
+  private async query(
+    sql: string,
+    params: unknown[],
+    timeoutMs?: number,
+    pool = this.pool,
+  ): Promise<[RowDataPacket[]]> {
     try {
-      const [rows] = await this.pool.query<RowDataPacket[]>(timed(sql, timeoutMs), params);
+      const [rows] = await pool.query<RowDataPacket[]>(timed(sql, timeoutMs), params);
       return [rows];
     } catch (e) {
       throw new ScaleAgentError('UNAVAILABLE', `MySQL store query failed: ${(e as Error).message}`, {

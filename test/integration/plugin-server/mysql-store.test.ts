@@ -160,6 +160,59 @@ describe('mysql store: agents registering new accounts at once', () => {
   });
 });
 
+describe('mysql store: leases while every object connection is busy', () => {
+  // A fleet's initial sync keeps all object connections busy with a queue of writes behind them; a lease renewal
+  // queued behind those writes missed the holder's side of the lease and the replica dropped every stream.
+  it('are renewed and claimed without waiting for the object writes', async () => {
+    const db = await createTestDatabase('sa_ctl_pool');
+    const store = new MysqlCacheStore(db.url, { connectionLimit: 1 });
+    const other = await mysql.createConnection(db.url);
+    try {
+      await store.init();
+      await store.apply([storeChange('held', '1')]);
+      // The only object connection waits on a row lock (as behind a slow disk), another write queued behind it.
+      await other.beginTransaction();
+      await other.query("SELECT name FROM sa_objects WHERE account = 'dev' AND name = 'held' FOR UPDATE");
+      const writes = Promise.all([store.apply([storeChange('held', '2')]), store.apply([storeChange('next', '3')])]);
+      const fp = '12'.repeat(32);
+      const ownership = Promise.all([
+        store.renewLeases('r1', 60_000),
+        store.claimAccount(
+          {
+            account: 'prod',
+            replica: 'r1',
+            replicaUrl: 'http://r1:7002',
+            sessionId: 's1',
+            agentId: 'agent-1',
+            cluster: { host: 'p:6443', fingerprint: fp },
+            leaseMs: 60_000,
+            failedHandoverMs: 60_000,
+          },
+          normalizeAccountRecord({ name: 'prod', agentId: 'agent-1', apiServerHost: 'p:6443', caFingerprint: fp }),
+        ),
+        store.listLeases(),
+      ]).then(() => 'ownership done' as const);
+      // Bounded only so the test ends: before, the ownership calls waited the whole lock wait (50 s) behind the writes.
+      const first = await Promise.race([
+        ownership,
+        writes.then(() => 'writes done' as const),
+        new Promise<'neither'>((r) => setTimeout(() => r('neither'), 10_000)),
+      ]);
+      expect(first).toBe('ownership done');
+      await other.rollback();
+      await writes;
+      expect(
+        (await store.get({ account: 'dev', group: '', kind: 'ConfigMap', namespace: 'ns', name: 'next' }))
+          ?.resourceVersion,
+      ).toBe('3');
+    } finally {
+      await other.end();
+      await store.close();
+      await db.drop();
+    }
+  });
+});
+
 describe('mysql store: a replica stopped inside a transaction on a lease row', () => {
   // A frozen replica (SIGSTOP, a stalled VM) stops between two statements of its lease renewal and keeps the row's
   // lock; its TCP connection stays open, so the server sees a live session. Before the sessions were bounded, a
