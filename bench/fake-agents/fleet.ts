@@ -23,6 +23,8 @@ export interface FleetOptions {
   /** Agents connecting at the same time. */
   wave: number;
   idPrefix: string;
+  /** Called once every agent's sync is acknowledged, before the steady phase (e.g. to sample the server's cost). */
+  onSynced?: () => Promise<void> | void;
   /** Called once per second during the steady phase (e.g. to probe REST latency while loaded). */
   onTick?: (second: number) => Promise<void> | void;
 }
@@ -79,6 +81,7 @@ export async function runFleet(o: FleetOptions): Promise<FleetReport> {
     await Promise.all(agents.slice(i, i + o.wave).map((a) => a.sync().catch((e: unknown) => errors.push(String(e)))));
   }
   const syncSeconds = (performance.now() - t1) / 1000;
+  await o.onSynced?.();
 
   for (const a of agents) a.trackAckLatency = true;
   const before = agents.reduce((n, a) => n + a.stats.sentChanges, 0);

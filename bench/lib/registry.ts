@@ -9,6 +9,7 @@ export const BENCHMARKS = [
   'bench/stream-throughput.ts',
   'bench/agent-memory.ts',
   'bench/server-capacity.ts',
+  'bench/cost.ts',
   'bench/operations.ts',
   'bench/spinnaker-views.ts',
   'bench/compiler.ts',
