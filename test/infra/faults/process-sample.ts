@@ -2,6 +2,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 export interface ProcessSample {
   rssKb: number;
+  /**
+   * RSS = anonymous + file-backed (+ shared memory). Anonymous is what the process allocated (V8's pages, malloc);
+   * file-backed is the binary's and libraries' pages touched so far, which grows as new code paths run, not a leak.
+   */
+  rssAnonKb: number;
+  rssFileKb: number;
   /** Open file descriptors (sockets, files, pipes): a handle leak shows here first. */
   fds: number;
   /** CPU time used so far (user + system): what a memory setting costs shows here. */
@@ -37,6 +43,8 @@ export function sampleProcess(pid: number): ProcessSample | undefined {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return {
       rssKb: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0),
+      rssAnonKb: Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? 0),
+      rssFileKb: Number(/RssFile:\s+(\d+)/.exec(status)?.[1] ?? 0),
       fds: readdirSync(`/proc/${pid}/fd`).length,
       cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND,
     };

@@ -21,7 +21,7 @@ describe('DeliveryLog', () => {
   });
 
   it('a session past its bound, or forgotten past the session bound, can no longer prove an absence', () => {
-    const log = new DeliveryLog({ maxSessions: 2, maxIdsPerSession: 3 });
+    const log = new DeliveryLog({ maxSessions: 2, maxIds: 3 });
     log.opened('full');
     for (const id of ['a', 'b', 'c']) log.arrived('full', id);
     expect(log.neverArrived('z', ['full'])).toBe(true);
@@ -34,5 +34,34 @@ describe('DeliveryLog', () => {
     expect(log.neverArrived('z', ['s2'])).toBe(true);
     log.arrived('s2', 'x');
     expect(log.neverArrived('z', ['full', 's2'])).toBe(false);
+  });
+
+  it('bounds the ids of all sessions together, forgetting the oldest sessions first', () => {
+    // An agent that reconnects under steady operations: many sessions, each with a few ids.
+    const log = new DeliveryLog({ maxSessions: 64, maxIds: 10 });
+    for (let s = 1; s <= 6; s++) {
+      log.opened(`s${s}`);
+      for (let i = 0; i < 4; i++) log.arrived(`s${s}`, `s${s}.op${i}`);
+    }
+    expect(log.size).toBeLessThanOrEqual(10);
+    // The newest sessions still prove absences; the oldest were forgotten, so they no longer can.
+    expect(log.neverArrived('z', ['s6'])).toBe(true);
+    expect(log.neverArrived('s6.op3', ['s6'])).toBe(false);
+    expect(log.neverArrived('z', ['s5'])).toBe(true);
+    expect(log.neverArrived('z', ['s1'])).toBe(false);
+    // A repeat of an id already recorded costs nothing.
+    log.arrived('s6', 's6.op3');
+    expect(log.size).toBeLessThanOrEqual(10);
+  });
+
+  it('one session that alone reaches the bound stops recording and holds nothing', () => {
+    const log = new DeliveryLog({ maxIds: 5 });
+    log.opened('old');
+    log.arrived('old', 'o.0');
+    log.opened('busy');
+    for (let i = 0; i < 6; i++) log.arrived('busy', `b.${i}`);
+    expect(log.neverArrived('z', ['old'])).toBe(false);
+    expect(log.neverArrived('z', ['busy'])).toBe(false);
+    expect(log.size).toBe(0);
   });
 });

@@ -31,6 +31,10 @@ describe('sampleProcess', () => {
     while (process.cpuUsage().user < until) x += Math.sqrt(x + 1);
     const after = sampleProcess(process.pid)!;
     expect(before.rssKb).toBeGreaterThan(0);
+    // VmRSS is RssAnon + RssFile + RssShmem (/proc/<pid>/status, sampled at once); a Node process has some of both.
+    expect(before.rssAnonKb).toBeGreaterThan(0);
+    expect(before.rssFileKb).toBeGreaterThan(0);
+    expect(before.rssAnonKb + before.rssFileKb).toBeLessThanOrEqual(before.rssKb);
     expect(before.fds).toBeGreaterThan(2);
     expect(after.cpuSeconds).toBeGreaterThan(before.cpuSeconds);
     expect(sampleProcess(2 ** 22 + 1)).toBeUndefined();
