@@ -21,12 +21,12 @@ export interface AccountRbacProps {
   /** Namespaces to grant in (one Role + RoleBinding each); empty for cluster-wide (ClusterRole + binding). */
   readonly namespaces: string[];
   /** Rules for namespaced resources (in every granted namespace, or cluster-wide). */
-  readonly rules: PolicyRule[];
+  readonly rules: readonly PolicyRule[];
   /**
    * Rules on cluster-scoped resources (namespaces, CRDs) for cluster-wide accounts.
    * @default - none
    */
-  readonly clusterRules?: PolicyRule[];
+  readonly clusterRules?: readonly PolicyRule[];
 }
 
 /**
