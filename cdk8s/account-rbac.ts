@@ -1,6 +1,9 @@
 import { Construct } from 'constructs';
 import { k8s } from 'cdk8s-plus-28';
 import { standardLabels } from './labels.js';
+import { addManifests, type IdentifiedManifest } from './manifest.js';
+
+const RBAC_GROUP = 'rbac.authorization.k8s.io';
 
 export interface PolicyRule {
   readonly apiGroups: string[];
@@ -18,12 +21,12 @@ export interface AccountRbacProps {
   /** Namespaces to grant in (one Role + RoleBinding each); empty for cluster-wide (ClusterRole + binding). */
   readonly namespaces: string[];
   /** Rules for namespaced resources (in every granted namespace, or cluster-wide). */
-  readonly rules: PolicyRule[];
+  readonly rules: readonly PolicyRule[];
   /**
    * Rules on cluster-scoped resources (namespaces, CRDs) for cluster-wide accounts.
    * @default - none
    */
-  readonly clusterRules?: PolicyRule[];
+  readonly clusterRules?: readonly PolicyRule[];
 }
 
 /**
@@ -33,36 +36,58 @@ export interface AccountRbacProps {
 export class AccountRbac extends Construct {
   constructor(scope: Construct, id: string, props: AccountRbacProps) {
     super(scope, id);
-    // The account is the instance: one release (or place) per account's RBAC.
-    const labels = standardLabels('rbac', {
-      'app.kubernetes.io/instance': props.account,
-      'scale-agent.io/account': props.account,
-    });
-    const subjects = [{ kind: 'ServiceAccount', name: props.subject.name, namespace: props.subject.namespace }];
-    if (props.namespaces.length === 0) {
-      new k8s.KubeClusterRole(this, 'role', {
-        metadata: { name: props.roleName, labels },
-        rules: [...props.rules, ...(props.clusterRules ?? [])],
-      });
-      new k8s.KubeClusterRoleBinding(this, 'binding', {
-        metadata: { name: props.roleName, labels },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: props.roleName },
-        subjects,
-      });
-      return;
-    }
-    for (const ns of props.namespaces) {
-      new k8s.KubeRole(this, `role-${ns}`, {
+    addManifests(this, accountRbacManifests(props));
+  }
+}
+
+/** The objects of an AccountRbac, as plain data. */
+export function accountRbacManifests(props: AccountRbacProps): IdentifiedManifest[] {
+  // The account is the instance: one release (or place) per account's RBAC.
+  const labels = standardLabels('rbac', {
+    'app.kubernetes.io/instance': props.account,
+    'scale-agent.io/account': props.account,
+  });
+  const subjects = [{ kind: 'ServiceAccount', name: props.subject.name, namespace: props.subject.namespace }];
+  if (props.namespaces.length === 0) {
+    return [
+      [
+        'role',
+        {
+          ...k8s.KubeClusterRole.GVK,
+          metadata: { name: props.roleName, labels },
+          rules: [...props.rules, ...(props.clusterRules ?? [])],
+        },
+      ],
+      [
+        'binding',
+        {
+          ...k8s.KubeClusterRoleBinding.GVK,
+          metadata: { name: props.roleName, labels },
+          roleRef: { apiGroup: RBAC_GROUP, kind: 'ClusterRole', name: props.roleName },
+          subjects,
+        },
+      ],
+    ];
+  }
+  return props.namespaces.flatMap((ns): IdentifiedManifest[] => [
+    [
+      `role-${ns}`,
+      {
+        ...k8s.KubeRole.GVK,
         metadata: { name: props.roleName, namespace: ns, labels },
         rules: props.rules,
-      });
-      new k8s.KubeRoleBinding(this, `binding-${ns}`, {
+      },
+    ],
+    [
+      `binding-${ns}`,
+      {
+        ...k8s.KubeRoleBinding.GVK,
         metadata: { name: props.roleName, namespace: ns, labels },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: props.roleName },
+        roleRef: { apiGroup: RBAC_GROUP, kind: 'Role', name: props.roleName },
         subjects,
-      });
-    }
-  }
+      },
+    ],
+  ]);
 }
 
 export interface SecretReaderRbacProps {
@@ -84,16 +109,31 @@ export interface SecretReaderRbacProps {
 export class SecretReaderRbac extends Construct {
   constructor(scope: Construct, id: string, props: SecretReaderRbacProps) {
     super(scope, id);
-    const labels = standardLabels('agent', { 'app.kubernetes.io/instance': props.instance });
-    const metadata = { name: props.roleName, namespace: props.subject.namespace, labels };
-    new k8s.KubeRole(this, 'role', {
-      metadata,
-      rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: props.secrets, verbs: ['get', 'watch'] }],
-    });
-    new k8s.KubeRoleBinding(this, 'binding', {
-      metadata,
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: props.roleName },
-      subjects: [{ kind: 'ServiceAccount', name: props.subject.name, namespace: props.subject.namespace }],
-    });
+    addManifests(this, secretReaderRbacManifests(props));
   }
+}
+
+/** The objects of a SecretReaderRbac, as plain data. */
+export function secretReaderRbacManifests(props: SecretReaderRbacProps): IdentifiedManifest[] {
+  const labels = standardLabels('agent', { 'app.kubernetes.io/instance': props.instance });
+  const metadata = { name: props.roleName, namespace: props.subject.namespace, labels };
+  return [
+    [
+      'role',
+      {
+        ...k8s.KubeRole.GVK,
+        metadata,
+        rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: props.secrets, verbs: ['get', 'watch'] }],
+      },
+    ],
+    [
+      'binding',
+      {
+        ...k8s.KubeRoleBinding.GVK,
+        metadata,
+        roleRef: { apiGroup: RBAC_GROUP, kind: 'Role', name: props.roleName },
+        subjects: [{ kind: 'ServiceAccount', name: props.subject.name, namespace: props.subject.namespace }],
+      },
+    ],
+  ];
 }

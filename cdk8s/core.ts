@@ -1,12 +1,21 @@
 import { Construct } from 'constructs';
 import { k8s } from 'cdk8s-plus-28';
+import { addManifests, type IdentifiedManifest } from './manifest.js';
 
 /** A Namespace the place owns (remote agent and account-RBAC places; shared namespaces are never emitted). */
 export class Namespace extends Construct {
   constructor(scope: Construct, id: string, props: { readonly name: string; readonly labels: Record<string, string> }) {
     super(scope, id);
-    new k8s.KubeNamespace(this, 'namespace', { metadata: { name: props.name, labels: props.labels } });
+    addManifests(this, namespaceManifests(props));
   }
+}
+
+/** The objects of a Namespace construct, as plain data. */
+export function namespaceManifests(props: {
+  readonly name: string;
+  readonly labels: Record<string, string>;
+}): IdentifiedManifest[] {
+  return [['namespace', { ...k8s.KubeNamespace.GVK, metadata: { name: props.name, labels: props.labels } }]];
 }
 
 export interface ServiceAccountProps {
@@ -23,12 +32,27 @@ export interface ServiceAccountProps {
 export class ServiceAccount extends Construct {
   constructor(scope: Construct, id: string, props: ServiceAccountProps) {
     super(scope, id);
-    new k8s.KubeServiceAccount(this, 'sa', {
-      metadata: { name: props.name, namespace: props.namespace, labels: props.labels },
-      automountServiceAccountToken: false,
-    });
-    if (props.tokenSecret) {
-      new k8s.KubeSecret(this, 'token', {
+    addManifests(this, serviceAccountManifests(props));
+  }
+}
+
+/** The objects of a ServiceAccount construct, as plain data. */
+export function serviceAccountManifests(props: ServiceAccountProps): IdentifiedManifest[] {
+  const out: IdentifiedManifest[] = [
+    [
+      'sa',
+      {
+        ...k8s.KubeServiceAccount.GVK,
+        metadata: { name: props.name, namespace: props.namespace, labels: props.labels },
+        automountServiceAccountToken: false,
+      },
+    ],
+  ];
+  if (props.tokenSecret) {
+    out.push([
+      'token',
+      {
+        ...k8s.KubeSecret.GVK,
         metadata: {
           name: `${props.name}-token`,
           namespace: props.namespace,
@@ -36,9 +60,10 @@ export class ServiceAccount extends Construct {
           annotations: { 'kubernetes.io/service-account.name': props.name },
         },
         type: 'kubernetes.io/service-account-token',
-      });
-    }
+      },
+    ]);
   }
+  return out;
 }
 
 export interface KeySecretProps {

@@ -1,15 +1,16 @@
 import { createHash } from 'node:crypto';
 import { App, Chart } from 'cdk8s';
 import {
-  AccountRbac,
+  accountRbacManifests,
   CertManagerCertificate,
-  SecretReaderRbac,
+  secretReaderRbacManifests,
   ConfigFile,
   GrpcService,
   KeySecret,
-  Namespace,
-  ServiceAccount,
+  namespaceManifests,
+  serviceAccountManifests,
   TlsSecret,
+  type IdentifiedManifest,
   selectorLabels,
   standardLabels,
 } from '../../cdk8s/index.js';
@@ -36,40 +37,49 @@ function chartObjects(id: string, build: (c: Chart) => void): Obj[] {
   return chart.toJson() as Obj[];
 }
 
-/** Objects outside the workload kustomization, final as written (namespaces, ServiceAccounts, RBAC). */
+/**
+ * Objects outside the workload kustomization, final as written (namespaces, ServiceAccounts, RBAC). One place per
+ * account has them, so they are the constructs' manifests taken as data, without a cdk8s App: its synthesis of a
+ * thousand small charts was most of synth's time.
+ */
 export function outerObjects(p: Place): Obj[] {
-  return chartObjects(`${p.name}-outer`, (c) => {
-    if (p.ownNamespace) {
-      // Several places may emit one namespace (accounts' RBAC and agent groups in the same one): the same labels
-      // from each, without a component, or applies of different places (server-side, or a GitOps tool per place)
-      // would fight over the value.
-      const { 'app.kubernetes.io/component': _, ...shared } = standardLabels('namespace');
-      new Namespace(c, 'ns', { name: p.ownNamespace, labels: { ...shared, ...POD_SECURITY_LABELS } });
-    }
-    const reader = p.secretReader;
-    if (reader && p.agent) new SecretReaderRbac(c, 'secret-reader', { ...reader, instance: p.agent.name });
-    const r = p.rbac;
-    if (!r) return;
+  const out: IdentifiedManifest[] = [];
+  if (p.ownNamespace) {
+    // Several places may emit one namespace (accounts' RBAC and agent groups in the same one): the same labels
+    // from each, without a component, or applies of different places (server-side, or a GitOps tool per place)
+    // would fight over the value.
+    const { 'app.kubernetes.io/component': _, ...shared } = standardLabels('namespace');
+    out.push(...namespaceManifests({ name: p.ownNamespace, labels: { ...shared, ...POD_SECURITY_LABELS } }));
+  }
+  const reader = p.secretReader;
+  if (reader && p.agent) out.push(...secretReaderRbacManifests({ ...reader, instance: p.agent.name }));
+  const r = p.rbac;
+  if (r) {
     if (r.createServiceAccount) {
-      new ServiceAccount(c, 'sa', {
-        name: r.subject.name,
-        namespace: r.subject.namespace,
-        labels: standardLabels('rbac', {
-          'app.kubernetes.io/instance': r.account.name,
-          'scale-agent.io/account': r.account.name,
+      out.push(
+        ...serviceAccountManifests({
+          name: r.subject.name,
+          namespace: r.subject.namespace,
+          labels: standardLabels('rbac', {
+            'app.kubernetes.io/instance': r.account.name,
+            'scale-agent.io/account': r.account.name,
+          }),
+          tokenSecret: true,
         }),
-        tokenSecret: true,
-      });
+      );
     }
-    new AccountRbac(c, 'rbac', {
-      account: r.account.name,
-      roleName: r.roleName,
-      subject: r.subject,
-      namespaces: r.namespaces,
-      rules: r.rules.rules,
-      clusterRules: r.rules.clusterRules,
-    });
-  });
+    out.push(
+      ...accountRbacManifests({
+        account: r.account.name,
+        roleName: r.roleName,
+        subject: r.subject,
+        namespaces: r.namespaces,
+        rules: r.rules.rules,
+        clusterRules: r.rules.clusterRules,
+      }),
+    );
+  }
+  return out.map(([, m]) => m);
 }
 
 /** Base names (as the overlay writes them, before Kustomize's name suffix) or final names (as manifests show). */

@@ -13,6 +13,8 @@ export function overlayFiles(
   depth: number,
   header: string,
   outer: Obj[] = outerObjects(p),
+  /** YAML of objects already written (the outer objects, which the place's manifest also holds). */
+  written?: WeakMap<object, string>,
 ): [string, string][] {
   const up = (n: number): string => '../'.repeat(n);
   const out: [string, string][] = [];
@@ -31,7 +33,7 @@ export function overlayFiles(
     const objs = outerByFile.get(f);
     if (!objs) continue;
     resources.push(f);
-    out.push([f, toYamlDocuments(sortForApply(objs))]);
+    out.push([f, toYamlDocuments(sortForApply(objs), written)]);
   }
   const w = p.workload;
   if (w) {

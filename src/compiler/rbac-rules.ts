@@ -6,7 +6,32 @@ const READ = ['get', 'list', 'watch'];
 const WRITE = ['create', 'update', 'patch', 'delete'];
 
 /** The kinds an account caches: its `kinds`, or the standard set minus `omitKinds`; cluster kinds only cluster-wide. */
-export function effectiveKinds(account: Account): KindInfo[] {
+export function effectiveKinds(account: Account): readonly KindInfo[] {
+  return memo(kindsByKey, kindsKey(account), () => computeKinds(account));
+}
+
+/**
+ * What an account's kinds and rules depend on. Most accounts of a large topology share them, so each set is worked
+ * out once and shared (read-only) by every account with the same key.
+ */
+function kindsKey(account: Account): string {
+  return JSON.stringify([account.kinds, account.omitKinds, account.namespaces.length > 0]);
+}
+const kindsByKey = new Map<string, readonly KindInfo[]>();
+const rulesByKey = new Map<string, AccountRules>();
+
+function memo<T>(cache: Map<string, T>, key: string, compute: () => T): T {
+  let v = cache.get(key);
+  if (v === undefined) {
+    v = compute();
+    // Topologies are finite; the bound keeps a long-lived process (tests, a watch mode) from growing without end.
+    if (cache.size >= 1000) cache.clear();
+    cache.set(key, v);
+  }
+  return v;
+}
+
+function computeKinds(account: Account): KindInfo[] {
   const names = account.kinds.length > 0 ? account.kinds : DEFAULT_KINDS;
   const omit = new Set(account.omitKinds.map((k) => (resolveKind(k)?.kind ?? k).toLowerCase()));
   const seen = new Set<string>();
@@ -28,11 +53,12 @@ export function agentKindNames(account: Account): string[] {
   return effectiveKinds(account).map((k) => (resolveKind(k.kind) ? k.kind : `${k.kind}.${k.group}`));
 }
 
+/** Shared by accounts with the same kinds, access and extra rules: read-only. */
 export interface AccountRules {
   /** Rules on namespaced resources (granted per namespace, or cluster-wide). */
-  rules: PolicyRule[];
+  readonly rules: readonly PolicyRule[];
   /** Rules on cluster-scoped resources; only for cluster-wide accounts. */
-  clusterRules: PolicyRule[];
+  readonly clusterRules: readonly PolicyRule[];
 }
 
 /**
@@ -42,6 +68,11 @@ export interface AccountRules {
  * the topology's extraRules ask for it.
  */
 export function accountRules(account: Account): AccountRules {
+  const key = JSON.stringify([kindsKey(account), account.access, account.rbac.extraRules]);
+  return memo(rulesByKey, key, () => computeRules(account));
+}
+
+function computeRules(account: Account): AccountRules {
   const rw = account.access === 'read-write';
   const grants: { group: string; resource: string; verbs: string[]; cluster: boolean }[] = [];
   for (const k of effectiveKinds(account)) {

@@ -28,12 +28,39 @@ function rank(key: string, top: boolean): number {
   return key === 'name' ? 0 : 1;
 }
 
-export function toYaml(value: unknown): string {
-  return emitYaml(canonical(value));
+/** canonical()'s key order, for the emitter to apply while it writes (no sorted copy of every object). */
+function canonicalOrder(keys: string[], top: boolean): string[] {
+  if (!top) {
+    const i = keys.indexOf('name');
+    if (i < 0) return keys.sort();
+    keys.splice(i, 1);
+    keys.sort().unshift('name');
+    return keys;
+  }
+  const head = TOP_ORDER.filter((k) => keys.includes(k));
+  return head.length === 0 ? keys.sort() : [...head, ...keys.filter((k) => !TOP_ORDER.includes(k)).sort()];
 }
 
-export function toYamlDocuments(values: unknown[]): string {
-  return values.map((v) => toYaml(v)).join('---\n');
+export function toYaml(value: unknown): string {
+  return emitYaml(value, canonicalOrder);
+}
+
+/**
+ * Documents separated by `---`. With `memo`, an object already written (the same object in a place's manifest and in
+ * its overlay) is not written again.
+ */
+export function toYamlDocuments(values: unknown[], memo?: WeakMap<object, string>): string {
+  return values.map((v) => cachedYaml(v, memo)).join('---\n');
+}
+
+function cachedYaml(v: unknown, memo: WeakMap<object, string> | undefined): string {
+  if (!memo || v === null || typeof v !== 'object') return toYaml(v);
+  let text = memo.get(v);
+  if (text === undefined) {
+    text = toYaml(v);
+    memo.set(v, text);
+  }
+  return text;
 }
 
 export function toJsonText(value: unknown): string {

@@ -52,13 +52,15 @@ export function synthesize(t: Topology, options: SynthOptions): SynthResult {
     files.set(`kustomize/base/${path}`, content);
   const depth = options.overlayDepth ?? 0;
   const renderedByPlace = new Map<string, Obj[]>();
+  // A place's outer objects are in its manifest and in its overlay: each is written to YAML once.
+  const written = new WeakMap<object, string>();
   for (const p of places) {
     // Built once: the manifest and the overlay write the same outer objects (cdk8s resolution is most of synth's CPU).
     const outer = outerObjects(p);
     const rendered = renderPlace(p, outer);
     renderedByPlace.set(p.name, rendered);
-    files.set(`manifests/${p.name}.yaml`, header(p) + toYamlDocuments(rendered));
-    for (const [path, content] of overlayFiles(p, depth, header(p), outer)) {
+    files.set(`manifests/${p.name}.yaml`, header(p) + toYamlDocuments(rendered, written));
+    for (const [path, content] of overlayFiles(p, depth, header(p), outer, written)) {
       files.set(`kustomize/overlays/${p.name}/${path}`, content);
     }
     files.set(`helm/${p.name}.values.yaml`, helmHeader(p) + toYaml(helmValues(p)));

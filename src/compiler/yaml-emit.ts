@@ -10,12 +10,31 @@ const RESERVED = /^(y|yes|n|no|true|false|on|off|null|nan|inf)$/i;
 // eslint-disable-next-line no-control-regex
 const NEEDS_QUOTES_IN_BLOCK = /[\u0000-\u0008\u000b-\u001f\u007f\r\u0085\u2028\u2029\ufeff]/;
 
+/**
+ * The order of a mapping's keys in the output, given its keys with a defined value (`top`: the document's root
+ * mapping). Absent: the object's own order.
+ */
+export type KeyOrder = (keys: string[], top: boolean) => string[];
+
+/**
+ * Single-line strings as written: the same label keys, values and names recur in every object, so each one's test
+ * against the two patterns runs once. Bounded, so a long-lived process does not keep every string it ever wrote.
+ */
+const scalars = new Map<string, string>();
+const MAX_CACHED_SCALARS = 50_000;
+
 function scalar(s: string): string {
-  return PLAIN.test(s) && !RESERVED.test(s) ? s : JSON.stringify(s);
+  let out = scalars.get(s);
+  if (out === undefined) {
+    out = PLAIN.test(s) && !RESERVED.test(s) ? s : JSON.stringify(s);
+    if (scalars.size >= MAX_CACHED_SCALARS) scalars.clear();
+    scalars.set(s, out);
+  }
+  return out;
 }
 
 function block(s: string, indent: string): string | undefined {
-  if (!s.includes('\n') || NEEDS_QUOTES_IN_BLOCK.test(s) || /^[ \t]/.test(s)) return undefined;
+  if (NEEDS_QUOTES_IN_BLOCK.test(s) || /^[ \t]/.test(s)) return undefined;
   const trailing = /\n+$/.exec(s)?.[0].length ?? 0;
   const chomp = trailing === 0 ? '-' : trailing === 1 ? '' : '+';
   const body = trailing === 0 ? s : s.slice(0, s.length - (chomp === '+' ? 1 : trailing));
@@ -26,38 +45,69 @@ function block(s: string, indent: string): string | undefined {
 
 function emitValue(v: unknown, indent: string): string {
   if (v === null || v === undefined) return 'null';
-  if (typeof v === 'string') return block(v, indent) ?? scalar(v);
+  if (typeof v === 'string') return (v.includes('\n') ? block(v, indent) : undefined) ?? scalar(v);
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : JSON.stringify(String(v));
   if (typeof v === 'boolean') return v ? 'true' : 'false';
   throw new Error(`cannot emit ${typeof v} as YAML`);
 }
 
-function emit(v: unknown, indent: string, out: string[]): void {
-  if (Array.isArray(v)) {
-    for (const item of v) {
-      if (isCollection(item) && !isEmpty(item)) {
-        out.push(`${indent}- `);
-        const nested: string[] = [];
-        emit(item, `${indent}  `, nested);
-        // The first line of the nested block goes right after "- ".
-        out[out.length - 1] += (nested[0] as string).slice(indent.length + 2);
-        for (let i = 1; i < nested.length; i++) out.push(nested[i] as string);
-      } else {
-        out.push(`${indent}- ${inline(item, `${indent}  `)}`);
+/** The emission of one document: lines appended to `out`, each ending in a newline. */
+class Emitter {
+  out = '';
+  constructor(private readonly order: KeyOrder | undefined) {}
+
+  /** Keys of the mapping's defined values, in output order. */
+  keys(m: Record<string, unknown>, top: boolean): string[] {
+    const keys: string[] = [];
+    for (const k of Object.keys(m)) if (m[k] !== undefined) keys.push(k);
+    return this.order && keys.length > 1 ? this.order(keys, top) : keys;
+  }
+
+  /**
+   * A non-empty collection (`keys`: a mapping's, from keys()) whose lines are indented by `indent`, except the first,
+   * which starts with `first` (a list item's "- " goes there).
+   */
+  collection(v: object, keys: string[] | undefined, indent: string, first: string): void {
+    const nested = `${indent}  `;
+    let prefix = first;
+    if (keys === undefined) {
+      for (const item of v as unknown[]) {
+        const itemKeys = nonEmpty(item, this);
+        if (itemKeys !== false) {
+          // The item's first line goes right after "- ".
+          this.collection(item as object, itemKeys, nested, `${prefix}- `);
+        } else {
+          this.out += `${prefix}- ${inline(item, nested)}\n`;
+        }
+        prefix = indent;
       }
+      return;
     }
-    return;
-  }
-  for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
-    if (val === undefined) continue;
-    if (isCollection(val) && !isEmpty(val)) {
-      out.push(`${indent}${scalar(k)}:`);
-      // Sequences under a key are indented, as kubectl and Helm write them.
-      emit(val, `${indent}  `, out);
-    } else {
-      out.push(`${indent}${scalar(k)}: ${inline(val, `${indent}  `)}`);
+    const m = v as Record<string, unknown>;
+    for (const k of keys) {
+      const val = m[k];
+      const valKeys = nonEmpty(val, this);
+      if (valKeys !== false) {
+        this.out += `${prefix}${scalar(k)}:\n`;
+        // Sequences under a key are indented, as kubectl and Helm write them.
+        this.collection(val as object, valKeys, nested, nested);
+      } else {
+        this.out += `${prefix}${scalar(k)}: ${inline(val, nested)}\n`;
+      }
+      prefix = indent;
     }
   }
+}
+
+/**
+ * For a non-empty collection, its keys in output order (undefined for a list); false for anything else (written
+ * inline: a scalar, `[]` or `{}`).
+ */
+function nonEmpty(v: unknown, e: Emitter, top = false): string[] | undefined | false {
+  if (v === null || typeof v !== 'object') return false;
+  if (Array.isArray(v)) return v.length > 0 ? undefined : false;
+  const keys = e.keys(v as Record<string, unknown>, top);
+  return keys.length > 0 ? keys : false;
 }
 
 function inline(v: unknown, indent: string): string {
@@ -66,18 +116,11 @@ function inline(v: unknown, indent: string): string {
   return emitValue(v, indent);
 }
 
-function isCollection(v: unknown): v is object {
-  return v !== null && typeof v === 'object';
-}
-
-function isEmpty(v: object): boolean {
-  return Array.isArray(v) ? v.length === 0 : Object.keys(v).length === 0;
-}
-
-/** One YAML document (no `---`), ending in a newline. */
-export function emitYaml(value: unknown): string {
-  if (!isCollection(value) || isEmpty(value)) return `${inline(value, '')}\n`;
-  const out: string[] = [];
-  emit(value, '', out);
-  return `${out.join('\n')}\n`;
+/** One YAML document (no `---`), ending in a newline; mappings' keys in `order`, if given. */
+export function emitYaml(value: unknown, order?: KeyOrder): string {
+  const e = new Emitter(order);
+  const keys = nonEmpty(value, e, true);
+  if (keys === false) return `${inline(value, '')}\n`;
+  e.collection(value as object, keys, '', '');
+  return e.out;
 }

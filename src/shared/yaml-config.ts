@@ -320,7 +320,19 @@ export function compileSchema<T>(schema: object): ValidateFunction<T> {
  * followed (the keywords beside a $ref win): for code that reads such an object key by key, as the schema sees it.
  * `ref` is a file of schemas/, or a part of one (`account-options.schema.json#/$defs/options`).
  */
-export function schemaProperties(ref: string): Map<string, Record<string, unknown>> {
+export function schemaProperties(ref: string): ReadonlyMap<string, Record<string, unknown>> {
+  // The schemas are fixed for the process; synth asks for the account options' once per account.
+  let props = propertiesByRef.get(ref);
+  if (!props) {
+    props = collectProperties(ref);
+    propertiesByRef.set(ref, props);
+  }
+  return props;
+}
+
+const propertiesByRef = new Map<string, ReadonlyMap<string, Record<string, unknown>>>();
+
+function collectProperties(ref: string): ReadonlyMap<string, Record<string, unknown>> {
   type Node = Record<string, unknown> & { $ref?: string; allOf?: Node[]; properties?: Record<string, Node> };
   const ajv = compiler(false);
   const deref = (node: Node, base: string): [Node, string] => {
@@ -346,7 +358,10 @@ export function schemaProperties(ref: string): Map<string, Record<string, unknow
 /** The defaults `schemaProperties(ref)` declare, fresh copies each call. */
 export function schemaDefaults(ref: string): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [key, p] of schemaProperties(ref)) if (p.default !== undefined) out[key] = structuredClone(p.default);
+  for (const [key, p] of schemaProperties(ref)) {
+    const d = p.default;
+    if (d !== undefined) out[key] = d !== null && typeof d === 'object' ? structuredClone(d) : d;
+  }
   return out;
 }
 

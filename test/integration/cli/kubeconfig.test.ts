@@ -50,7 +50,7 @@ async function allowed(kubeconfig: string, namespace: string): Promise<Map<strin
 }
 
 /** Every (resource, verb) the rules grant, as `can-i --list` names resources ("deployments.apps/scale", "pods/log"). */
-function granted(rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[]): [string, string][] {
+function granted(rules: readonly { apiGroups: string[]; resources: string[]; verbs: string[] }[]): [string, string][] {
   const name = (group: string, resource: string): string => {
     const [res, sub] = resource.split('/');
     return `${res}${group ? `.${group}` : ''}${sub ? `/${sub}` : ''}`;

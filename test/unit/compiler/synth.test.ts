@@ -176,6 +176,35 @@ agents:
     expect(r2.rules.at(-1)).toEqual({ apiGroups: ['metrics.k8s.io'], resources: ['pods'], verbs: ['get', 'list'] });
   });
 
+  it('gives each account the rules of its own access, scope and extra rules, though accounts share computed rules', () => {
+    const { topology } = loadTopologySource(
+      `apiVersion: scale-agent.io/v1alpha1
+kind: Topology
+metadata: { name: k }
+pluginServer: {}
+agents:
+  - name: a
+    mode: service
+    accounts:
+      - { name: rw, kubeconfigSecret: { name: k, key: a } }
+      - { name: rw2, kubeconfigSecret: { name: k, key: b } }
+      - { name: ro, kubeconfigSecret: { name: k, key: c }, access: read-only }
+      - { name: ns, kubeconfigSecret: { name: k, key: d }, namespaces: [team] }
+      - { name: extra, kubeconfigSecret: { name: k, key: e },
+          rbac: { extraRules: [{ apiGroups: [metrics.k8s.io], resources: [pods], verbs: [get] }] } }
+`,
+      'k.yaml',
+    );
+    const [rw, rw2, ro, ns, extra] = (topology.agents[0]?.accounts as Account[]).map((a) => accountRules(a));
+    expect(rw2).toEqual(rw);
+    expect(verbsFor([...(rw?.rules ?? [])], 'apps', 'deployments')).toContain('patch');
+    expect(verbsFor([...(ro?.rules ?? [])], 'apps', 'deployments')).toEqual(['get', 'list', 'watch']);
+    expect(rw?.clusterRules.flatMap((r) => r.resources)).toContain('namespaces');
+    expect(ns?.clusterRules).toEqual([]);
+    expect(extra?.rules.at(-1)).toEqual({ apiGroups: ['metrics.k8s.io'], resources: ['pods'], verbs: ['get'] });
+    expect(rw?.rules.at(-1)).not.toEqual(extra?.rules.at(-1));
+  });
+
   it('exposes gRPC on a Service with appProtocol grpc and provider load-balancer annotations', async () => {
     await using certs = await tempDir();
     const cases: [string, boolean, Record<string, string>][] = [

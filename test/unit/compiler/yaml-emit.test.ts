@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { toYaml } from '../../../src/compiler/serialize.js';
 import { emitYaml } from '../../../src/compiler/yaml-emit.js';
 
 const TRICKY = [
@@ -88,6 +89,21 @@ describe('emitYaml', () => {
       }),
     ).toBe(
       'apiVersion: v1\nkind: ConfigMap\ndata:\n  config.yaml: |\n    a: 1\n    b: 2\nlist:\n  - name: x\n    v: "y"\n',
+    );
+  });
+
+  it('writes keys in canonical order as it goes (toYaml), leaving out undefined values', () => {
+    expect(
+      toYaml({
+        spec: { z: 1, name: 'n', a: [{ v: 1, name: 'x', gone: undefined }] },
+        metadata: { labels: { b: '1', a: '2' }, name: 'm' },
+        kind: 'K',
+        empty: { gone: undefined },
+        apiVersion: 'v1',
+      }),
+    ).toBe(
+      'apiVersion: v1\nkind: K\nmetadata:\n  name: m\n  labels:\n    a: "2"\n    b: "1"\nempty: {}\n' +
+        'spec:\n  name: "n"\n  a:\n    - name: x\n      v: 1\n  z: 1\n',
     );
   });
 });
