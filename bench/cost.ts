@@ -60,14 +60,14 @@ interface Cost {
   rssBytes: { idle: number; synced: number; end: number };
   errors: string[];
   /** The MySQL store only: the cache's tables on disk (data + indexes) per object, and MariaDB's share of the CPU. */
-  mysql?: { diskBytesPerObject: number; mariadbCpuMsPer1000Changes: number };
+  mysql?: { diskBytesPerObject: number; mariadbCpuMsPer1000Changes?: number };
 }
 
 async function measure(
   address: string,
   pids: number[],
   idPrefix: string,
-  extra?: { mariadbPid: number },
+  extra?: { mariadbPid?: number },
 ): Promise<{ cost: Cost; report: FleetReport }> {
   await sleep(1000); // the server's start-up work (JIT, first timers) out of the idle sample
   const idle = await sample(pids);
@@ -86,11 +86,11 @@ async function measure(
     idPrefix,
     onSynced: async () => {
       synced = await sample(pids);
-      if (extra) mariaSynced = await sample([extra.mariadbPid]);
+      if (extra?.mariadbPid) mariaSynced = await sample([extra.mariadbPid]);
     },
   });
   const end = await sample(pids);
-  const mariaEnd = extra ? await sample([extra.mariadbPid]) : undefined;
+  const mariaEnd = extra?.mariadbPid ? await sample([extra.mariadbPid]) : undefined;
   for (const a of report.agentsHandle) a.close();
   const objects = report.syncedObjects;
   const changes = report.steady.sentChanges;
@@ -105,11 +105,13 @@ async function measure(
       rssBytesPerObject: Math.round((end.rssBytes - idle.rssBytes) / objects),
       rssBytes: { idle: idle.rssBytes, synced: synced.rssBytes, end: end.rssBytes },
       errors: report.errors,
-      ...(mariaSynced && mariaEnd
+      ...(extra
         ? {
             mysql: {
               diskBytesPerObject: 0,
-              mariadbCpuMsPer1000Changes: round(((mariaEnd.cpuMs - mariaSynced.cpuMs) / changes) * 1000),
+              ...(mariaSynced && mariaEnd
+                ? { mariadbCpuMsPer1000Changes: round(((mariaEnd.cpuMs - mariaSynced.cpuMs) / changes) * 1000) }
+                : {}),
             },
           }
         : {}),
@@ -145,10 +147,16 @@ try {
   for (const store of stores) {
     progress(`${store} store: ${AGENTS} agents × ${OBJECTS} objects, ${RATE} changes/s each for ${DURATION} s`);
     let url: string | undefined;
+    let dropDatabase: (() => Promise<void>) | undefined;
     let storage: Record<string, unknown> = { type: 'memory' };
     if (store === 'mysql') {
-      mariadb ??= await MariaDb.start({ log: (l) => progress(l) });
-      url = (await createDatabase(mariadb.url, 'bench_cost')).url;
+      // The test run's MariaDB when there is one (the suite's smoke run: MariaDB's CPU is not counted then, the
+      // server being shared), else a private one whose CPU is measured beside the plugin-server's.
+      const shared = process.env.SCALE_AGENT_TEST_MYSQL_URL;
+      if (!shared) mariadb ??= await MariaDb.start({ log: (l) => progress(l) });
+      const db = await createDatabase(shared ?? mariadb!.url, 'bench_cost');
+      dropDatabase = db.drop;
+      url = db.url;
       storage = { type: 'mysql', url };
     }
     const ps = await startPluginServer(storage);
@@ -157,7 +165,7 @@ try {
         ps.grpcAddress,
         [ps.child.pid!],
         `${store}cost`,
-        mariadb && store === 'mysql' ? { mariadbPid: mariadb.pid } : undefined,
+        store === 'mysql' ? { mariadbPid: mariadb?.pid } : undefined,
       );
       if (url && cost.mysql) {
         const conn = await mysql.createConnection(url);
@@ -179,6 +187,7 @@ try {
       );
     } finally {
       await ps.stop();
+      await dropDatabase?.();
     }
   }
 } finally {
@@ -191,12 +200,14 @@ const ratios = Object.fromEntries(
     .filter((s) => figures[s])
     .map((s) => {
       const c = figures[s]!;
-      const mariadbCpu = c.mysql?.mariadbCpuMsPer1000Changes ?? 0;
+      const mariadbCpu = c.mysql?.mariadbCpuMsPer1000Changes;
       return [
         s,
         {
           cpuPerChangeToBare: round(c.cpuMsPer1000Changes / bare.cpuMsPer1000Changes),
-          cpuPerChangeWithDatabaseToBare: round((c.cpuMsPer1000Changes + mariadbCpu) / bare.cpuMsPer1000Changes),
+          ...(mariadbCpu !== undefined
+            ? { cpuPerChangeWithDatabaseToBare: round((c.cpuMsPer1000Changes + mariadbCpu) / bare.cpuMsPer1000Changes) }
+            : {}),
           cpuPerSyncedObjectToBare: round(c.cpuMsPer1000Synced / bare.cpuMsPer1000Synced),
           rssPerObjectToObjectBytes: round(c.rssBytesPerObject / OBJECT_BYTES),
         },
@@ -218,11 +229,13 @@ const capacity = Object.fromEntries(
         {
           changesPerSecPerCoreAt70Percent: Math.round((0.7 * 1_000_000) / c.cpuMsPer1000Changes),
           ...(c.mysql
+            ? { databaseDiskGiBPerMillionObjects: round((c.mysql.diskBytesPerObject * 1_000_000) / 2 ** 30) }
+            : {}),
+          ...(c.mysql?.mariadbCpuMsPer1000Changes !== undefined
             ? {
                 databaseChangesPerSecPerCoreAt70Percent: Math.round(
                   (0.7 * 1_000_000) / Math.max(0.01, c.mysql.mariadbCpuMsPer1000Changes),
                 ),
-                databaseDiskGiBPerMillionObjects: round((c.mysql.diskBytesPerObject * 1_000_000) / 2 ** 30),
               }
             : {}),
           // The memory store holds the objects; the MySQL store's RSS is the sync's working set, not per object.
