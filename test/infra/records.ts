@@ -5,6 +5,7 @@
  */
 import type { AccountConfig } from '../../src/agent/config.js';
 import type { AccountRecord, StoreChange } from '../../src/plugin-server/cache/store.js';
+import type { LeaseClaim } from '../../src/plugin-server/ownership.js';
 import type { NormalizedOperation, PatchStrategy } from '../../src/shared/ops/types.js';
 import type { Account, ClusterIdentity } from '../../src/shared/proto.js';
 
@@ -60,6 +61,35 @@ export function accountRecord(over: Partial<AccountRecord> & Pick<AccountRecord,
     registeredAt: 0,
     ...over,
   };
+}
+
+/**
+ * A stream's claim of `account` on a replica (a one-minute lease) and the record its registration stores, for
+ * `claimAccount(...leaseClaim(...))`: the agent's cluster is `host` (default `<account>:6443`).
+ */
+export function leaseClaim(o: {
+  account: string;
+  replica: string;
+  sessionId: string;
+  agentId: string;
+  host?: string;
+  leaseMs?: number;
+}): [LeaseClaim, AccountRecord] {
+  const host = o.host ?? `${o.account}:6443`;
+  const record = accountRecord({ name: o.account, agentId: o.agentId, apiServerHost: host });
+  return [
+    {
+      account: o.account,
+      replica: o.replica,
+      replicaUrl: `http://${o.replica}:7002`,
+      sessionId: o.sessionId,
+      agentId: o.agentId,
+      cluster: { host, fingerprint: record.caFingerprint },
+      leaseMs: o.leaseMs ?? 60_000,
+      failedHandoverMs: 60_000,
+    },
+    record,
+  ];
 }
 
 /** A store write of ConfigMap `name` (account dev, namespace ns) at `rv`: ADDED with `{}` unless `over` says more. */

@@ -2,10 +2,9 @@ import mysql, { type RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS, MysqlCacheStore } from '../../../src/plugin-server/cache/mysql.js';
 import { createStorePool } from '../../../src/plugin-server/cache/mysql-pool.js';
-import { normalizeAccountRecord } from '../../../src/plugin-server/cache/store.js';
 import type { StoreBackend } from '../../../src/plugin-server/cache/store.js';
 import { createTestDatabase, onTestDatabases } from '../../infra/index.js';
-import { accountRecord, storeChange } from '../../infra/records.js';
+import { accountRecord, leaseClaim, storeChange } from '../../infra/records.js';
 import { cacheStoreContract } from '../../unit/plugin-server/store-contract.js';
 
 // The same contract as the memory store, against the real MariaDB of the test run (one database per test).
@@ -129,24 +128,11 @@ describe('mysql store: agents registering new accounts at once', () => {
     const stores = [new MysqlCacheStore(db.url), new MysqlCacheStore(db.url)];
     try {
       for (const s of stores) await s.init();
-      const fp = 'ef'.repeat(32);
-      const claims = Array.from({ length: FLEET }, (_, i) => {
-        const name = `acct-${i}`;
-        const store = stores[i % 2]!;
-        return store.claimAccount(
-          {
-            account: name,
-            replica: `r${i % 2}`,
-            replicaUrl: `http://r${i % 2}:7002`,
-            sessionId: `s${i}`,
-            agentId: `agent-${i}`,
-            cluster: { host: `h${i}:6443`, fingerprint: fp },
-            leaseMs: 60_000,
-            failedHandoverMs: 60_000,
-          },
-          normalizeAccountRecord({ name, agentId: `agent-${i}`, apiServerHost: `h${i}:6443`, caFingerprint: fp }),
-        );
-      });
+      const claims = Array.from({ length: FLEET }, (_, i) =>
+        stores[i % 2]!.claimAccount(
+          ...leaseClaim({ account: `acct-${i}`, replica: `r${i % 2}`, sessionId: `s${i}`, agentId: `agent-${i}` }),
+        ),
+      );
       const outcomes = await Promise.allSettled(claims);
       expect(outcomes.filter((o) => o.status === 'rejected').map((o) => String(o.reason))).toEqual([]);
       expect(outcomes.every((o) => o.status === 'fulfilled' && o.value.granted)).toBe(true);
@@ -174,22 +160,9 @@ describe('mysql store: leases while every object connection is busy', () => {
       await other.beginTransaction();
       await other.query("SELECT name FROM sa_objects WHERE account = 'dev' AND name = 'held' FOR UPDATE");
       const writes = Promise.all([store.apply([storeChange('held', '2')]), store.apply([storeChange('next', '3')])]);
-      const fp = '12'.repeat(32);
       const ownership = Promise.all([
         store.renewLeases('r1', 60_000),
-        store.claimAccount(
-          {
-            account: 'prod',
-            replica: 'r1',
-            replicaUrl: 'http://r1:7002',
-            sessionId: 's1',
-            agentId: 'agent-1',
-            cluster: { host: 'p:6443', fingerprint: fp },
-            leaseMs: 60_000,
-            failedHandoverMs: 60_000,
-          },
-          normalizeAccountRecord({ name: 'prod', agentId: 'agent-1', apiServerHost: 'p:6443', caFingerprint: fp }),
-        ),
+        store.claimAccount(...leaseClaim({ account: 'prod', replica: 'r1', sessionId: 's1', agentId: 'agent-1' })),
         store.listLeases(),
       ]).then(() => 'ownership done' as const);
       // Bounded only so the test ends: before, the ownership calls waited the whole lock wait (50 s) behind the writes.
@@ -227,26 +200,16 @@ describe('mysql store: a replica stopped inside a transaction on a lease row', (
     try {
       await frozen.init();
       await peer.init();
-      const fp = 'cd'.repeat(32);
-      const claim = (replica: string, sessionId: string, agentId: string) => ({
-        account: 'dev',
-        replica,
-        replicaUrl: `http://${replica}:7002`,
-        sessionId,
-        agentId,
-        cluster: { host: 'h:6443', fingerprint: fp },
-        leaseMs: 200,
-        failedHandoverMs: 60_000,
-      });
-      const record = (agentId: string) =>
-        normalizeAccountRecord({ name: 'dev', agentId, apiServerHost: 'h:6443', caFingerprint: fp });
-      expect((await frozen.claimAccount(claim('r1', 's1', 'agent-a'), record('agent-a'))).granted).toBe(true);
+      // One cluster, two agents of its group: the second may take over once the 200 ms lease is over.
+      const claim = (replica: string, sessionId: string, agentId: string) =>
+        leaseClaim({ account: 'dev', replica, sessionId, agentId, leaseMs: 200 });
+      expect((await frozen.claimAccount(...claim('r1', 's1', 'agent-a'))).granted).toBe(true);
       // The renewal's first statements ran, then the process stopped: the row stays locked, the session idle.
       const conn = await pool.getConnection();
       await conn.beginTransaction();
       await conn.query("SELECT generation FROM sa_account_leases WHERE account = 'dev' FOR UPDATE");
       await new Promise((r) => setTimeout(r, 300)); // the 200 ms lease is over
-      const taken = await peer.claimAccount(claim('r2', 's2', 'agent-b'), record('agent-b'));
+      const taken = await peer.claimAccount(...claim('r2', 's2', 'agent-b'));
       expect(taken).toMatchObject({ granted: true, lease: { replica: 'r2', agentId: 'agent-b', generation: 2 } });
       // The stopped session was ended by the server, its transaction rolled back.
       await expect(conn.query('SELECT 1')).rejects.toThrow();
