@@ -43,6 +43,11 @@ async function setUp() {
   return { dispatcher, runner, sent, cancels };
 }
 
+/** The agent's answer on stream s1: the operation ran to its end and succeeded. */
+function ranToItsEnd(dispatcher: OperationDispatcher, operationId: string): void {
+  dispatcher.onResult('s1', { operationId, ok: true, error: '', resultJson: Buffer.alloc(0), resourceVersions: {} });
+}
+
 const parsed = parseOperations(
   [
     { deleteManifest: { account: 'dev', location: 'default', manifestName: 'configMap first' } },
@@ -65,13 +70,7 @@ describe('cancelling a task', () => {
     expect(await r.cancel(task.id, 'alice')).toMatchObject({ cancelling: true });
     expect(cancels).toEqual([`${task.id}.0`]);
     // The agent had sent its DELETE: it answers as the operation ended.
-    dispatcher.onResult('s1', {
-      operationId: `${task.id}.0`,
-      ok: true,
-      error: '',
-      resultJson: Buffer.alloc(0),
-      resourceVersions: {},
-    });
+    ranToItsEnd(dispatcher, `${task.id}.0`);
     const done = (await eventually(
       () => r.get(task.id),
       (t) => t?.status.completed === true,
@@ -100,14 +99,7 @@ describe('cancelling a task', () => {
           async () => sent.length,
           (n) => n === 1,
         );
-        const result = () =>
-          dispatcher.onResult('s1', {
-            operationId: `${task.id}.0`,
-            ok: true,
-            error: '',
-            resultJson: Buffer.alloc(0),
-            resourceVersions: {},
-          });
+        const result = () => ranToItsEnd(dispatcher, `${task.id}.0`);
         let cancelled: Promise<unknown>;
         if (order === 'cancel, then result') {
           cancelled = r.cancel(task.id, 'alice');
