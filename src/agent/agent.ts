@@ -290,7 +290,9 @@ export class Agent {
       this.addAccount(built.config);
       added.push(name);
     }
-    // Refused because another cluster's agent had registered the name first; that cluster's record is gone now.
+    await this.handOver(message.handOver);
+    // Refused because another cluster's agent had registered the name first and that cluster's record is gone now,
+    // or standing by for an account whose holder left (load sharing).
     const again = message.offerAgain.filter((name) => {
       const runner = this.accounts.get(name);
       return runner !== undefined && !runner.inSession && runner.rejectedReason !== undefined;
@@ -300,8 +302,25 @@ export class Agent {
     if (added.length + removed.length > 0) {
       this.log.info({ added, removed }, 'dynamic accounts changed by the plugin-server');
     }
-    if (again.length > 0) this.log.info({ accounts: again }, 'offering refused accounts again: their name is free');
+    if (again.length > 0) this.log.info({ accounts: again }, 'offering accounts again as the plugin-server asks');
     await this.updateAccounts([...added, ...again], removed);
+  }
+
+  /**
+   * Another agent of the group ranks first for these accounts (load sharing): their watches stop (the others keep
+   * theirs) and the server is told, after everything already sent, so it releases them to that agent; this one
+   * stands by for them.
+   */
+  private async handOver(names: readonly string[]): Promise<void> {
+    const runners = names.map((n) => this.accounts.get(n)).filter((r): r is AccountRunner => r?.inSession === true);
+    if (runners.length === 0 || !this.stream.connected) return;
+    await Promise.all(runners.map((r) => r.stopSession()));
+    const handedOver = runners.map((r) => r.name);
+    this.log.info({ accounts: handedOver }, 'handing accounts over to the agent of the group that ranks first');
+    const result = await this.stream.updateAccounts({ added: [], removed: [], handedOver });
+    // The stream ended meanwhile: the next Hello offers them again, and the server decides as for any offer.
+    if (!result) return;
+    for (const r of result.rejectedAccounts) this.accounts.get(r.name)?.reject(r.reason);
   }
 
   /**
@@ -317,7 +336,7 @@ export class Agent {
     const accounts = announce.map((r) => r.helloAccount()).filter((a) => a !== undefined);
     if (accounts.length + removed.length === 0) return;
     for (const a of accounts) this.helloAccounts.add(a.name);
-    const result = await this.stream.updateAccounts({ added: accounts, removed });
+    const result = await this.stream.updateAccounts({ added: accounts, removed, handedOver: [] });
     // The stream ended meanwhile: the next Hello announces the accounts (and no longer the removed ones).
     if (!result) return;
     const rejected = new Map(result.rejectedAccounts.map((r) => [r.name, r.reason]));
@@ -437,6 +456,7 @@ export class Agent {
       identity,
       accounts,
       protocolVersion: PROTOCOL_VERSION,
+      shareLoad: this.config.loadSharing ?? false,
     };
   }
 

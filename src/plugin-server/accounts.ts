@@ -4,7 +4,14 @@ import { FreshRead } from '../shared/fresh-read.js';
 import type { Logger } from '../shared/logging.js';
 import type { Account, KindKey } from '../shared/proto.js';
 import type { AccountRecord, AccountStateStore, ObjectCache } from './cache/store.js';
-import { holderLost, leaseEndedAt, leaseLive, type LeaseHolder, type WriteFence } from './ownership.js';
+import {
+  holderLost,
+  leaseEndedAt,
+  leaseLive,
+  type AccountLease,
+  type LeaseHolder,
+  type WriteFence,
+} from './ownership.js';
 import { claimResult, validAccountName, type RegistrationResult } from './registration.js';
 
 /**
@@ -62,6 +69,8 @@ export interface RegistryOptions {
 export interface SessionRef {
   id: string;
   agentId: string;
+  /** The agent shares its group's accounts (Hello.share_load). */
+  shareLoad?: boolean | undefined;
 }
 
 /**
@@ -77,6 +86,9 @@ export class AccountRegistry {
   /** Accounts a stream of this replica stands by for: checked at each refresh, known here or not. */
   private readonly standingBy = new Set<string>();
   private readonly nameFreeListeners = new Set<(name: string) => void>();
+  private readonly handOverListeners = new Set<(name: string, sessionId: string, to: string) => void>();
+  /** Handoffs this replica asked its streams for: account → `generation/agent`, so each is asked once. */
+  private readonly handoffsAsked = new Map<string, string>();
   /**
    * Names a stream of this replica was refused because another cluster's record held them: the cluster of that
    * record, and when (monotonicNow) the refusal came. Checked at each refresh, like standingBy.
@@ -137,6 +149,49 @@ export class AccountRegistry {
    */
   onNameFree(listener: (name: string) => void): void {
     this.nameFreeListeners.add(listener);
+  }
+
+  /**
+   * A stream of this replica holds an account that an agent of its group ranking first for it asked for
+   * (ownership.ts decideClaim): its agent is to stop the account's watch and hand it over (handOver).
+   */
+  onHandOver(listener: (name: string, sessionId: string, to: string) => void): void {
+    this.handOverListeners.add(listener);
+  }
+
+  /** Asks the holding stream for the handoff recorded on its lease, once per lease generation and agent. */
+  private askHandoff(l: AccountLease): void {
+    const a = this.accounts.get(l.account);
+    if (l.handoffTo === '' || l.handoffTo === l.agentId || !a?.sessionId || a.generation !== l.generation) return;
+    const key = `${l.generation}/${l.handoffTo}`;
+    if (this.handoffsAsked.get(l.account) === key) return;
+    this.handoffsAsked.set(l.account, key);
+    this.log.info(
+      { account: l.account, from: l.agentId, to: l.handoffTo },
+      'asking the holder to hand the account over',
+    );
+    for (const listener of this.handOverListeners) listener(l.account, a.sessionId, l.handoffTo);
+  }
+
+  /**
+   * The stream's agent stopped the account's watch at the server's request (AccountsUpdate.handed_over, after
+   * everything it sent before): its lease is released at once, the cache kept, and the stream stands by for it
+   * (also when it held it no more: its agent no longer watches it, and is asked to offer it again once it is free).
+   */
+  async handOver(sessionId: string, name: string): Promise<void> {
+    this.standingBy.add(name);
+    const a = this.accounts.get(name);
+    if (!a || a.sessionId !== sessionId) return;
+    await this.store.releaseAccounts(this.replica.id, sessionId, [name]);
+    if (this.accounts.get(name) !== a || a.sessionId !== sessionId) return;
+    a.sessionId = undefined;
+    a.generation = undefined;
+    a.state = 'ORPHANED';
+    a.orphanedAt = this.now();
+    a.lastUpdated = this.now();
+    this.handoffsAsked.delete(name);
+    this.log.info({ account: name, sessionId }, 'account handed over: lease released, cache kept');
+    this.emit(name, 'ORPHANED');
   }
 
   private lost(name: string, a: RegisteredAccount, why: string): void {
@@ -202,12 +257,16 @@ export class AccountRegistry {
         cluster: { host, fingerprint },
         leaseMs: this.leaseMs,
         failedHandoverMs: this.failedHandoverMs,
+        shareLoad: session.shareLoad ?? false,
       },
       record,
     );
     if (!outcome.granted) {
-      if (outcome.code === 'standby') this.standingBy.add(account.name);
-      else {
+      if (outcome.code === 'standby') {
+        this.standingBy.add(account.name);
+        // Held through this replica: ask its stream now rather than at the next refresh.
+        if (outcome.handoff?.replica === this.replica.id) this.askHandoff(outcome.handoff);
+      } else {
         const { apiServerHost: host, caFingerprint: fingerprint } = outcome.record;
         this.conflicts.set(account.name, { host, fingerprint, at: this.monotonicNow() });
       }
@@ -372,6 +431,7 @@ export class AccountRegistry {
           live && l.replica === this.replica.id && l.sessionId === a.sessionId && l.generation === a.generation;
         if (ours) {
           if (holderLost(l, storeNow, this.failedHandoverMs)) this.holderGone(record.name);
+          this.askHandoff(l);
           continue;
         }
         this.lost(record.name, a, live ? `taken over through replica ${l.replica}` : 'lease expired');

@@ -6,6 +6,7 @@
  * every replica sharing a store takes the same decision for the same state, and none decides from what it alone
  * remembers or from its own wall clock.
  */
+import { createHash } from 'node:crypto';
 import { ScaleAgentError } from '../shared/errors.js';
 
 /** Who holds an account, shared by every replica on the store. */
@@ -29,6 +30,14 @@ export interface AccountLease {
   releasedAt: number;
   /** ms at the store's clock since the holder reports the account FAILED (0 while ACTIVE). */
   failedAt: number;
+  /** Whether the holding agent shares its group's accounts with the group's other agents (Hello.share_load). */
+  shareLoad: boolean;
+  /**
+   * The agent of the group that ranks first for the account (placementRank) and asked for it while this lease's
+   * agent held it: the holder's replica asks its agent to hand the account over, and once the lease ends it stays
+   * reserved for that agent for one lease period (decideClaim). '' when none asked.
+   */
+  handoffTo: string;
 }
 
 /** A holder as the store fences it: the stream (replica and session) and the generation it was granted. */
@@ -99,12 +108,41 @@ export interface LeaseClaim {
   leaseMs: number;
   /** How long a holder may report the account FAILED before another agent of the group may take it over. */
   failedHandoverMs: number;
+  /** The claiming agent shares its group's accounts (Hello.share_load). */
+  shareLoad: boolean;
 }
 
+/**
+ * standby with `handoff`: the store writes that lease (the holder's, with handoffTo set to the claimant) in the same
+ * atomic step, for the holder's replica to act on.
+ */
 export type ClaimOutcome =
   | { granted: true; lease: AccountLease; previous?: AccountLease | undefined }
   | { granted: false; code: 'cluster_conflict'; record: ClusterClaim }
-  | { granted: false; code: 'standby'; holder: AccountLease };
+  | { granted: false; code: 'standby'; holder: AccountLease; handoff?: AccountLease | undefined };
+
+/**
+ * The agent's weight for the account in rendezvous (highest-random-weight) hashing: of the agents of a group that
+ * offer an account, the one of highest rank is its preferred holder. Every replica computes it alike from the two
+ * names alone, and an agent joining or leaving moves only the accounts it ranks first for (about 1/n of them).
+ */
+export function placementRank(account: string, agentId: string): bigint {
+  return createHash('sha256').update(account).update('\0').update(agentId).digest().readBigUInt64BE(0);
+}
+
+/** Whether agent `a` ranks above agent `b` for the account (ties, vanishingly rare, go to the greater id). */
+export function outranks(account: string, a: string, b: string): boolean {
+  const ra = placementRank(account, a);
+  const rb = placementRank(account, b);
+  return ra !== rb ? ra > rb : a > b;
+}
+
+/** The agent of `agentIds` that ranks first for the account; undefined when there is none. */
+export function preferredAgent(account: string, agentIds: Iterable<string>): string | undefined {
+  let best: string | undefined;
+  for (const id of agentIds) if (best === undefined || outranks(account, id, best)) best = id;
+  return best;
+}
 
 export function leaseLive(l: AccountLease, now: number): boolean {
   return l.releasedAt === 0 && l.expiresAt > now;
@@ -146,10 +184,22 @@ export function holderLost(l: AccountLease | undefined, now: number, failedHando
 }
 
 /**
+ * Whether a lease that ended is still kept for the agent it was handed to: for one lease period after it ended, so
+ * the agent its holder released it for claims it before the holder's own offer (made at once, to stand by) takes it
+ * back, and no longer, so an agent that died meanwhile does not keep it unheld.
+ */
+function reservedFor(l: AccountLease, now: number, leaseMs: number): string | undefined {
+  if (l.handoffTo === '' || leaseLive(l, now)) return undefined;
+  return now < leaseEndedAt(l) + leaseMs ? l.handoffTo : undefined;
+}
+
+/**
  * The claim's outcome from the account's record and lease at `now`: a name belongs to one cluster while its record
  * exists (another cluster is refused, the original keeps working); another agent (agentId) holding it through a live
  * lease keeps it and the claimant stands by, unless the holder is lost (holderLost); the same agent coming back
- * through a new stream is a reconnect and takes the account over from its stale stream.
+ * through a new stream is a reconnect and takes the account over from its stale stream. Between agents that share
+ * load, a standby that outranks the live holder (placementRank) asks for a handoff, recorded on the lease; a lease
+ * that ended with a handoff asked is reserved for that agent for one lease period (reservedFor).
  */
 export function decideClaim(
   claim: LeaseClaim,
@@ -161,8 +211,13 @@ export function decideClaim(
     return { granted: false, code: 'cluster_conflict', record };
   }
   if (lease && lease.agentId !== claim.agentId && !holderLost(lease, now, claim.failedHandoverMs)) {
+    return { granted: false, code: 'standby', holder: lease, handoff: handoffRequest(claim, lease) };
+  }
+  const reserved = lease && reservedFor(lease, now, claim.leaseMs);
+  if (lease && reserved !== undefined && reserved !== claim.agentId) {
     return { granted: false, code: 'standby', holder: lease };
   }
+  const reconnect = lease !== undefined && lease.agentId === claim.agentId && leaseLive(lease, now);
   return {
     granted: true,
     previous: lease,
@@ -177,8 +232,22 @@ export function decideClaim(
       expiresAt: now + claim.leaseMs,
       releasedAt: 0,
       failedAt: 0,
+      shareLoad: claim.shareLoad,
+      // A reconnect keeps the handoff asked of it (the agent that asked stands by silently and would not ask again).
+      handoffTo: reconnect && claim.shareLoad ? lease.handoffTo : '',
     },
   };
+}
+
+/**
+ * The holder's lease with a handoff asked for the claimant, when both share load, the claimant ranks above the
+ * holder and above any agent that asked before it; undefined when nothing is to be written.
+ */
+function handoffRequest(claim: LeaseClaim, lease: AccountLease): AccountLease | undefined {
+  if (!claim.shareLoad || !lease.shareLoad || lease.handoffTo === claim.agentId) return undefined;
+  if (!outranks(claim.account, claim.agentId, lease.agentId)) return undefined;
+  if (lease.handoffTo !== '' && !outranks(claim.account, claim.agentId, lease.handoffTo)) return undefined;
+  return { ...lease, handoffTo: claim.agentId };
 }
 
 /** The lease after its holder reports the account's state; undefined when `holder` no longer holds it. */

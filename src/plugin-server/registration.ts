@@ -113,7 +113,12 @@ function shortFingerprint(f: string): string {
 
 export interface RegistrationDeps {
   /** The registry (accounts.ts): decides with decideHolder, then writes the lease and the record. */
-  accounts: { register(session: { id: string; agentId: string }, account: Account): Promise<RegistrationResult> };
+  accounts: {
+    register(
+      session: { id: string; agentId: string; shareLoad: boolean },
+      account: Account,
+    ): Promise<RegistrationResult>;
+  };
   store: Pick<ObjectCache, 'resumePoints'>;
   /** PluginServerMetrics' counter, named by its shape so this module does not depend on metrics.ts (which reads the registry). */
   metrics: { accountRejections: Pick<Counter<'reason'>, 'inc'> };
@@ -137,8 +142,16 @@ export class StreamRegistration {
 
   constructor(
     private readonly deps: RegistrationDeps,
-    private readonly session: GatedSession,
+    private readonly session: GatedSession & { readonly shareLoad: boolean },
   ) {}
+
+  /** The agent handed the account over at the server's request: this stream stands by for it. */
+  handedOver(name: string): { name: string; reason: string } {
+    const reason = `standby: account ${name} handed over to the agent of this group that ranks first for it`;
+    this.refused.set(name, { code: 'standby', reason });
+    this.standbyFor.add(name);
+    return { name, reason };
+  }
 
   /** Accounts refused on this stream, with the reason the agent was given. */
   refusals(): { name: string; reason: string; code: RefusalCode }[] {
@@ -166,7 +179,10 @@ export class StreamRegistration {
       });
       seen.add(name);
       if (!refusal) {
-        const r = await deps.accounts.register({ id: session.id, agentId: session.agentId }, account);
+        const r = await deps.accounts.register(
+          { id: session.id, agentId: session.agentId, shareLoad: session.shareLoad },
+          account,
+        );
         if (!r.accepted) refusal = { code: r.code, reason: r.reason };
       }
       if (refusal) {

@@ -233,6 +233,12 @@ export class PluginServer {
     this.fiat = fiat ? new FiatPermissions(fiat, { errors: this.metrics.fiatErrors, log: this.log }) : undefined;
     this.accounts.onHolderLost((name) => this.promoteStandbys(name));
     this.accounts.onNameFree((name) => this.offerAgain(name));
+    this.accounts.onHandOver((name, sessionId, to) => {
+      const s = [...this.sessions].find((x) => x.id === sessionId);
+      if (!s?.shareLoad) return;
+      this.log.info({ account: name, from: s.agentId, to }, 'asking the agent to hand the account over');
+      s.sendAccountsChanged({ added: [], removed: [], definitions: [], offerAgain: [], handOver: [name] });
+    });
     // Never silently demoted: the agent reconnects, offers the account again and is told it stands by (or holds it
     // again, if nobody took it meanwhile).
     this.accounts.onLost((name, sessionId, why) => {
@@ -464,11 +470,17 @@ export class PluginServer {
 
   /**
    * The account has no holder any more: streams that offered it as standby (another replica of the agent group) are
-   * asked to reconnect, and the first to register again takes it over, resuming from the cache's resume points.
+   * asked to reconnect, and the first to register again takes it over, resuming from the cache's resume points. An
+   * agent sharing load is asked to offer it again on its running stream instead, so its other accounts keep their
+   * watches (a handoff moves one account, and a rebalance several in a row).
    */
   private promoteStandbys(account: string): void {
     for (const s of this.sessions) {
       if (!s.standbyFor.has(account)) continue;
+      if (s.shareLoad) {
+        s.sendAccountsChanged({ added: [], removed: [], definitions: [], offerAgain: [account], handOver: [] });
+        continue;
+      }
       s.close(
         new ScaleAgentError('UNAVAILABLE', `account ${account} lost its holder; reconnect to take it over`),
         'promoted',
@@ -485,7 +497,7 @@ export class PluginServer {
     for (const s of this.sessions) {
       if (s.refusedAs(account) !== 'cluster_conflict') continue;
       this.log.info({ account, agentId: s.agentId }, 'name free again: asking the refused agent to offer it again');
-      s.sendAccountsChanged({ added: [], removed: [], definitions: [], offerAgain: [account] });
+      s.sendAccountsChanged({ added: [], removed: [], definitions: [], offerAgain: [account], handOver: [] });
     }
   }
 

@@ -168,6 +168,11 @@ export class AgentSession implements GatedSession {
     return this.hello?.zone ?? '';
   }
 
+  /** The agent shares its group's accounts with the group's other agents (Hello.share_load). */
+  get shareLoad(): boolean {
+    return this.hello?.shareLoad ?? false;
+  }
+
   get open(): boolean {
     return !this.closed;
   }
@@ -294,7 +299,14 @@ export class AgentSession implements GatedSession {
     for (const name of update.removed) {
       if (await this.deps.accounts.remove(this.id, name)) removed.push(name);
     }
-    const { accepted, rejected, resumePoints } = await this.registration.offer(update.added);
+    const handedOver: { name: string; reason: string }[] = [];
+    for (const name of update.handedOver) {
+      // Standby once released: the release promotes the account's other standbys, not this stream again.
+      await this.deps.accounts.handOver(this.id, name);
+      handedOver.push(this.registration.handedOver(name));
+    }
+    const { accepted, rejected: refused, resumePoints } = await this.registration.offer(update.added);
+    const rejected = [...handedOver, ...refused];
     this.log.info({ accepted, rejected: rejected.map((r) => r.name), removed }, 'agent accounts updated');
     this.send({
       accountsUpdateResult: {

@@ -43,6 +43,7 @@ describe('two agents of one group registering one account at once through two re
             identity: {},
             accounts: [account(name, cluster(i))],
             protocolVersion: PROTOCOL_VERSION,
+            shareLoad: false,
           },
         });
         return agents[i]!.next((m) => m.welcome !== undefined, 30_000);

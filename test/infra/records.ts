@@ -74,6 +74,7 @@ export function leaseClaim(o: {
   agentId: string;
   host?: string;
   leaseMs?: number;
+  shareLoad?: boolean;
 }): [LeaseClaim, AccountRecord] {
   const host = o.host ?? `${o.account}:6443`;
   const record = accountRecord({ name: o.account, agentId: o.agentId, apiServerHost: host });
@@ -87,6 +88,7 @@ export function leaseClaim(o: {
       cluster: { host, fingerprint: record.caFingerprint },
       leaseMs: o.leaseMs ?? 60_000,
       failedHandoverMs: 60_000,
+      shareLoad: o.shareLoad ?? false,
     },
     record,
   ];

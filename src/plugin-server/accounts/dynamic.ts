@@ -555,7 +555,7 @@ export class DynamicAccounts implements SessionGate {
       { agentId: session.agentId, added: definitions.map((d) => d.account?.name), removed },
       'dynamic accounts sent to agent',
     );
-    session.sendAccountsChanged({ added: [], removed, definitions, offerAgain: [] });
+    session.sendAccountsChanged({ added: [], removed, definitions, offerAgain: [], handOver: [] });
   }
 
   private wire(entry: Entry): DynamicAccount {

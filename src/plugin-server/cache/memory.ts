@@ -472,7 +472,10 @@ export class MemoryCacheStore implements StoreBackend {
       { record: this.accounts.get(claim.account), lease: this.leases.get(claim.account) },
       this.now(),
     );
-    if (!outcome.granted) return outcome;
+    if (!outcome.granted) {
+      if (outcome.code === 'standby' && outcome.handoff) this.leases.set(claim.account, { ...outcome.handoff });
+      return outcome;
+    }
     this.leases.set(claim.account, { ...outcome.lease });
     this.accounts.set(record.name, structuredClone(record));
     return outcome;

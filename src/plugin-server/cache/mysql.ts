@@ -155,6 +155,14 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       ADD COLUMN generation BIGINT NOT NULL DEFAULT 0,
       ADD COLUMN failed_at BIGINT NOT NULL DEFAULT 0`,
   ],
+  // 8: load-sharing agent replicas (ownership.ts decideClaim): whether the holder shares load, and the agent a
+  // handoff was asked for. Columns with defaults: a replica of the previous version never asks for a handoff, and a
+  // handoff_to it leaves behind on a lease it grants names an agent the new holder then hands over to, as asked.
+  [
+    `ALTER TABLE sa_account_leases
+      ADD COLUMN share_load TINYINT NOT NULL DEFAULT 0,
+      ADD COLUMN handoff_to VARCHAR(253) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''`,
+  ],
 ];
 
 /** The migration (1-based) whose row first carries compatible_from. */
@@ -749,7 +757,7 @@ export class MysqlCacheStore implements StoreBackend {
         // two claimants upgrading theirs deadlock).
         await conn.query(
           timed(
-            `INSERT INTO sa_account_leases (${LEASE_COLUMNS}) VALUES (?, '', '', '', '', 'ACTIVE', 0, 1, 0, 0) ` +
+            `INSERT INTO sa_account_leases (${LEASE_COLUMNS}) VALUES (?, '', '', '', '', 'ACTIVE', 0, 1, 0, 0, 0, '') ` +
               'ON DUPLICATE KEY UPDATE generation = generation',
           ),
           [account],
@@ -785,7 +793,8 @@ export class MysqlCacheStore implements StoreBackend {
     const [res] = await conn.query(
       timed(
         'UPDATE sa_account_leases SET replica = ?, replica_url = ?, session_id = ?, agent_id = ?, state = ?, ' +
-          'expires_at = ?, released_at = ?, generation = ?, failed_at = ? WHERE account = ? AND generation = ?',
+          'expires_at = ?, released_at = ?, generation = ?, failed_at = ?, share_load = ?, handoff_to = ? ' +
+          'WHERE account = ? AND generation = ?',
       ),
       [
         next.replica,
@@ -797,6 +806,8 @@ export class MysqlCacheStore implements StoreBackend {
         next.releasedAt,
         next.generation,
         next.failedAt,
+        next.shareLoad ? 1 : 0,
+        next.handoffTo,
         next.account,
         read?.generation ?? 0,
       ],
@@ -816,7 +827,11 @@ export class MysqlCacheStore implements StoreBackend {
         ? normalizeAccountRecord(JSON.parse(rows[0].record as string) as AccountRecord)
         : undefined;
       const outcome = decideClaim(claim, { record: stored, lease }, now);
-      if (!outcome.granted) return outcome;
+      if (!outcome.granted) {
+        // The handoff request keeps the generation: the holder's fence is unchanged.
+        if (outcome.code === 'standby' && outcome.handoff) await this.writeLease(conn, outcome.handoff, lease);
+        return outcome;
+      }
       await this.writeLease(conn, outcome.lease, lease ?? { ...outcome.lease, generation: 0 });
       await conn.query(
         timed(
@@ -961,7 +976,8 @@ export class MysqlCacheStore implements StoreBackend {
 }
 
 const LEASE_COLUMNS =
-  'account, replica, replica_url, session_id, agent_id, state, expires_at, released_at, generation, failed_at';
+  'account, replica, replica_url, session_id, agent_id, state, expires_at, released_at, generation, failed_at, ' +
+  'share_load, handoff_to';
 
 function toLease(r: RowDataPacket): AccountLease {
   return {
@@ -975,6 +991,8 @@ function toLease(r: RowDataPacket): AccountLease {
     expiresAt: Number(r.expires_at),
     releasedAt: Number(r.released_at),
     failedAt: Number(r.failed_at),
+    shareLoad: Number(r.share_load) === 1,
+    handoffTo: r.handoff_to as string,
   };
 }
 

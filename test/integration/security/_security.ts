@@ -148,6 +148,7 @@ export function probe(
           wireAccount(name, { apiServerHost: `probe-${name}:443`, caFingerprint: '', kubernetesVersion: '' }),
         ),
         protocolVersion: PROTOCOL_VERSION,
+        shareLoad: false,
       },
     });
   }).finally(() => client.close());

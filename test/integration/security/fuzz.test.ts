@@ -40,6 +40,7 @@ function openGoodSession() {
         wireAccount('fuzz-good', { apiServerHost: 'fuzz-good:443', caFingerprint: '', kubernetesVersion: '' }),
       ],
       protocolVersion: PROTOCOL_VERSION,
+      shareLoad: false,
     },
   });
   // Heartbeats as a real agent sends them (the server closes a stream silent for 60 s): on a loaded machine the
@@ -140,7 +141,15 @@ it('survives garbage at both ports, closing only the offending streams', async (
   statuses.add(await rawGrpc([frame(randomBytes(64)).subarray(0, 20)]));
   // A valid Hello followed by a data message that breaks the protocol (seq going backwards).
   const hello = AgentMessage.encode({
-    hello: { agentId: 'fuzz-bad', version: 'x', zone: '', identity: {}, accounts: [], protocolVersion: 1 },
+    hello: {
+      agentId: 'fuzz-bad',
+      version: 'x',
+      zone: '',
+      identity: {},
+      accounts: [],
+      protocolVersion: 1,
+      shareLoad: false,
+    },
   }).finish();
   const backwards = AgentMessage.encode({
     bookmark: { seq: 0, account: 'x', kind: undefined, namespace: '', resourceVersion: '' },
@@ -170,6 +179,7 @@ it('survives garbage at both ports, closing only the offending streams', async (
             identity: { blob: 'x'.repeat(200_000) },
             accounts: [],
             protocolVersion: 1,
+            shareLoad: false,
           },
         });
       }),

@@ -117,9 +117,21 @@ export class TestAgent {
     });
   }
 
-  async hello(accounts: Account[], agentId = 'agent-1'): Promise<NonNullable<ServerMessage['welcome']>> {
+  async hello(
+    accounts: Account[],
+    agentId = 'agent-1',
+    shareLoad = false,
+  ): Promise<NonNullable<ServerMessage['welcome']>> {
     this.send({
-      hello: { agentId, version: 'test', zone: 'z1', identity: {}, accounts, protocolVersion: PROTOCOL_VERSION },
+      hello: {
+        agentId,
+        version: 'test',
+        zone: 'z1',
+        identity: {},
+        accounts,
+        protocolVersion: PROTOCOL_VERSION,
+        shareLoad,
+      },
     });
     return (await this.next((m) => m.welcome !== undefined)).welcome!;
   }

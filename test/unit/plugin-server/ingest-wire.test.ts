@@ -140,6 +140,7 @@ describe('agent message checks (ingest/wire.ts)', () => {
       version: '1',
       zone: '',
       protocolVersion: PROTOCOL_VERSION,
+      shareLoad: false,
       identity: {},
       accounts: [account('dev')],
     };

@@ -11,7 +11,13 @@ import {
   StreamRegistration,
   validAccountName,
 } from '../../../src/plugin-server/registration.js';
-import { decideClaim, type AccountLease, type LeaseClaim } from '../../../src/plugin-server/ownership.js';
+import {
+  decideClaim,
+  outranks,
+  preferredAgent,
+  type AccountLease,
+  type LeaseClaim,
+} from '../../../src/plugin-server/ownership.js';
 import type { GatedSession, GateVerdict, SessionGate } from '../../../src/plugin-server/session-gate.js';
 import { account } from './helpers.js';
 
@@ -52,6 +58,7 @@ describe('which offered accounts a stream may hold (registration.ts)', () => {
       cluster: { host, fingerprint: fp },
       leaseMs: 1000,
       failedHandoverMs: 5000,
+      shareLoad: false,
     });
     const record = { agentId: 'agent-a', apiServerHost: '10.0.0.1:6443', caFingerprint: fp };
     const lease = (over: Partial<AccountLease> = {}): AccountLease => ({
@@ -65,6 +72,8 @@ describe('which offered accounts a stream may hold (registration.ts)', () => {
       expiresAt: 2000,
       releasedAt: 0,
       failedAt: 0,
+      shareLoad: false,
+      handoffTo: '',
       ...over,
     });
     const told = (c: LeaseClaim, current: Parameters<typeof decideClaim>[1], now = 1000) =>
@@ -115,6 +124,65 @@ describe('which offered accounts a stream may hold (registration.ts)', () => {
       expect(code(told(claim('agent-b'), { record, lease: failed }, 5099))).toBe('standby');
       expect(code(told(claim('agent-b'), { record, lease: failed }, 5100))).toBe('accepted');
     });
+
+    describe('between agents that share load', () => {
+      // Which of the two ranks first is the hash's to say: the rules are stated relative to it.
+      const [hi, lo] = outranks('dev', 'agent-a', 'agent-b') ? ['agent-a', 'agent-b'] : ['agent-b', 'agent-a'];
+      const sharing = (agentId: string): LeaseClaim => ({ ...claim(agentId), shareLoad: true });
+      const held = (agentId: string, over: Partial<AccountLease> = {}) => lease({ agentId, shareLoad: true, ...over });
+
+      it('ranks agents by rendezvous hashing: a strict order per account, the same for any order of candidates', () => {
+        expect(outranks('dev', hi, lo)).toBe(true);
+        expect(outranks('dev', lo, hi)).toBe(false);
+        expect(outranks('dev', hi, hi)).toBe(false);
+        const ids = ['a', 'b', 'c', 'd', 'e'];
+        const first = preferredAgent('dev', ids);
+        expect(preferredAgent('dev', [...ids].reverse())).toBe(first);
+        for (const id of ids) if (id !== first) expect(outranks('dev', first!, id)).toBe(true);
+        // Different accounts spread over the agents (not all to one).
+        const chosen = new Set(Array.from({ length: 40 }, (_, i) => preferredAgent(`acct-${i}`, ids)));
+        expect(chosen.size).toBeGreaterThan(1);
+      });
+
+      it('a standby that outranks the live holder asks for a handoff (same generation); a lower one does not', () => {
+        const out = decideClaim(sharing(hi), { record, lease: held(lo) }, 1000);
+        expect(out).toMatchObject({ granted: false, code: 'standby', handoff: { agentId: lo, handoffTo: hi } });
+        expect(out.granted === false && out.code === 'standby' && out.handoff?.generation).toBe(4);
+        expect(decideClaim(sharing(lo), { record, lease: held(hi) }, 1000)).toMatchObject({ handoff: undefined });
+        // Not when either side does not share load.
+        expect(decideClaim(claim(hi), { record, lease: held(lo) }, 1000)).toMatchObject({ handoff: undefined });
+        expect(decideClaim(sharing(hi), { record, lease: lease({ agentId: lo }) }, 1000)).toMatchObject({
+          handoff: undefined,
+        });
+        // Asked already: nothing to write.
+        expect(decideClaim(sharing(hi), { record, lease: held(lo, { handoffTo: hi }) }, 1000)).toMatchObject({
+          handoff: undefined,
+        });
+      });
+
+      it('keeps a handed-over lease for the agent it was handed to for one lease period, then for anyone', () => {
+        const released = held(lo, { handoffTo: hi, releasedAt: 900 });
+        // leaseMs is 1000: reserved until 1900.
+        expect(code(told(sharing(lo), { record, lease: released }, 1000))).toBe('standby');
+        expect(code(told(sharing('agent-c'), { record, lease: released }, 1899))).toBe('standby');
+        expect(decideClaim(sharing(hi), { record, lease: released }, 1000)).toMatchObject({
+          granted: true,
+          lease: { agentId: hi, generation: 5, handoffTo: '', shareLoad: true },
+        });
+        expect(code(told(sharing(lo), { record, lease: released }, 1900))).toBe('accepted');
+      });
+
+      it("a reconnect of the holder keeps the handoff asked of it; another agent's grant clears it", () => {
+        const asked = held(lo, { handoffTo: hi });
+        expect(decideClaim(sharing(lo), { record, lease: asked }, 1000)).toMatchObject({
+          granted: true,
+          lease: { agentId: lo, handoffTo: hi },
+        });
+        expect(
+          decideClaim(sharing('agent-c'), { record, lease: held('agent-c', { expiresAt: 500 }) }, 1000),
+        ).toMatchObject({ granted: true, lease: { handoffTo: '' } });
+      });
+    });
   });
 
   it('counts refusals under the metric labels operators already query; standbys and duplicates are not errors', () => {
@@ -160,7 +228,7 @@ describe('which offered accounts a stream may hold (registration.ts)', () => {
           gate,
           upstreamClash: (name) => (name === upstream ? `the upstream Clouddriver has an account ${name}` : undefined),
         },
-        session(id, agentId),
+        { ...session(id, agentId), shareLoad: false },
       );
     return { store, accounts, metrics, told, registration };
   }

@@ -144,6 +144,7 @@ describe('plugin-server sessions over a real gRPC stream', () => {
         identity: {},
         accounts: [{ ...account('roles'), permissions: { read: ['ok', 'two words'], write: [] } }],
         protocolVersion: PROTOCOL_VERSION,
+        shareLoad: false,
       },
     });
     expect(await badRole.ended).toMatchObject({
@@ -234,7 +235,7 @@ describe('plugin-server sessions over a real gRPC stream', () => {
     const a = agent();
     await a.hello([account('dev')]);
     await a.batch([change('dev', 'ADDED', configMap('a', '1'))]);
-    a.send({ accountsUpdate: { added: [account('prod')], removed: ['dev'] } });
+    a.send({ accountsUpdate: { added: [account('prod')], removed: ['dev'], handedOver: [] } });
     const result = (await a.next((m) => m.accountsUpdateResult !== undefined)).accountsUpdateResult!;
     expect(result).toMatchObject({ acceptedAccounts: ['prod'], removedAccounts: ['dev'], rejectedAccounts: [] });
     expect((await getJson(`${base}/credentials`)).body).toEqual([expect.objectContaining({ name: 'prod' })]);

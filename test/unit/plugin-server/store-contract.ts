@@ -17,7 +17,8 @@ import {
   listOwned,
 } from '../../../src/plugin-server/views/app-index.js';
 import { normalizeAccountRecord } from '../../../src/plugin-server/cache/store.js';
-import { LeaseLost, type LeaseHolder, type WriteFence } from '../../../src/plugin-server/ownership.js';
+import { LeaseLost, outranks, type LeaseHolder, type WriteFence } from '../../../src/plugin-server/ownership.js';
+import { leaseClaim } from '../../infra/records.js';
 
 export interface StoreFactory {
   create(): Promise<StoreBackend>;
@@ -380,6 +381,7 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
         cluster: { host, fingerprint: fp },
         leaseMs,
         failedHandoverMs: 60_000,
+        shareLoad: false,
       });
       const record = (agentId: string, host = 'h:6443'): AccountRecord =>
         normalizeAccountRecord({ name: 'dev', agentId, apiServerHost: host, caFingerprint: fp });
@@ -468,6 +470,27 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
         await store.dropHeldAccount('dev', { replica: 'r2', sessionId: 's5', generation: c.lease.generation + 1 }),
       ).toBe(true);
       expect(await store.listAccounts()).toEqual([]);
+    });
+
+    it("records a load-sharing handoff on the holder's lease in the claim's step, then reserves the released lease", async () => {
+      const [hi, lo] = outranks('shared', 'agent-a', 'agent-b') ? ['agent-a', 'agent-b'] : ['agent-b', 'agent-a'];
+      const claimOf = (replica: string, sessionId: string, agentId: string) =>
+        leaseClaim({ account: 'shared', replica, sessionId, agentId, host: 'h:6443', shareLoad: true });
+      const leaseOf = async () => (await store.listLeases()).leases.find((l) => l.account === 'shared');
+      const held = await store.claimAccount(...claimOf('r1', 's1', lo));
+      expect(held).toMatchObject({ granted: true, lease: { shareLoad: true, handoffTo: '' } });
+      expect(await store.claimAccount(...claimOf('r2', 's2', hi))).toMatchObject({ granted: false, code: 'standby' });
+      // Stored and read back (every column), the holder's generation and fence unchanged.
+      expect(await leaseOf()).toMatchObject({ agentId: lo, handoffTo: hi, shareLoad: true, generation: 1 });
+      expect((await store.renewLeases('r1', 60_000)).map((l) => l.handoffTo)).toEqual([hi]);
+      // The holder hands it over: its own offer stands by, the agent it was handed to holds it.
+      await store.releaseAccounts('r1', 's1', ['shared']);
+      expect(await store.claimAccount(...claimOf('r1', 's3', lo))).toMatchObject({ granted: false, code: 'standby' });
+      expect(await store.claimAccount(...claimOf('r2', 's2', hi))).toMatchObject({
+        granted: true,
+        lease: { agentId: hi, generation: 2, handoffTo: '' },
+      });
+      await store.dropAccount('shared');
     });
 
     it('keeps replica views: replaced by their replica, listed while unexpired at its clock, pruned and dropped', async () => {

@@ -154,6 +154,12 @@ export interface Hello {
   accounts: Account[];
   /** Protocol revision the agent speaks; 1 for this file. */
   protocolVersion: number;
+  /**
+   * This agent shares its group's accounts with the group's other agents (agent config `loadSharing`): of the agents
+   * of a group that share load and offer an account, the one ranking first for it holds it (rendezvous hashing of
+   * account and agent id); a holder that ranks lower is asked to hand it over (AccountsChanged.hand_over).
+   */
+  shareLoad: boolean;
 }
 
 export interface Hello_IdentityEntry {
@@ -325,6 +331,13 @@ export interface OperationResult_ResourceVersionsEntry {
 export interface AccountsUpdate {
   added: Account[];
   removed: string[];
+  /**
+   * Accounts the agent stopped watching because the server asked it to hand them over (AccountsChanged.hand_over):
+   * once everything sent before is applied, the server releases their leases, keeps their cache, and the agent
+   * stands by for them (they come back in rejected_accounts as standby). Their data still queued on the agent may
+   * follow and is dropped: the cache's resume points never passed it, so the next holder's watch reads it again.
+   */
+  handedOver: string[];
 }
 
 export interface Heartbeat {
@@ -462,6 +475,12 @@ export interface AccountsChanged {
    * replica removed the record.
    */
   offerAgain: string[];
+  /**
+   * Accounts this agent holds that another agent of its group ranks first for and asked for (both share load): the
+   * agent stops their watches (its other accounts keep theirs) and answers with AccountsUpdate.handed_over. A standby
+   * promoted while sharing load is sent offer_again for the account instead of having its stream closed.
+   */
+  handOver: string[];
 }
 
 /**
@@ -732,7 +751,7 @@ export const AgentMessage: MessageFns<AgentMessage> = {
 };
 
 function createBaseHello(): Hello {
-  return { agentId: "", version: "", zone: "", identity: {}, accounts: [], protocolVersion: 0 };
+  return { agentId: "", version: "", zone: "", identity: {}, accounts: [], protocolVersion: 0, shareLoad: false };
 }
 
 export const Hello: MessageFns<Hello> = {
@@ -754,6 +773,9 @@ export const Hello: MessageFns<Hello> = {
     }
     if (message.protocolVersion !== 0) {
       writer.uint32(48).uint32(message.protocolVersion);
+    }
+    if (message.shareLoad !== false) {
+      writer.uint32(56).bool(message.shareLoad);
     }
     return writer;
   },
@@ -822,6 +844,14 @@ export const Hello: MessageFns<Hello> = {
             message.protocolVersion = reader.uint32();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.shareLoad = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -863,6 +893,11 @@ export const Hello: MessageFns<Hello> = {
         : isSet(object.protocol_version)
         ? globalThis.Number(object.protocol_version)
         : 0,
+      shareLoad: isSet(object.shareLoad)
+        ? globalThis.Boolean(object.shareLoad)
+        : isSet(object.share_load)
+        ? globalThis.Boolean(object.share_load)
+        : false,
     };
   },
 
@@ -892,6 +927,9 @@ export const Hello: MessageFns<Hello> = {
     if (message.protocolVersion !== 0) {
       obj.protocolVersion = Math.round(message.protocolVersion);
     }
+    if (message.shareLoad !== false) {
+      obj.shareLoad = message.shareLoad;
+    }
     return obj;
   },
 
@@ -914,6 +952,7 @@ export const Hello: MessageFns<Hello> = {
     );
     message.accounts = object.accounts?.map((e) => Account.fromPartial(e)) || [];
     message.protocolVersion = object.protocolVersion ?? 0;
+    message.shareLoad = object.shareLoad ?? false;
     return message;
   },
 };
@@ -2685,7 +2724,7 @@ export const OperationResult_ResourceVersionsEntry: MessageFns<OperationResult_R
 };
 
 function createBaseAccountsUpdate(): AccountsUpdate {
-  return { added: [], removed: [] };
+  return { added: [], removed: [], handedOver: [] };
 }
 
 export const AccountsUpdate: MessageFns<AccountsUpdate> = {
@@ -2695,6 +2734,9 @@ export const AccountsUpdate: MessageFns<AccountsUpdate> = {
     }
     for (const v of message.removed) {
       writer.uint32(18).string(v!);
+    }
+    for (const v of message.handedOver) {
+      writer.uint32(26).string(v!);
     }
     return writer;
   },
@@ -2728,6 +2770,14 @@ export const AccountsUpdate: MessageFns<AccountsUpdate> = {
             message.removed.push(reader.string());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.handedOver.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2744,6 +2794,11 @@ export const AccountsUpdate: MessageFns<AccountsUpdate> = {
     return {
       added: globalThis.Array.isArray(object?.added) ? object.added.map((e: any) => Account.fromJSON(e)) : [],
       removed: globalThis.Array.isArray(object?.removed) ? object.removed.map((e: any) => globalThis.String(e)) : [],
+      handedOver: globalThis.Array.isArray(object?.handedOver)
+        ? object.handedOver.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.handed_over)
+        ? object.handed_over.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -2755,6 +2810,9 @@ export const AccountsUpdate: MessageFns<AccountsUpdate> = {
     if (message.removed?.length) {
       obj.removed = message.removed;
     }
+    if (message.handedOver?.length) {
+      obj.handedOver = message.handedOver;
+    }
     return obj;
   },
 
@@ -2765,6 +2823,7 @@ export const AccountsUpdate: MessageFns<AccountsUpdate> = {
     const message = createBaseAccountsUpdate();
     message.added = object.added?.map((e) => Account.fromPartial(e)) || [];
     message.removed = object.removed?.map((e) => e) || [];
+    message.handedOver = object.handedOver?.map((e) => e) || [];
     return message;
   },
 };
@@ -3967,7 +4026,7 @@ export const Cancel: MessageFns<Cancel> = {
 };
 
 function createBaseAccountsChanged(): AccountsChanged {
-  return { added: [], removed: [], definitions: [], offerAgain: [] };
+  return { added: [], removed: [], definitions: [], offerAgain: [], handOver: [] };
 }
 
 export const AccountsChanged: MessageFns<AccountsChanged> = {
@@ -3983,6 +4042,9 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
     }
     for (const v of message.offerAgain) {
       writer.uint32(34).string(v!);
+    }
+    for (const v of message.handOver) {
+      writer.uint32(42).string(v!);
     }
     return writer;
   },
@@ -4032,6 +4094,14 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
             message.offerAgain.push(reader.string());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.handOver.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4056,6 +4126,11 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
         : globalThis.Array.isArray(object?.offer_again)
         ? object.offer_again.map((e: any) => globalThis.String(e))
         : [],
+      handOver: globalThis.Array.isArray(object?.handOver)
+        ? object.handOver.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.hand_over)
+        ? object.hand_over.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -4073,6 +4148,9 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
     if (message.offerAgain?.length) {
       obj.offerAgain = message.offerAgain;
     }
+    if (message.handOver?.length) {
+      obj.handOver = message.handOver;
+    }
     return obj;
   },
 
@@ -4085,6 +4163,7 @@ export const AccountsChanged: MessageFns<AccountsChanged> = {
     message.removed = object.removed?.map((e) => e) || [];
     message.definitions = object.definitions?.map((e) => DynamicAccount.fromPartial(e)) || [];
     message.offerAgain = object.offerAgain?.map((e) => e) || [];
+    message.handOver = object.handOver?.map((e) => e) || [];
     return message;
   },
 };
