@@ -8,6 +8,8 @@ import {
   holderLost,
   leaseEndedAt,
   leaseLive,
+  outranks,
+  preferredAgent,
   type AccountLease,
   type LeaseHolder,
   type WriteFence,
@@ -87,6 +89,13 @@ export class AccountRegistry {
   private readonly standingBy = new Set<string>();
   private readonly nameFreeListeners = new Set<(name: string) => void>();
   private readonly handOverListeners = new Set<(name: string, sessionId: string, to: string) => void>();
+  /**
+   * Load-sharing agents standing by on streams of this replica, by account: each refresh, one that ranks above the
+   * live holder and has no handoff recorded for it (its first ask went to a holder that left since) is asked to offer
+   * the account again (onStandbyOutranks), which records the handoff. Cleared as it is asked; the offer adds it back.
+   */
+  private readonly sharingStandbys = new Map<string, Set<string>>();
+  private readonly outranksListeners = new Set<(name: string, agentId: string) => void>();
   /** Handoffs this replica asked its streams for: account → `generation/agent`, so each is asked once. */
   private readonly handoffsAsked = new Map<string, string>();
   /**
@@ -157,6 +166,14 @@ export class AccountRegistry {
    */
   onHandOver(listener: (name: string, sessionId: string, to: string) => void): void {
     this.handOverListeners.add(listener);
+  }
+
+  /**
+   * A load-sharing agent standing by on a stream of this replica ranks above the account's live holder, and no
+   * handoff to it is recorded: its stream is to offer the account again (the claim records the handoff).
+   */
+  onStandbyOutranks(listener: (name: string, agentId: string) => void): void {
+    this.outranksListeners.add(listener);
   }
 
   /** Asks the holding stream for the handoff recorded on its lease, once per lease generation and agent. */
@@ -264,6 +281,10 @@ export class AccountRegistry {
     if (!outcome.granted) {
       if (outcome.code === 'standby') {
         this.standingBy.add(account.name);
+        if (session.shareLoad) {
+          const agents = this.sharingStandbys.get(account.name) ?? new Set<string>();
+          this.sharingStandbys.set(account.name, agents.add(session.agentId));
+        }
         // Held through this replica: ask its stream now rather than at the next refresh.
         if (outcome.handoff?.replica === this.replica.id) this.askHandoff(outcome.handoff);
       } else {
@@ -462,6 +483,15 @@ export class AccountRegistry {
       if (known.has(name) && !holderLost(l, storeNow, this.failedHandoverMs)) continue;
       this.standingBy.delete(name);
       this.holderGone(name);
+    }
+    for (const [name, agents] of [...this.sharingStandbys]) {
+      const l = leaseOf.get(name);
+      const best = preferredAgent(name, agents);
+      if (!l || !leaseLive(l, storeNow) || !l.shareLoad || best === undefined) continue;
+      if (!outranks(name, best, l.agentId) || l.handoffTo === best) continue;
+      if (l.handoffTo !== '' && !outranks(name, best, l.handoffTo)) continue;
+      this.sharingStandbys.delete(name);
+      for (const listener of this.outranksListeners) listener(name, best);
     }
     // Streams refused for another cluster's record wait for that record to go: removed here or on a peer, they
     // may claim the name (else nobody would: the refused agents never offer it again on their own).

@@ -233,6 +233,12 @@ export class PluginServer {
     this.fiat = fiat ? new FiatPermissions(fiat, { errors: this.metrics.fiatErrors, log: this.log }) : undefined;
     this.accounts.onHolderLost((name) => this.promoteStandbys(name));
     this.accounts.onNameFree((name) => this.offerAgain(name));
+    this.accounts.onStandbyOutranks((name, agentId) => {
+      for (const s of this.sessions) {
+        if (s.agentId !== agentId || !s.shareLoad || !s.standbyFor.has(name)) continue;
+        s.sendAccountsChanged({ added: [], removed: [], definitions: [], offerAgain: [name], handOver: [] });
+      }
+    });
     this.accounts.onHandOver((name, sessionId, to) => {
       const s = [...this.sessions].find((x) => x.id === sessionId);
       if (!s?.shareLoad) return;
