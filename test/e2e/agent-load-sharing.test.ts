@@ -45,45 +45,65 @@ describe('two load-sharing agents of one group', () => {
     };
     expect(Object.values(await holders())).toEqual(NAMES.map(() => AGENTS[0]));
 
-    // Changes keep coming while the accounts move (each account watches the same namespace).
-    let stop = false;
+    // Changes keep coming while the accounts move (each account watches the same namespace): ten ConfigMaps a call.
     let created = 0;
-    const churn = (async () => {
-      while (!stop) await kubectl(['create', 'configmap', `cm-${created++}`, '-n', ns, '--from-literal=k=v']);
-    })();
+    const churn = () => {
+      let stop = false;
+      const run = (async () => {
+        while (!stop) {
+          const items = Array.from({ length: 10 }, () => ({
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: `cm-${created++}`, namespace: ns },
+            data: { k: 'v' },
+          }));
+          await kubectl(['create', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items }) });
+        }
+      })();
+      return async () => {
+        stop = true;
+        await run;
+      };
+    };
+    const stopChurn = churn();
 
     const placed = Object.fromEntries(NAMES.map((n) => [n, preferredAgent(n, AGENTS)]));
     // Both agents get a share of these names (else the test would prove nothing about sharing).
     expect(new Set(Object.values(placed))).toEqual(new Set(AGENTS));
+    await stack.addAgent({ agentId: AGENTS[1], accounts, extra: { loadSharing: true }, waitReady: false });
+    // Timed from its stream's Welcome (the process's own start is not the rebalance).
+    await waitFor('the second agent to connect', async () =>
+      (await stack!.get<{ agentId: string }[]>('/armory/agents')).body.some((a) => a.agentId === AGENTS[1])
+        ? true
+        : undefined,
+    );
     const joined = Date.now();
-    await stack.addAgent({ agentId: AGENTS[1], accounts, extra: { loadSharing: true } });
     await waitFor('the accounts to be held as placed', async () =>
       JSON.stringify(await holders()) === JSON.stringify(placed) ? true : undefined,
     );
     const rebalanceMs = Date.now() - joined;
-    stop = true;
-    await churn;
+    await stopChurn();
     for (const name of NAMES) await waitForCacheToMatch(stack.cacheCheck(name));
-    console.log(`load sharing: rebalanced ${NAMES.length} accounts in ${rebalanceMs} ms; ${created} ConfigMaps, 0 lost`);
+    console.log(
+      `load sharing: rebalanced ${NAMES.length} accounts in ${rebalanceMs} ms; ${created} ConfigMaps, 0 lost`,
+    );
 
     // The second agent's own view agrees: it watches the accounts it was given and stands by for the others.
     const second = stack.agents[1]!;
     const view = (await (await fetch(`${second.adminBase}/accounts`)).json()) as { name: string; state: string }[];
     for (const a of view) expect(a.state === 'rejected', a.name).toBe(placed[a.name] !== AGENTS[1]);
 
-    stop = false;
-    const more = (async () => {
-      while (!stop) await kubectl(['create', 'configmap', `cm-${created++}`, '-n', ns, '--from-literal=k=v']);
-    })();
+    const stopMore = churn();
     const killed = Date.now();
     await stack.agent.kill();
     await waitFor('the second agent to hold every account', async () =>
       Object.values(await holders()).every((h) => h === AGENTS[1]) ? true : undefined,
     );
     const takeoverMs = Date.now() - killed;
-    stop = true;
-    await more;
+    await stopMore();
     for (const name of NAMES) await waitForCacheToMatch(stack.cacheCheck(name));
-    console.log(`load sharing: took over ${NAMES.length} accounts of a killed agent in ${takeoverMs} ms; 0 lost`);
+    console.log(
+      `load sharing: took over ${NAMES.length} accounts of a killed agent in ${takeoverMs} ms; ${created} ConfigMaps, 0 lost`,
+    );
   });
 });
