@@ -78,7 +78,7 @@ export interface AgentConfig {
    */
   agentId?: string;
   /**
-   * Share this agent's accounts with the other agents of its group (replicas offering the same accounts, each with its own agentId) that set it too: each account is held by the agent ranking first for it (rendezvous hashing of account name and agentId), a lower-ranked holder hands it over without losing a change, and the others stand by for it as before. Off: the first agent to claim an account holds it and the others only stand by (docs/architecture.md#agent-replicas).
+   * Share this agent's accounts with the other agents of its group (replicas offering the same accounts, each with its own agentId) that set it too: each account is held by the agent ranking first for it (rendezvous hashing of account name and agentId), a lower-ranked holder hands it over without losing a change, and the others stand by for it as before. Off: the first agent to claim an account holds it and the others only stand by (docs/architecture.md#load-sharing-agent-replicas).
    */
   loadSharing: boolean;
   /**
