@@ -2,10 +2,12 @@
  * Agent HA across plugin-server replicas: two agents of one group serve one account, each connected to a different
  * replica on one MariaDB. One holds the account and writes it; the other is told it stands by (never two writers);
  * when the holder is killed, the standby is promoted on its own replica, resumes, and the cache checker's diff is 0.
- * The account never goes missing while one of them is connected.
+ * The account never goes missing while one of them is connected. Then, on the same stack, two load-sharing agents
+ * split accounts across the two replicas (docs/architecture.md#load-sharing-agent-replicas).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
+import { preferredAgent } from '../../src/plugin-server/ownership.js';
 import { waitForCacheToMatch } from '../infra/cache-checker.js';
 import { kubectl, waitFor } from '../infra/index.js';
 import { startReplicas, type Stack } from '../infra/stack.js';
@@ -64,5 +66,62 @@ describe('two agents of one group on two replicas', () => {
     stop = true;
     await watch;
     expect(missing).toEqual([]);
+  });
+
+  // The same stack (after the case above): two load-sharing agents, one per replica, split four accounts across the
+  // replicas — the handoff asked through B reaches the holder's replica A through the store — and the survivor of a
+  // kill holds all four, the cache checker's diff 0 throughout.
+  it('load-sharing agents on two replicas split the accounts as placed and the survivor takes them all', async () => {
+    if (!stack) throw new Error('the stack of the case above did not start');
+    const [a, b] = stack.pair;
+    const names = ['shared-0', 'shared-1', 'shared-2', 'shared-3'];
+    const agents = ['ls-a', 'ls-b'];
+    const accounts = names.map((name) => ({ name, kinds: ['ConfigMap'] }));
+    const holders = async () => {
+      const out: Record<string, string> = {};
+      for (const name of names) {
+        const v = (await b.get<AccountView>(`/armory/accounts/${name}`)).body;
+        out[name] = v.state === 'ACTIVE' ? v.agentId : '';
+      }
+      return out;
+    };
+    const first = await stack.addAgent({
+      agentId: agents[0],
+      serverAddress: a.grpcAddress,
+      accounts,
+      extra: { loadSharing: true },
+    });
+    await waitFor('B to see ls-a holding every account', async () =>
+      Object.values(await holders()).every((h) => h === agents[0]) ? true : undefined,
+    );
+    const placed = Object.fromEntries(names.map((n) => [n, preferredAgent(n, agents)]));
+    expect(new Set(Object.values(placed))).toEqual(new Set(agents));
+    await stack.addAgent({
+      agentId: agents[1],
+      serverAddress: b.grpcAddress,
+      accounts,
+      extra: { loadSharing: true },
+      waitReady: false,
+    });
+    await waitFor('ls-b to connect to B', async () =>
+      (await b.get<{ agentId: string }[]>('/armory/agents')).body.some((x) => x.agentId === agents[1])
+        ? true
+        : undefined,
+    );
+    const joined = Date.now();
+    const churn = kubectl(['create', 'configmap', 'during-rebalance', '-n', stack.ns, '--from-literal=k=v']);
+    await waitFor('the accounts to be held as placed', async () =>
+      JSON.stringify(await holders()) === JSON.stringify(placed) ? true : undefined,
+    );
+    console.log(`load sharing across replicas: placed ${names.length} accounts in ${Date.now() - joined} ms`);
+    await churn;
+    for (const name of names) await waitForCacheToMatch(stack.cacheCheck(name, { httpBase: b.httpBase }));
+
+    await first.kill();
+    await kubectl(['create', 'configmap', 'after-kill', '-n', stack.ns, '--from-literal=k=v']);
+    await waitFor('ls-b to hold every account', async () =>
+      Object.values(await holders()).every((h) => h === agents[1]) ? true : undefined,
+    );
+    for (const name of names) await waitForCacheToMatch(stack.cacheCheck(name, { httpBase: b.httpBase }));
   });
 });
