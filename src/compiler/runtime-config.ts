@@ -157,6 +157,8 @@ export function agentConfig(t: Topology, agent: Agent): Record<string, unknown> 
   return {
     server,
     ...(agent.zone !== undefined ? { zone: agent.zone } : {}),
+    // Only when set, so configs of topologies without it stay as they were.
+    ...(agent.loadSharing ? { loadSharing: true } : {}),
     admin: { host: '127.0.0.1', port: AGENT_ADMIN_PORT },
     // Reachable by the kubelet and by Prometheus: /healthz, /readyz and /metrics (observable by default, as the
     // plugin-server's /metrics on its REST port); the account and watch listings stay on the loopback admin endpoint.

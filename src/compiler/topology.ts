@@ -73,6 +73,8 @@ export interface Agent {
   replicas: number;
   image: string;
   zone?: string;
+  /** The replicas split the group's accounts (agent config loadSharing). */
+  loadSharing: boolean;
   pod: PodSettings;
   accounts: Account[];
 }
@@ -208,6 +210,7 @@ export function normalizeTopology(input: TopologyInput, version: string): Topolo
       replicas: a.replicas ?? 1,
       image: a.image ?? image,
       ...(a.zone !== undefined ? { zone: a.zone } : {}),
+      loadSharing: a.loadSharing ?? false,
       pod: a.pod ?? {},
       accounts: a.accounts.map((acc, j) => normalizeAccount(acc, `/agents/${i}/accounts/${j}`)),
     })),

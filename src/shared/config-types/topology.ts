@@ -326,6 +326,10 @@ export interface AgentInput {
    */
   zone?: string;
   /**
+   * The group's replicas split its accounts (agent config `loadSharing`): each account is held by the replica ranking first for it and the others stand by for it, instead of one replica holding every account while the others only stand by. Matters with `replicas` above 1.
+   */
+  loadSharing?: boolean;
+  /**
    * @minItems 1
    */
   accounts: AccountInput[];

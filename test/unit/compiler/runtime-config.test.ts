@@ -117,6 +117,31 @@ describe('emitted runtime configs', () => {
   });
 });
 
+describe('agent config of a group', () => {
+  it('asks replicas of a load-sharing group to share its accounts, in the manifests and the Helm values alike', async () => {
+    await using tmp = await tempDir();
+    const text = MINIMAL.replace('    mode: service\n', '    mode: service\n    replicas: 2\n    loadSharing: true\n');
+    expect(text).not.toBe(MINIMAL);
+    const configs = (r: Awaited<ReturnType<typeof synthText>>) =>
+      [...r.files]
+        .filter(([path]) => path.startsWith('manifests/'))
+        .flatMap(([, content]) => docs(content))
+        .filter((o) => o.kind === 'ConfigMap' && o.metadata.labels?.['app.kubernetes.io/component'] === 'agent')
+        .map((cm) => parse((cm.data as Record<string, string>)['config.yaml'] as string) as Record<string, unknown>);
+    const sharing = configs(await synthText(text, tmp.dir));
+    expect(sharing.length).toBeGreaterThan(0);
+    const validate = schemaValidator('agent-config');
+    for (const cfg of sharing) {
+      expect(cfg.loadSharing).toBe(true);
+      expect(validate(cfg) ? [] : validate.errors).toEqual([]);
+    }
+    const helm = [...(await synthText(text, tmp.dir)).files].filter(([path]) => path.startsWith('helm/'));
+    expect(helm.some(([, content]) => content.includes('loadSharing: true'))).toBe(true);
+    // Unset: left out, and the agent's default (off) applies.
+    for (const cfg of configs(await synthText(MINIMAL, tmp.dir))) expect(Object.keys(cfg)).not.toContain('loadSharing');
+  });
+});
+
 describe('agent config of an account', () => {
   it('carries permissions and the Clouddriver account options from the topology', async () => {
     await using tmp = await tempDir();
