@@ -293,6 +293,7 @@ export class AccountRegistry {
       }
       return claimResult(offer, outcome, this.replica.id);
     }
+    this.sharingStandbys.get(account.name)?.delete(session.agentId);
     const current = this.accounts.get(account.name);
     if (current?.sessionId && current.sessionId !== session.id) {
       this.log.info(
