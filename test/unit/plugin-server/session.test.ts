@@ -11,6 +11,7 @@ import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PluginServer } from '../../../src/plugin-server/server.js';
 import { AccountState, ChangeType, PROTOCOL_VERSION, type Change } from '../../../src/shared/proto.js';
+import { outranks } from '../../../src/plugin-server/ownership.js';
 import { account, change, configMap, eventually, getJson, startServer, TestAgent } from './helpers.js';
 
 describe('plugin-server sessions over a real gRPC stream', () => {
@@ -229,6 +230,47 @@ describe('plugin-server sessions over a real gRPC stream', () => {
       (r) => r.status === 404,
     );
     expect((await manifest('dev', 'default', 'configMap a')).status).toBe(404);
+  });
+
+  it('hands an account over between load-sharing agents on their running streams, cache and resume points kept', async () => {
+    // Which agent ranks first for dev is the hash's to say (ownership.ts placementRank).
+    const [hi, lo] = outranks('dev', 'agent-a', 'agent-b') ? ['agent-a', 'agent-b'] : ['agent-b', 'agent-a'];
+    const first = agent();
+    expect((await first.hello([account('dev'), account('prod')], lo, true)).acceptedAccounts).toEqual(['dev', 'prod']);
+    const scope = {
+      account: 'dev',
+      kind: { group: '', version: 'v1', kind: 'ConfigMap', resource: 'configmaps', namespaced: true },
+      namespace: '',
+    };
+    await first.data({ syncStart: { ...scope, seq: 0 } });
+    await first.batch([change('dev', 'ADDED', configMap('a', '10'))]);
+    await first.data({ syncEnd: { ...scope, seq: 0, resourceVersion: '10' } });
+
+    // The second agent outranks the holder: standby, and the holder is asked to hand dev over (prod stays).
+    const second = agent();
+    expect((await second.hello([account('dev')], hi, true)).rejectedAccounts).toEqual([
+      { name: 'dev', reason: expect.stringMatching(/^standby: /) },
+    ]);
+    const ask = await first.next((m) => (m.accountsChanged?.handOver.length ?? 0) > 0);
+    expect(ask.accountsChanged?.handOver).toEqual(['dev']);
+    first.send({ accountsUpdate: { added: [], removed: [], handedOver: ['dev'] } });
+    const handed = (await first.next((m) => m.accountsUpdateResult !== undefined)).accountsUpdateResult!;
+    expect(handed.rejectedAccounts).toEqual([{ name: 'dev', reason: expect.stringMatching(/^standby: /) }]);
+
+    // The standby is asked to offer dev again on its stream (not closed), and resumes where the cache stands.
+    const promoted = await second.next((m) => (m.accountsChanged?.offerAgain.length ?? 0) > 0);
+    expect(promoted.accountsChanged?.offerAgain).toEqual(['dev']);
+    second.send({ accountsUpdate: { added: [account('dev')], removed: [], handedOver: [] } });
+    const took = (await second.next((m) => m.accountsUpdateResult !== undefined)).accountsUpdateResult!;
+    expect(took.acceptedAccounts).toEqual(['dev']);
+    expect(took.resumePoints).toMatchObject([{ account: 'dev', resourceVersion: '10' }]);
+    expect((await manifest('dev', 'default', 'configMap a')).status).toBe(200);
+
+    // The former holder keeps prod; what it still sends for dev is dropped, not written.
+    await first.batch([change('prod', 'ADDED', configMap('b', '11'))]);
+    expect((await manifest('prod', 'default', 'configMap b')).status).toBe(200);
+    await first.batch([change('dev', 'ADDED', configMap('late', '12'))]);
+    expect((await manifest('dev', 'default', 'configMap late')).status).toBe(404);
   });
 
   it('adds and removes accounts on a live stream (AccountsUpdate)', async () => {
