@@ -1,8 +1,9 @@
 /**
  * A full disk under MySQL does not stop it answering: `SELECT 1` (the readiness ping) goes on succeeding while every
  * write that must grow a file fails — InnoDB writes into pages it already has, so updates in place may pass and new
- * rows (tasks, newly watched objects) do not. So the MySQL clients note each write refused for lack of space here,
- * and readiness reports it until none has been refused for a while (the disk was freed, or grown).
+ * rows (tasks, newly watched objects) do not. So the SQL clients (MySQL and PostgreSQL alike) note each write
+ * refused for lack of space here, and readiness reports it until none has been refused for a while (the disk was
+ * freed, or grown).
  */
 
 /** MariaDB/MySQL: ER_RECORD_FILE_FULL ("The table … is full"), ER_DISK_FULL. */
@@ -15,7 +16,8 @@ export function isStorageFull(e: unknown): boolean {
   for (let x = e, depth = 0; x && depth < 5; x = (x as { cause?: unknown }).cause, depth++) {
     const { errno, code, message } = x as { errno?: unknown; code?: unknown; message?: unknown };
     if (typeof errno === 'number' && FULL_ERRNOS.has(errno)) return true;
-    if (code === 'ENOSPC') return true;
+    // ENOSPC from the OS; 53100 is PostgreSQL's SQLSTATE disk_full.
+    if (code === 'ENOSPC' || code === '53100') return true;
     if (typeof message === 'string' && ENOSPC_TEXT.test(message)) return true;
   }
   return false;
