@@ -61,19 +61,29 @@ describe('postgres store: agents registering new accounts at once', () => {
     });
   });
 
+  // A new account's claimants queue on the lease row's insert; an existing row's on its lock (SELECT … FOR UPDATE):
+  // without it both read the released lease, both decide to grant, and the second's compare-and-set fails.
   it('one account claimed by two agents through two replicas at once: one grant, one standby', async () => {
     await withDatabase('sa_claim_race', async (url) => {
       const stores = [new PostgresCacheStore(url), new PostgresCacheStore(url)];
-      try {
-        for (const s of stores) await s.init();
-        const outcomes = await Promise.all(
+      const race = (agents: [string, string]) =>
+        Promise.all(
           stores.map((s, i) =>
             s.claimAccount(
-              ...leaseClaim({ account: 'dev', replica: `r${i}`, sessionId: `s${i}`, agentId: `agent-${i}` }),
+              ...leaseClaim({ account: 'dev', replica: `r${i}`, sessionId: agents[i]!, agentId: agents[i]! }),
             ),
           ),
         );
-        expect(outcomes.map((o) => (o.granted ? 'granted' : o.code)).sort()).toEqual(['granted', 'standby']);
+      try {
+        for (const s of stores) await s.init();
+        const first = await race(['agent-0', 'agent-1']);
+        expect(first.map((o) => (o.granted ? 'granted' : o.code)).sort()).toEqual(['granted', 'standby']);
+        // Its holder's stream ends: the lease row stays, released, and two other agents race for it.
+        const holder = first.find((o) => o.granted)!;
+        if (!holder.granted) throw new Error('unreachable');
+        await stores[0]!.releaseAccounts(holder.lease.replica, holder.lease.sessionId, ['dev']);
+        const second = await race(['agent-2', 'agent-3']);
+        expect(second.map((o) => (o.granted ? 'granted' : o.code)).sort()).toEqual(['granted', 'standby']);
       } finally {
         for (const s of stores) await s.close();
       }
