@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresCacheStore } from '../../../src/plugin-server/cache/postgres.js';
+import { POSTGRES_MIGRATIONS, PostgresCacheStore } from '../../../src/plugin-server/cache/postgres.js';
 import { createPostgresPool } from '../../../src/plugin-server/cache/postgres-pool.js';
 import type { StoreBackend } from '../../../src/plugin-server/cache/store.js';
 import { createPostgresDatabase, onPostgresDatabases, testPostgres } from '../../infra/postgres.js';
@@ -173,6 +173,52 @@ describe('postgres store: a write racing a takeover of its account', () => {
       } finally {
         await peer.end().catch(() => undefined);
         await store.close();
+      }
+    });
+  });
+});
+
+describe('postgres store: a database migrated by a newer version (rolling upgrade)', () => {
+  const newer = POSTGRES_MIGRATIONS.length + 1;
+
+  it('runs beside an additive newer migration and refuses one that requires its version', async () => {
+    await withDatabase('sa_store_newer', async (url) => {
+      const conn = new pg.Client({ connectionString: url });
+      await conn.connect();
+      try {
+        const first = new PostgresCacheStore(url);
+        await first.init();
+        await first.close();
+        // A newer replica added a table and recorded its migration as compatible with every earlier version.
+        await conn.query('CREATE TABLE sa_future (id INT PRIMARY KEY)');
+        await conn.query('INSERT INTO sa_schema_migrations (version, applied_at, compatible_from) VALUES ($1, 0, 0)', [
+          newer,
+        ]);
+        const beside = new PostgresCacheStore(url);
+        await beside.init();
+        await beside.apply([storeChange('a', '1')]);
+        expect(
+          (await beside.get({ account: 'dev', group: '', kind: 'ConfigMap', namespace: 'ns', name: 'a' }))?.uid,
+        ).toBe('uid-a');
+        await beside.close();
+        // Its next migration is one this version cannot run against.
+        await conn.query('INSERT INTO sa_schema_migrations (version, applied_at, compatible_from) VALUES ($1, 0, $2)', [
+          newer + 1,
+          newer,
+        ]);
+        const refused = new PostgresCacheStore(url);
+        await expect(refused.init()).rejects.toMatchObject({
+          code: 'SA_ERR_CONFLICT',
+          message: expect.stringContaining(
+            `PostgreSQL schema is at version ${newer + 1}, which needs a plugin-server that knows at least ` +
+              `${newer} migrations; this one knows ${POSTGRES_MIGRATIONS.length}`,
+          ) as unknown,
+        });
+        await refused.close();
+        const { rows } = await conn.query('SELECT MAX(version) AS v FROM sa_schema_migrations');
+        expect(Number((rows[0] as { v: number }).v)).toBe(newer + 1);
+      } finally {
+        await conn.end();
       }
     });
   });
