@@ -12,6 +12,7 @@ import { PostgresDynamicAccountStore } from './accounts/postgres-dynamic-store.j
 import { PeerSecret } from './auth/peer-secret.js';
 import { MemoryCacheStore } from './cache/memory.js';
 import { MysqlCacheStore } from './cache/mysql.js';
+import { PostgresCacheStore } from './cache/postgres.js';
 import type { StoreBackend } from './cache/store.js';
 import { resolveStorageUrl, type PluginServerConfig } from './config.js';
 import type { StorageFullSignal } from './storage-full.js';
@@ -38,8 +39,7 @@ export function createStore(config: PluginServerConfig, storageFull?: StorageFul
     case 'mysql':
       return new MysqlCacheStore(resolveStorageUrl(storage), options);
     case 'postgres':
-      // The PostgreSQL cache store lands in the next commit.
-      throw new Error('storage.type postgres: the cache store is not built yet');
+      return new PostgresCacheStore(resolveStorageUrl(storage), options);
   }
 }
 

@@ -1,12 +1,12 @@
 import type pg from 'pg';
-import { PG_NOW } from '../cache/postgres-clock.js';
+import { DB_NOW } from '../cache/postgres-clock.js';
 import { createPostgresPool } from '../cache/postgres-pool.js';
 import type { Task } from './model.js';
 import type { TaskRepository } from './repository.js';
 import { StorageFullSignal } from '../storage-full.js';
 
 /** Not marked or written for $n ms of the database's clock. */
-const silent = (param: string): string => `alive_at < ${PG_NOW} - ${param}`;
+const silent = (param: string): string => `alive_at < ${DB_NOW} - ${param}`;
 
 /**
  * Tasks in PostgreSQL next to the cache: the same contract as the MySQL repository (repository.ts), so finished tasks
@@ -65,7 +65,7 @@ export class PostgresTaskRepository implements TaskRepository {
       }
       const r = await client.query(
         `INSERT INTO sa_tasks (id, request_id, owner_id, completed, started_at, updated_at, body, alive_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, ${PG_NOW}) ON CONFLICT DO NOTHING`,
+         VALUES ($1, $2, $3, $4, $5, $6, $7, ${DB_NOW}) ON CONFLICT DO NOTHING`,
         [
           task.id,
           task.requestId ?? null,
@@ -94,7 +94,7 @@ export class PostgresTaskRepository implements TaskRepository {
     // Only the owner's, only while running (see MysqlTaskRepository.save).
     const r = await this.pool
       .query(
-        `UPDATE sa_tasks SET completed = $1, updated_at = $2, body = $3, alive_at = ${PG_NOW}
+        `UPDATE sa_tasks SET completed = $1, updated_at = $2, body = $3, alive_at = ${DB_NOW}
          WHERE id = $4 AND owner_id = $5 AND NOT completed`,
         [task.status.completed, task.updatedAtMs, JSON.stringify(task), task.id, task.ownerId],
       )
@@ -128,7 +128,7 @@ export class PostgresTaskRepository implements TaskRepository {
    * time) cannot lock in opposite orders as they could in InnoDB (see MysqlTaskRepository.heartbeat).
    */
   async heartbeat(ownerId: string): Promise<void> {
-    await this.pool.query(`UPDATE sa_tasks SET alive_at = ${PG_NOW} WHERE owner_id = $1 AND NOT completed`, [ownerId]);
+    await this.pool.query(`UPDATE sa_tasks SET alive_at = ${DB_NOW} WHERE owner_id = $1 AND NOT completed`, [ownerId]);
   }
 
   async abandoned(staleMs: number): Promise<Task[]> {
@@ -142,7 +142,7 @@ export class PostgresTaskRepository implements TaskRepository {
   async saveIfAbandoned(task: Task, staleMs: number): Promise<boolean> {
     // Conditional on the owner still being silent, so a live owner's task is never failed under it.
     const r = await this.pool.query(
-      `UPDATE sa_tasks SET completed = $1, updated_at = $2, body = $3, alive_at = ${PG_NOW}
+      `UPDATE sa_tasks SET completed = $1, updated_at = $2, body = $3, alive_at = ${DB_NOW}
        WHERE id = $4 AND NOT completed AND ${silent('$5')}`,
       [task.status.completed, task.updatedAtMs, JSON.stringify(task), task.id, staleMs],
     );
@@ -151,7 +151,7 @@ export class PostgresTaskRepository implements TaskRepository {
 
   async saveIfUnchanged(task: Task, readUpdatedAtMs: number): Promise<boolean> {
     const r = await this.pool.query(
-      `UPDATE sa_tasks SET completed = $1, updated_at = $2, owner_id = $3, body = $4, alive_at = ${PG_NOW}
+      `UPDATE sa_tasks SET completed = $1, updated_at = $2, owner_id = $3, body = $4, alive_at = ${DB_NOW}
        WHERE id = $5 AND updated_at = $6`,
       [task.status.completed, task.updatedAtMs, task.ownerId, JSON.stringify(task), task.id, readUpdatedAtMs],
     );
