@@ -2,20 +2,24 @@
  * Stream throughput: changes/s from one agent stream into the plugin-server's cache (1 KB ConfigMaps, acked =
  * applied to the store), against the raw grpc-js transport limit measured in the same run (the same bytes and
  * the same flow-control window pushed to a bare server in its own process that decodes and stores nothing).
- * For MySQL the baseline is a bare batched upsert loop on one connection of the same server. Runs alternate with
+ * For MySQL and PostgreSQL the baseline is a bare batched upsert loop on one connection of the same server (a
+ * PostgreSQL server of the benchmark's own, or SCALE_AGENT_TEST_POSTGRES_URL's). Runs alternate with
  * baseline runs and the ratio is the median of the pairs' ratios, so drifting load on a shared machine moves both.
  *
  * The sender is bench/fake-agents (the real protocol, pre-encoded), not the real agent: no API server can
  * produce 50k changes/s on this machine, and this benchmark is about the stream and the store.
  *
  *   npx tsx bench/stream-throughput.ts [--quick] [--objects 100000] [--object-bytes 1024] [--batch 500] [--runs 3]
+ *     [--stores memory,mysql,postgres]
  */
 import { createConnection } from 'mysql2/promise';
+import pg from 'pg';
 import { FakeAgent } from './fake-agents/fake-agent.js';
 import { startScript, procStats } from './lib/child.js';
 import { startPluginServer } from './lib/plugin-server.js';
 import { distribution, emit, flags, machineInfo, progress, versions } from './lib/report.js';
 import { MariaDb, createDatabase } from '../test/infra/mariadb.js';
+import { createPostgresDatabase, testPostgres } from '../test/infra/postgres.js';
 import { configMapJson } from './lib/objects.js';
 
 const f = flags({
@@ -23,7 +27,7 @@ const f = flags({
   'object-bytes': { type: 'string', default: '1024' },
   batch: { type: 'string', default: '500' },
   runs: { type: 'string', default: '3' },
-  stores: { type: 'string', default: 'memory,mysql' },
+  stores: { type: 'string', default: 'memory,mysql,postgres' },
 });
 const objects = f.quick ? 20_000 : Number(f.objects);
 const objectBytes = Number(f['object-bytes']);
@@ -99,6 +103,41 @@ async function mysqlUpsertBaseline(url: string): Promise<{ run: () => Promise<nu
   return { run, close: () => conn.end() };
 }
 
+/** The same bare batched upsert on PostgreSQL (`INSERT … ON CONFLICT DO UPDATE`, one connection, bytea body). */
+async function postgresUpsertBaseline(
+  url: string,
+): Promise<{ run: () => Promise<number>; close: () => Promise<void> }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query('CREATE TABLE bare (k VARCHAR(255) PRIMARY KEY, rv BIGINT NOT NULL, body BYTEA NOT NULL)');
+  let r = 0;
+  const run = async () => {
+    const t0 = performance.now();
+    for (let i = 0; i < objects; i += batchSize) {
+      const params: unknown[] = [];
+      const values: string[] = [];
+      for (let j = i; j < Math.min(objects, i + batchSize); j++) {
+        const rv = String(r * objects + j + 1);
+        const n = params.length;
+        values.push(`($${n + 1}, $${n + 2}, $${n + 3})`);
+        params.push(
+          `cm-${j}`,
+          rv,
+          Buffer.from(configMapJson({ namespace: 'bench', name: `cm-${j}`, resourceVersion: rv, bytes: objectBytes })),
+        );
+      }
+      await client.query(
+        `INSERT INTO bare (k, rv, body) VALUES ${values.join(', ')} ` +
+          'ON CONFLICT (k) DO UPDATE SET rv = EXCLUDED.rv, body = EXCLUDED.body',
+        params,
+      );
+    }
+    r += 1;
+    return objects / ((performance.now() - t0) / 1000);
+  };
+  return { run, close: () => client.end() };
+}
+
 const figures: Record<string, unknown> = {};
 const baseline: Record<string, unknown> = {};
 const ratios: Record<string, number> = {};
@@ -156,12 +195,35 @@ if (stores.includes('mysql')) {
 }
 await mariadb?.stop();
 
-const goal = { memoryChangesPerSec: 50_000, memoryVsRawGrpc: 0.5, mysqlVsBareUpsert: 0.7 };
+if (stores.includes('postgres')) {
+  const server = await testPostgres();
+  const bare = await createPostgresDatabase(server.url, 'bench_bare');
+  const upsert = await postgresUpsertBaseline(bare.url);
+  const db = await createPostgresDatabase(server.url, 'bench_stream');
+  const ps = await startPluginServer({ type: 'postgres', url: db.url });
+  const s = await pairedSeries(
+    'postgres',
+    (id) => pushOnce(ps.grpcAddress, id),
+    'bare-upsert-pg',
+    () => upsert.run(),
+  );
+  await ps.stop();
+  await upsert.close();
+  await bare.drop();
+  await db.drop();
+  await server.stop();
+  baseline.postgresBareUpsertRowsPerSec = distribution(s.baseline);
+  figures.postgres = { changesPerSec: distribution(s.rates), pairRatios: s.pairRatios };
+  ratios.postgresVsBareUpsert = median(s.pairRatios);
+}
+
+const goal = { memoryChangesPerSec: 50_000, memoryVsRawGrpc: 0.5, mysqlVsBareUpsert: 0.7, postgresVsBareUpsert: 0.7 };
 const memMedian = (figures.memory as { changesPerSec: { p50: number } } | undefined)?.changesPerSec.p50;
 const met =
   (memMedian === undefined ||
     (memMedian >= goal.memoryChangesPerSec && (ratios.memoryVsRawGrpc ?? 0) >= goal.memoryVsRawGrpc)) &&
-  (ratios.mysqlVsBareUpsert === undefined || ratios.mysqlVsBareUpsert >= goal.mysqlVsBareUpsert);
+  (ratios.mysqlVsBareUpsert === undefined || ratios.mysqlVsBareUpsert >= goal.mysqlVsBareUpsert) &&
+  (ratios.postgresVsBareUpsert === undefined || ratios.postgresVsBareUpsert >= goal.postgresVsBareUpsert);
 emit({
   name: 'stream-throughput',
   params: { objects, objectBytes, batchSize, runs, stores, quick: f.quick },
