@@ -223,3 +223,29 @@ describe('postgres store: a database migrated by a newer version (rolling upgrad
     });
   });
 });
+
+describe('postgres store: text that array literals would mangle', () => {
+  // A batch goes in as one array per column (unnest): every value must come back exactly as it went in.
+  it('keeps bodies and keys with quotes, backslashes, braces, commas, NULL and non-ASCII text exactly', async () => {
+    await withDatabase('sa_text', async (url) => {
+      const store = new PostgresCacheStore(url);
+      try {
+        await store.init();
+        const bodies = [
+          '{"data":{"q":"say \\"hi\\"","path":"C:\\\\dir\\\\f","set":"{a,b}","nul":"\\u0000"}}',
+          '{"data":{"text":"NULL"}, "spaced" :  [1, 2]}',
+          '{"data":{"é":"日本語 ✓ \u{1F600}"}}',
+        ];
+        await store.apply(bodies.map((json, i) => storeChange(i === 1 ? 'NULL' : `cm-${i}`, String(i + 1), { json })));
+        const list = await store.list({ account: 'dev', kind: 'ConfigMap' });
+        expect(list.map((o) => [o.name, o.json])).toEqual([
+          ['NULL', bodies[1]],
+          ['cm-0', bodies[0]],
+          ['cm-2', bodies[2]],
+        ]);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+});
