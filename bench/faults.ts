@@ -1,12 +1,12 @@
 /**
- * `npm run faults [-- --repeat N] [--store memory|mysql|both] [--only id,prefix,...]`: the fault matrix
+ * `npm run faults [-- --repeat N] [--store memory|mysql|postgres|both|all] [--only id,prefix,...]`: the fault matrix
  * (test/infra/faults/catalogue.ts) against real processes: a private control plane, a private MariaDB on a tmpfs
  * (when this machine lets us mount one), Toxiproxy on every link, churn and REST operations running through each
  * fault. Prints a markdown table (fault × component/link → time to converge, ops lost, duplicates) and, last, the
  * JSON result. Exit code 1 when any fault lost or duplicated an operation or did not converge.
  *
  * The memory store runs the faults where the store matters (plugin-server, agent, the gRPC link); the MySQL store
- * runs all of them.
+ * runs all of them; the PostgreSQL store (a server of the rig's own) all but MariaDB's own process and disk faults.
  *
  * `npm run faults -- --replicas 3 --agents 2 [--groups 2] [--seeds N | --seed S] [--rows all|id,...]`: the replica
  * rows and randomized schedules instead (bench/faults-replicas.ts).
@@ -68,8 +68,12 @@ if (f.replicas !== undefined) {
   process.exit();
 }
 const repeat = Math.max(1, Number(f.repeat));
-const stores = f.store === 'both' ? (['memory', 'mysql'] as const) : ([f.store] as ('memory' | 'mysql')[]);
-if (!stores.every((s) => s === 'memory' || s === 'mysql')) throw new Error(`--store: memory, mysql or both`);
+type Store = 'memory' | 'mysql' | 'postgres';
+const stores: Store[] =
+  f.store === 'both' ? ['memory', 'mysql'] : f.store === 'all' ? ['memory', 'mysql', 'postgres'] : [f.store as Store];
+if (!stores.every((s) => ['memory', 'mysql', 'postgres'].includes(s))) {
+  throw new Error('--store: memory, mysql, postgres, both (memory and mysql) or all');
+}
 const only = f.only ? String(f.only).split(',') : undefined;
 const agentEnv: Record<string, string> = {};
 if (f['agent-allocator'] === 'shipped') {
@@ -85,13 +89,18 @@ async function canMountTmpfs(): Promise<boolean> {
   return r.code === 0;
 }
 
-function selected(store: 'memory' | 'mysql', tmpfs: boolean): Fault[] {
+function selected(store: Store, tmpfs: boolean): Fault[] {
   return FAULTS.filter((x) => {
     if (only && !only.some((o) => x.id === o || x.id.startsWith(o))) return false;
     if (x.needs.tmpfs && !tmpfs) return false;
-    if (store === 'memory')
-      return !x.needs.mysql && ['agent', 'plugin-server', 'agent ↔ plugin-server'].includes(x.target);
-    return true;
+    if (store === 'memory') {
+      return (
+        !x.needs.mysql && !x.needs.postgres && ['agent', 'plugin-server', 'agent ↔ plugin-server'].includes(x.target)
+      );
+    }
+    // Each SQL store's rig has its own database link and server; the other store's faults do not apply.
+    if (store === 'mysql') return !x.needs.postgres;
+    return !x.needs.mysql && !x.needs.privateMariadb;
   });
 }
 

@@ -6,7 +6,7 @@
  * read. With the memory store, also the server's RSS after the sync against a sync of the same number of
  * ConfigMaps of the same size (objects the application index ignores), which bounds what the index costs.
  *
- *   npx tsx bench/spinnaker-views.ts [--quick] [--accounts 1000] [--samples 100] [--stores memory,mysql]
+ *   npx tsx bench/spinnaker-views.ts [--quick] [--accounts 1000] [--samples 100] [--stores memory,mysql,postgres]
  */
 import { FakeAgent, type FakeObject } from './fake-agents/fake-agent.js';
 import { procStats } from './lib/child.js';
@@ -14,15 +14,16 @@ import { startPluginServer } from './lib/plugin-server.js';
 import { SpinnakerWorkload } from './lib/spinnaker-workload.js';
 import { distribution, emit, flags, machineInfo, progress, versions } from './lib/report.js';
 import { createDatabase, MariaDb } from '../test/infra/mariadb.js';
+import { createPostgresDatabase, testPostgres } from '../test/infra/postgres.js';
 
 const f = flags({
   accounts: { type: 'string', default: '1000' },
   samples: { type: 'string', default: '100' },
-  stores: { type: 'string', default: 'memory,mysql' },
+  stores: { type: 'string', default: 'memory,mysql,postgres' },
 });
 const ACCOUNTS = f.quick ? 20 : Number(f.accounts);
 const SAMPLES = f.quick ? 20 : Number(f.samples);
-const STORES = String(f.stores).split(',') as ('memory' | 'mysql')[];
+const STORES = String(f.stores).split(',') as ('memory' | 'mysql' | 'postgres')[];
 const ACCOUNTS_PER_AGENT = 100;
 const OBJECTS_PER_ACCOUNT = 1000;
 
@@ -82,6 +83,7 @@ const mariadb =
   STORES.includes('mysql') && !process.env.SCALE_AGENT_TEST_MYSQL_URL
     ? await MariaDb.start({ log: () => undefined })
     : undefined;
+const postgres = STORES.includes('postgres') ? await testPostgres() : undefined;
 try {
   for (const store of STORES) {
     const storage =
@@ -90,7 +92,9 @@ try {
             type: 'mysql',
             url: (await createDatabase(process.env.SCALE_AGENT_TEST_MYSQL_URL ?? mariadb!.url, 'bench_views')).url,
           }
-        : { type: 'memory' };
+        : store === 'postgres'
+          ? { type: 'postgres', url: (await createPostgresDatabase(postgres!.url, 'bench_views')).url }
+          : { type: 'memory' };
     progress(`${store}: syncing ${ACCOUNTS} accounts × ${OBJECTS_PER_ACCOUNT} objects`);
     const { ps, stop, names, syncMs } = await syncFleet(storage, (a) => WORKLOAD.objects(a));
     try {
@@ -147,6 +151,7 @@ try {
   }
 } finally {
   await mariadb?.stop();
+  await postgres?.stop();
 }
 
 emit({
@@ -166,6 +171,7 @@ emit({
   goal: {
     'p99 (ms), memory store': '<= 50',
     'p99 (ms), MySQL store': '<= 200',
+    'p99 (ms), PostgreSQL store': '<= 200',
     'RSS with index vs plain objects': '<= 1.2',
   },
   met,

@@ -2,20 +2,23 @@
  * Stream throughput: changes/s from one agent stream into the plugin-server's cache (1 KB ConfigMaps, acked =
  * applied to the store), against the raw grpc-js transport limit measured in the same run (the same bytes and
  * the same flow-control window pushed to a bare server in its own process that decodes and stores nothing).
- * For MySQL the baseline is a bare batched upsert loop on one connection of the same server. Runs alternate with
+ * For MySQL and PostgreSQL the baseline is a bare batched upsert loop on one connection of the same server. Runs alternate with
  * baseline runs and the ratio is the median of the pairs' ratios, so drifting load on a shared machine moves both.
  *
  * The sender is bench/fake-agents (the real protocol, pre-encoded), not the real agent: no API server can
  * produce 50k changes/s on this machine, and this benchmark is about the stream and the store.
  *
  *   npx tsx bench/stream-throughput.ts [--quick] [--objects 100000] [--object-bytes 1024] [--batch 500] [--runs 3]
+ *     [--stores memory,mysql,postgres]
  */
 import { createConnection } from 'mysql2/promise';
+import pg from 'pg';
 import { FakeAgent } from './fake-agents/fake-agent.js';
 import { startScript, procStats } from './lib/child.js';
 import { startPluginServer } from './lib/plugin-server.js';
 import { distribution, emit, flags, machineInfo, progress, versions } from './lib/report.js';
 import { MariaDb, createDatabase } from '../test/infra/mariadb.js';
+import { createPostgresDatabase, testPostgres } from '../test/infra/postgres.js';
 import { configMapJson } from './lib/objects.js';
 
 const f = flags({
@@ -99,6 +102,44 @@ async function mysqlUpsertBaseline(url: string): Promise<{ run: () => Promise<nu
   return { run, close: () => conn.end() };
 }
 
+/**
+ * Bare batched upserts (text column, one connection, one array per column as the store sends them), the PostgreSQL
+ * store's physical limit on this server.
+ */
+async function postgresUpsertBaseline(
+  url: string,
+): Promise<{ run: () => Promise<number>; close: () => Promise<void> }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query('CREATE TABLE bare (k TEXT PRIMARY KEY, rv BIGINT NOT NULL, body TEXT NOT NULL)');
+  let r = 0;
+  const run = async () => {
+    const t0 = performance.now();
+    for (let i = 0; i < objects; i += batchSize) {
+      const keys: string[] = [];
+      const rvs: string[] = [];
+      const bodies: string[] = [];
+      for (let j = i; j < Math.min(objects, i + batchSize); j++) {
+        const rv = String(r * objects + j + 1);
+        keys.push(`cm-${j}`);
+        rvs.push(rv);
+        // As text: the store's column is text, and the server holds each object's JSON as a string too.
+        bodies.push(
+          configMapJson({ namespace: 'bench', name: `cm-${j}`, resourceVersion: rv, bytes: objectBytes }).toString(),
+        );
+      }
+      await client.query(
+        'INSERT INTO bare (k, rv, body) SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ' +
+          'ON CONFLICT (k) DO UPDATE SET rv = EXCLUDED.rv, body = EXCLUDED.body',
+        [keys, rvs, bodies],
+      );
+    }
+    r += 1;
+    return objects / ((performance.now() - t0) / 1000);
+  };
+  return { run, close: () => client.end() };
+}
+
 const figures: Record<string, unknown> = {};
 const baseline: Record<string, unknown> = {};
 const ratios: Record<string, number> = {};
@@ -156,12 +197,36 @@ if (stores.includes('mysql')) {
 }
 await mariadb?.stop();
 
-const goal = { memoryChangesPerSec: 50_000, memoryVsRawGrpc: 0.5, mysqlVsBareUpsert: 0.7 };
+if (stores.includes('postgres')) {
+  // SCALE_AGENT_TEST_POSTGRES_URL's server, else one of Debian's started here.
+  const server = await testPostgres();
+  const bare = await createPostgresDatabase(server.url, 'bench_bare');
+  const upsert = await postgresUpsertBaseline(bare.url);
+  const db = await createPostgresDatabase(server.url, 'bench_stream');
+  const ps = await startPluginServer({ type: 'postgres', url: db.url });
+  const s = await pairedSeries(
+    'postgres',
+    (id) => pushOnce(ps.grpcAddress, id),
+    'bare-upsert',
+    () => upsert.run(),
+  );
+  await ps.stop();
+  await upsert.close();
+  await bare.drop();
+  await db.drop();
+  await server.stop();
+  baseline.postgresBareUpsertRowsPerSec = distribution(s.baseline);
+  figures.postgres = { changesPerSec: distribution(s.rates), pairRatios: s.pairRatios };
+  ratios.postgresVsBareUpsert = median(s.pairRatios);
+}
+
+const goal = { memoryChangesPerSec: 50_000, memoryVsRawGrpc: 0.5, mysqlVsBareUpsert: 0.7, postgresVsBareUpsert: 0.7 };
 const memMedian = (figures.memory as { changesPerSec: { p50: number } } | undefined)?.changesPerSec.p50;
 const met =
   (memMedian === undefined ||
     (memMedian >= goal.memoryChangesPerSec && (ratios.memoryVsRawGrpc ?? 0) >= goal.memoryVsRawGrpc)) &&
-  (ratios.mysqlVsBareUpsert === undefined || ratios.mysqlVsBareUpsert >= goal.mysqlVsBareUpsert);
+  (ratios.mysqlVsBareUpsert === undefined || ratios.mysqlVsBareUpsert >= goal.mysqlVsBareUpsert) &&
+  (ratios.postgresVsBareUpsert === undefined || ratios.postgresVsBareUpsert >= goal.postgresVsBareUpsert);
 emit({
   name: 'stream-throughput',
   params: { objects, objectBytes, batchSize, runs, stores, quick: f.quick },

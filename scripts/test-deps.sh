@@ -5,14 +5,21 @@
 # agent's image runs it on, so bench/agent-memory.ts measures it the same way), runc (runs the project's image, and
 # the real node's containers, test/infra/real-node: Debian's runc works with containerd 2, its crun does not),
 # iptables (the real node's Services) and libfaketime (a plugin-server replica run with its clock skewed, for the
-# randomized schedules and replica faults in test/infra/schedules).
-# MariaDB is skipped when SCALE_AGENT_TEST_MYSQL_URL points at an existing server. Idempotent: a machine that has
+# randomized schedules and replica faults in test/infra/schedules), PostgreSQL (the PostgreSQL store's test server,
+# test/infra/postgres.ts).
+# MariaDB is skipped when SCALE_AGENT_TEST_MYSQL_URL points at an existing server, PostgreSQL when
+# SCALE_AGENT_TEST_POSTGRES_URL does. Idempotent: a machine that has
 # them installs nothing.
 set -euo pipefail
 say() { printf '[test-deps] %s\n' "$*" >&2; }
 need=()
 if [ -z "${SCALE_AGENT_TEST_MYSQL_URL:-}" ] && ! command -v mariadbd >/dev/null && [ ! -x /usr/sbin/mariadbd ]; then
   need+=(mariadb-server)
+fi
+# Debian keeps the server's binaries under /usr/lib/postgresql/VERSION/bin, off the PATH.
+if [ -z "${SCALE_AGENT_TEST_POSTGRES_URL:-}" ] && ! command -v postgres >/dev/null \
+  && ! compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; then
+  need+=(postgresql)
 fi
 command -v openssl >/dev/null || need+=(openssl)
 command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)

@@ -239,11 +239,11 @@ export const POLICY_RULES: readonly PolicyRule[] = [
     name: 'single-replica-plugin-server',
     severity: 'warning',
     summary:
-      'The plugin-server stores in MySQL but runs one replica, so it gets no PodDisruptionBudget (a budget for one ' +
+      'The plugin-server stores in a shared SQL store but runs one replica, so it gets no PodDisruptionBudget (a budget for one ' +
       'pod either allows its eviction or blocks every drain): a drain of its node cuts every agent stream and the ' +
-      'REST API until the pod is back. Run 2 or more replicas; MySQL is what lets them share state.',
+      'REST API until the pod is back. Run 2 or more replicas; the SQL store is what lets them share state.',
     check: (t) =>
-      t.pluginServer.storage.type === 'mysql' && t.pluginServer.replicas === 1
+      t.pluginServer.storage.type !== 'memory' && t.pluginServer.replicas === 1
         ? [
             {
               path: '/pluginServer/replicas',

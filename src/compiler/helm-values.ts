@@ -34,7 +34,7 @@ export function helmValues(p: Place): Record<string, unknown> {
       ...(w.restTokensSecret ? { restTokensSecret: w.restTokensSecret } : {}),
       ...keySecretValues(w),
       ...artifactVolumes(w),
-      ...(w.mysql ? { mysql: { secretName: w.mysql.name, secretKey: w.mysql.key } } : {}),
+      ...(w.storageUrl ? { [w.storageUrl.type]: { secretName: w.storageUrl.name, secretKey: w.storageUrl.key } } : {}),
     };
   }
   if (w && p.kind === 'agent' && p.agent) {

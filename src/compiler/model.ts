@@ -2,6 +2,7 @@ import type { PemPair } from '../shared/certs/index.js';
 import {
   CONTAINER_GRPC_PORT,
   NAMES,
+  STORAGE_URL_SCHEME,
   accountRoleName,
   accountServiceAccount,
   agentIdentityUri,
@@ -113,8 +114,8 @@ export interface WorkloadModel {
   config: Record<string, unknown>;
   tls: TlsDecision;
   kubeconfigMounts: KubeconfigMount[];
-  /** The MySQL URL's Secret (plugin-server with storage mysql), passed as env MYSQL_URL_ENV. */
-  mysql?: { name: string; key: string };
+  /** The SQL store's URL Secret (plugin-server with storage mysql or postgres), passed as env STORAGE_URL_ENV. */
+  storageUrl?: { type: 'mysql' | 'postgres'; name: string; key: string };
   /** The REST tokens Secret the plugin-server mounts (REST authentication on). */
   restTokensSecret?: string;
   /** The Secrets holding artifact credentials (plugin-server with spinnaker.artifacts), config's *File paths. */
@@ -291,8 +292,8 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined, secrets: G
       pod: scopedToInstance(withDefaultSpread(ps.pod, ps.replicas, 'plugin-server'), {
         'app.kubernetes.io/instance': t.name,
       }),
-      ...(ps.storage.type === 'mysql'
-        ? { mysql: { name: ps.storage.secretRef.name, key: ps.storage.secretRef.key } }
+      ...(ps.storage.type !== 'memory'
+        ? { storageUrl: { type: ps.storage.type, name: ps.storage.secretRef.name, key: ps.storage.secretRef.key } }
         : {}),
       automountServiceAccountToken: false,
       ...(t.networkPolicies.enabled ? { networkPolicy: pluginServerPolicy(t) } : {}),
@@ -303,9 +304,9 @@ function pluginServerPlace(t: Topology, tls: TlsMaterial | undefined, secrets: G
       ...(e.type === 'LoadBalancer' ? { loadBalancer: e } : {}),
     },
     requires: [
-      ...(ps.storage.type === 'mysql'
+      ...(ps.storage.type !== 'memory'
         ? [
-            `Secret ${ps.storage.secretRef.name} (key ${ps.storage.secretRef.key}: mysql:// URL) in namespace ${ps.namespace}`,
+            `Secret ${ps.storage.secretRef.name} (key ${ps.storage.secretRef.key}: ${STORAGE_URL_SCHEME[ps.storage.type]} URL) in namespace ${ps.namespace}`,
           ]
         : []),
       ...(ps.restAuth.enabled

@@ -43,7 +43,10 @@ export const CONTAINER_HTTP_PORT = 7002;
 export const AGENT_ADMIN_PORT = 8082;
 /** The agent's health-only listener (config `health`), what the kubelet's HTTP probes call. */
 export const AGENT_HEALTH_PORT = 8081;
-export const MYSQL_URL_ENV = 'SCALE_AGENT_MYSQL_URL';
+/** The env variable the plugin-server reads its SQL store's URL from (config storage.env), per store type. */
+export const STORAGE_URL_ENV = { mysql: 'SCALE_AGENT_MYSQL_URL', postgres: 'SCALE_AGENT_POSTGRES_URL' } as const;
+/** What a Secret holding each store's URL starts with (named in the install's requirements). */
+export const STORAGE_URL_SCHEME = { mysql: 'mysql://', postgres: 'postgres://' } as const;
 
 export const placeNames = {
   pluginServer: 'plugin-server',

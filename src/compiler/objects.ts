@@ -25,7 +25,7 @@ import {
 } from '../../cdk8s/index.js';
 import { POD_SECURITY_LABELS, type Place, type WorkloadModel } from './model.js';
 import { RUNTIMES } from './runtimes.js';
-import { MYSQL_URL_ENV, PATHS } from './names.js';
+import { PATHS, STORAGE_URL_ENV } from './names.js';
 import { toYaml, type Obj } from './serialize.js';
 
 /** The Kubernetes objects of a place, projected from its model through the cdk8s constructs. */
@@ -124,8 +124,11 @@ export function podMounts(w: WorkloadModel, naming: Naming): WorkloadMount[] {
 }
 
 function podEnv(w: WorkloadModel): Obj[] {
-  // The MySQL Secret is the user's, outside the overlay, so Kustomize leaves its name alone.
-  const env: Obj[] = w.mysql ? [{ name: MYSQL_URL_ENV, valueFrom: { secretKeyRef: { ...w.mysql } } }] : [];
+  // The store's URL Secret is the user's, outside the overlay, so Kustomize leaves its name alone.
+  const url = w.storageUrl;
+  const env: Obj[] = url
+    ? [{ name: STORAGE_URL_ENV[url.type], valueFrom: { secretKeyRef: { name: url.name, key: url.key } } }]
+    : [];
   return [
     ...env,
     { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },

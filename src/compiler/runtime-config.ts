@@ -7,7 +7,7 @@ import {
   AGENT_HEALTH_PORT,
   CONTAINER_GRPC_PORT,
   CONTAINER_HTTP_PORT,
-  MYSQL_URL_ENV,
+  STORAGE_URL_ENV,
   NAMES,
   PATHS,
   agentIdentityUri,
@@ -78,7 +78,7 @@ export interface KeySecretMount {
 /**
  * The plugin-server's own secrets, each the user's Secret or a generated one (docs/install.md, "Generated secrets"):
  * the dynamic accounts' encryption key always (so kubeconfigContents work in every install), the peer secret with
- * MySQL storage (the only one with peers).
+ * shared (SQL) storage, the only one with peers.
  */
 export function pluginServerKeySecrets(t: Topology): {
   dynamicAccountsKey: KeySecretMount;
@@ -235,7 +235,8 @@ export function pluginServerConfig(t: Topology): Record<string, unknown> {
       ...(mode === 'mtls' ? { clientCaFile: `${PATHS.tlsDir}/ca.crt`, requireClientCert: true } : {}),
     };
   }
-  const storage = t.pluginServer.storage.type === 'mysql' ? { type: 'mysql', env: MYSQL_URL_ENV } : { type: 'memory' };
+  const kind = t.pluginServer.storage.type;
+  const storage = kind === 'memory' ? { type: 'memory' } : { type: kind, env: STORAGE_URL_ENV[kind] };
   const keys = pluginServerKeySecrets(t);
   return {
     grpc,

@@ -13,12 +13,15 @@ export function semanticErrors(t: TopologyInput, src: LoadedYaml): ErrorDetail[]
   const exposure = ps.grpc?.exposure?.type ?? 'ClusterIP';
 
   if ((ps.replicas ?? 1) > 1 && (ps.storage?.type ?? 'memory') === 'memory') {
-    err('/pluginServer/replicas', 'more than one replica needs storage.type mysql (the memory store is per replica)');
+    err(
+      '/pluginServer/replicas',
+      'more than one replica needs storage.type mysql or postgres (the memory store is per replica)',
+    );
   }
   if (ps.peerSecret && (ps.storage?.type ?? 'memory') === 'memory') {
     err(
       '/pluginServer/peerSecret',
-      'peerSecret needs storage.type mysql (one replica on the memory store has no peers)',
+      'peerSecret needs storage.type mysql or postgres (one replica on the memory store has no peers)',
     );
   }
   const remote = t.agents.findIndex((a) => a.mode !== 'service');

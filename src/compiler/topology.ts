@@ -109,14 +109,14 @@ export interface Topology {
     namespace: string;
     replicas: number;
     image: string;
-    storage: { type: 'memory' } | { type: 'mysql'; secretRef: SecretKeyRef };
+    storage: { type: 'memory' } | { type: 'mysql' | 'postgres'; secretRef: SecretKeyRef };
     grpcPort: number;
     exposure: Exposure;
     tls: { mode: TlsMode; certificates: Certificates };
     restAuth: RestAuth;
     /** The key sealing dynamic accounts' kubeconfig contents at rest. */
     dynamicAccountsKey: SecretSource;
-    /** What replicas sharing MySQL present to each other on /internal/*; absent with memory storage (no peers). */
+    /** What replicas sharing a SQL store present to each other on /internal/*; absent with memory storage (no peers). */
     peerSecret?: SecretSource;
     pod: PodSettings;
   };
@@ -173,7 +173,7 @@ export function normalizeTopology(input: TopologyInput, version: string): Topolo
       image,
       storage: ps.storage ?? { type: 'memory' },
       dynamicAccountsKey: secretSource(ps.dynamicAccounts?.encryptionKeySecret),
-      ...(ps.storage?.type === 'mysql' ? { peerSecret: secretSource(ps.peerSecret) } : {}),
+      ...(ps.storage && ps.storage.type !== 'memory' ? { peerSecret: secretSource(ps.peerSecret) } : {}),
       grpcPort: ps.grpc?.port ?? DEFAULT_GRPC_PORT,
       exposure,
       tls: { mode: ps.tls?.mode ?? 'mtls', certificates },

@@ -7,9 +7,17 @@ import { mergeYaml, parseYamlText, readYamlFile, validateConfig, type LoadedYaml
 
 // Names for the parts of schemas/plugin-server-config.schema.json (after defaults) the code passes around.
 type Spinnaker = PluginServerConfigSchema['spinnaker'];
-type MysqlStorage = Extract<PluginServerConfigSchema['storage'], { type: 'mysql' }>;
-/** storage, with the mysql pool size the loader fills in (a default inside oneOf, which the schema cannot apply). */
-export type StorageConfig = { type: 'memory' } | (MysqlStorage & { connectionLimit: number });
+type SqlStorageSchema = Extract<PluginServerConfigSchema['storage'], { type: 'mysql' | 'postgres' }>;
+/** A shared SQL store (MySQL/MariaDB or PostgreSQL), with the pool size the loader fills in. */
+export type SqlStorageConfig = SqlStorageSchema & { connectionLimit: number };
+/** storage, with the pool size the loader fills in (a default inside oneOf, which the schema cannot apply). */
+export type StorageConfig = { type: 'memory' } | SqlStorageConfig;
+
+/** The URL scheme each SQL store's URL must have (a secret reference is checked against it once read). */
+export const STORAGE_URL_SCHEMES: Readonly<Record<SqlStorageConfig['type'], readonly string[]>> = {
+  mysql: ['mysql://'],
+  postgres: ['postgres://', 'postgresql://'],
+};
 export type AuthorizationConfig = NonNullable<PluginServerConfigSchema['authorization']>;
 export type IdentityRule = AuthorizationConfig['identities'][number];
 /** spinnaker.upstream: the real Clouddriver this server fronts (front mode, docs/spinnaker.md). */
@@ -45,15 +53,14 @@ export function parsePluginServerConfig(text: string, file = '<inline>'): Plugin
 
 function validatePluginServerConfig(doc: LoadedYaml): PluginServerConfig {
   const data = validateConfig<PluginServerConfigSchema>(doc, 'plugin-server-config', 'plugin-server configuration');
-  if (data.storage.type === 'mysql') data.storage.connectionLimit ??= 8;
+  if (data.storage.type !== 'memory') data.storage.connectionLimit ??= 8;
   const config = data as PluginServerConfig;
-  if (config.storage.type === 'mysql') {
-    const sources = (['url', 'urlFile', 'env'] as const).filter(
-      (k) => config.storage.type === 'mysql' && config.storage[k],
-    );
+  const storage = config.storage;
+  if (storage.type !== 'memory') {
+    const sources = (['url', 'urlFile', 'env'] as const).filter((k) => storage[k]);
     if (sources.length !== 1) {
       throw new ScaleAgentError('INVALID_INPUT', `${doc.file}: invalid plugin-server configuration`, {
-        details: [doc.detail('/storage', 'mysql storage needs exactly one of url, urlFile, env')],
+        details: [doc.detail('/storage', `${storage.type} storage needs exactly one of url, urlFile, env`)],
       });
     }
   }
@@ -106,7 +113,7 @@ function validatePluginServerConfig(doc: LoadedYaml): PluginServerConfig {
   checkScan(doc, config);
   checkArtifacts(doc, config, relAt);
   // A secret reference is no path.
-  if (config.storage.type === 'mysql' && config.storage.urlFile && !isSecretReference(config.storage.urlFile)) {
+  if (config.storage.type !== 'memory' && config.storage.urlFile && !isSecretReference(config.storage.urlFile)) {
     config.storage.urlFile = relAt('/storage/urlFile', config.storage.urlFile);
   }
   const vault = config.secrets.vault;
@@ -120,7 +127,7 @@ function validatePluginServerConfig(doc: LoadedYaml): PluginServerConfig {
  */
 function checkSecretReferences(doc: LoadedYaml, config: PluginServerConfig): void {
   const problems = [];
-  if (config.storage.type === 'mysql') {
+  if (config.storage.type !== 'memory') {
     const { url, urlFile } = config.storage;
     const problem = isSecretReference(url) && referenceProblem(url, false, 'storage.url');
     if (problem) problems.push(doc.detail('/storage/url', problem));
@@ -200,8 +207,8 @@ function checkArtifacts(
   });
 }
 
-/** The MySQL URL from wherever the config says it lives; read at startup so a rotated Secret applies on restart. */
-export function resolveMysqlUrl(storage: Extract<StorageConfig, { type: 'mysql' }>): string {
+/** The SQL store's URL from wherever the config says it lives; read at startup so a rotated Secret applies on restart. */
+export function resolveStorageUrl(storage: SqlStorageConfig): string {
   for (const field of ['url', 'urlFile'] as const) {
     // Read by resolvePluginServerSecrets (secrets.ts) before the server is built; never taken as a URL or a path.
     if (isSecretReference(storage[field])) {

@@ -1,4 +1,5 @@
-export { PluginServer, createStore } from './server.js';
+export { PluginServer } from './server.js';
+export { createStore } from './storage.js';
 export { loadPluginServerConfig, parsePluginServerConfig, type PluginServerConfig } from './config.js';
 export { resolvePluginServerSecrets } from './secrets.js';
 export { AccountRegistry, type AccountState, type RegisteredAccount } from './accounts.js';

@@ -1,6 +1,6 @@
 import { ScaleAgentError } from '../shared/errors.js';
 import { isSecretReference, SecretResolver, VaultEngine, type SecretEngine } from '../shared/secrets/index.js';
-import type { PluginServerConfig } from './config.js';
+import { STORAGE_URL_SCHEMES, type PluginServerConfig } from './config.js';
 
 /**
  * Engines known to kork that this process does not read: the plugin-server has no Kubernetes client of its own (a
@@ -26,7 +26,7 @@ export async function resolvePluginServerSecrets(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<PluginServerConfig> {
   const storage = config.storage;
-  if (storage.type !== 'mysql') return config;
+  if (storage.type === 'memory') return config;
   const field = isSecretReference(storage.url) ? 'url' : isSecretReference(storage.urlFile) ? 'urlFile' : undefined;
   if (!field) return config;
   const text = storage[field] as string;
@@ -42,9 +42,10 @@ export async function resolvePluginServerSecrets(
     const kind = e instanceof ScaleAgentError ? e.kind : 'UNAVAILABLE';
     throw new ScaleAgentError(kind, `storage.${field}: ${(e as Error).message}`, { cause: e });
   }
-  if (!value.startsWith('mysql://')) {
+  const schemes = STORAGE_URL_SCHEMES[storage.type];
+  if (!schemes.some((scheme) => value.startsWith(scheme))) {
     // Never the value: it may be a password alone, or a URL with one.
-    throw new ScaleAgentError('INVALID_INPUT', `storage.${field}: secret reference ${text} holds no mysql:// URL`);
+    throw new ScaleAgentError('INVALID_INPUT', `storage.${field}: secret reference ${text} holds no ${schemes[0]} URL`);
   }
   const { url: _url, urlFile: _urlFile, ...rest } = storage;
   return { ...config, storage: { ...rest, url: value } };

@@ -8,11 +8,7 @@ import type { AgentMessage, ServerMessage } from '../shared/proto.js';
 import { versionInfo } from '../shared/version.js';
 import { AccountRegistry } from './accounts.js';
 import { DynamicAccounts } from './accounts/dynamic.js';
-import {
-  MemoryDynamicAccountStore,
-  MysqlDynamicAccountStore,
-  type DynamicAccountStore,
-} from './accounts/dynamic-store.js';
+import type { DynamicAccountStore } from './accounts/dynamic-store.js';
 import { SecretBox } from './accounts/secret-box.js';
 import type { ForwardRequest } from './api/account-management.js';
 import { AuditLog } from './audit.js';
@@ -20,10 +16,8 @@ import { PeerSecret } from './auth/peer-secret.js';
 import { AuthorizationPolicy } from './auth/policy.js';
 import { TokenFile } from './auth/tokens.js';
 import { API_BODY_LIMIT, buildApi } from './api/http.js';
-import { MemoryCacheStore } from './cache/memory.js';
-import { MysqlCacheStore } from './cache/mysql.js';
 import type { StoreBackend } from './cache/store.js';
-import { resolveMysqlUrl, type PluginServerConfig } from './config.js';
+import type { PluginServerConfig } from './config.js';
 import { startGrpcServer, type GrpcEndpoint } from './grpc-server.js';
 import { PluginServerMetrics } from './metrics.js';
 import { CacheBarrier, LiveReader, OperationDispatcher, OperationMetrics, TaskRunner } from './ops/index.js';
@@ -32,7 +26,14 @@ import { ReplicaViews } from './replica-views.js';
 import { CheckPool } from './ingest/check-pool.js';
 import { AgentSession } from './sessions.js';
 import { StorageFullSignal } from './storage-full.js';
-import { MemoryTaskRepository, MysqlTaskRepository, type TaskRepository } from './tasks/index.js';
+import type { TaskRepository } from './tasks/index.js';
+import {
+  createDynamicAccountStore,
+  createStore,
+  createTaskRepository,
+  sharedStorage,
+  storagePeerSecret,
+} from './storage.js';
 import { UpstreamAccounts } from './upstream/accounts.js';
 import { AccountScan, readerFor, scanClaims } from './accounts/account-scan.js';
 import { UpstreamClient } from './upstream/client.js';
@@ -74,12 +75,6 @@ function firstExternalAddress(): string | undefined {
 
 /** Network errors of a store that is not up (yet): its address does not resolve or nothing answers there. */
 const UNREACHABLE = new Set(['ECONNREFUSED', 'EAI_AGAIN', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET']);
-
-export function createStore(config: PluginServerConfig, storageFull?: StorageFullSignal): StoreBackend {
-  const storage = config.storage;
-  if (storage.type === 'memory') return new MemoryCacheStore();
-  return new MysqlCacheStore(resolveMysqlUrl(storage), { connectionLimit: storage.connectionLimit, storageFull });
-}
 
 /**
  * The plugin-server process: store → account registry → gRPC sessions → REST. start() returns once both ports
@@ -163,10 +158,7 @@ export class PluginServer {
     });
     this.policy = new AuthorizationPolicy(config.authorization, config.grpc.tls?.requireClientCert ?? false);
     const agentTokensFile = config.authorization?.agentTokensFile;
-    this.dynamicStore =
-      config.storage.type === 'mysql'
-        ? new MysqlDynamicAccountStore(resolveMysqlUrl(config.storage))
-        : new MemoryDynamicAccountStore();
+    this.dynamicStore = createDynamicAccountStore(config.storage);
     this.dynamic = new DynamicAccounts({
       store: this.dynamicStore,
       registry: this.accounts,
@@ -180,14 +172,8 @@ export class PluginServer {
     const ops = config.operations;
     this.peerSecret = config.http.peerAuth
       ? PeerSecret.fromFile(config.http.peerAuth.secretFile)
-      : config.storage.type === 'mysql'
-        ? PeerSecret.fromStore(resolveMysqlUrl(config.storage))
-        : undefined;
-    this.tasks =
-      options.tasks ??
-      (config.storage.type === 'mysql'
-        ? new MysqlTaskRepository(resolveMysqlUrl(config.storage), { storageFull: this.storageFull })
-        : new MemoryTaskRepository());
+      : storagePeerSecret(config.storage);
+    this.tasks = options.tasks ?? createTaskRepository(config.storage, this.storageFull);
     this.dispatcher = new OperationDispatcher({
       accounts: this.accounts,
       session: (id) => [...this.sessions].find((s) => s.id === id),
@@ -386,7 +372,7 @@ export class PluginServer {
     );
     this.sweepTimer = setInterval(() => void this.housekeeping(), sweepMs);
     this.sweepTimer.unref();
-    if (this.config.storage.type === 'mysql') {
+    if (sharedStorage(this.config.storage)) {
       // Replicas follow the definitions in the store, the truth for all of them, well within a lease period; one
       // replica (memory storage) is that truth itself and polls nothing.
       this.dynamicTimer = setInterval(

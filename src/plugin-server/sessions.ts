@@ -109,9 +109,10 @@ export class AgentSession implements GatedSession {
       limits: deps.limits,
       sessionId: this.id,
       holds: (account) => deps.accounts.holds(this.id, account),
-      // Replicas share only a MySQL store: there every write is fenced by its accounts' leases, so a stream whose
-      // replica was paused past its lease cannot write over its successor's. One replica (memory) has nothing to fence.
-      fence: deps.store.type === 'mysql' ? (accounts) => deps.accounts.writeFence(this.id, accounts) : undefined,
+      // Replicas share only a SQL store (MySQL, PostgreSQL): there every write is fenced by its accounts' leases, so a
+      // stream whose replica was paused past its lease cannot write over its successor's. One replica (memory) has
+      // nothing to fence.
+      fence: deps.store.type !== 'memory' ? (accounts) => deps.accounts.writeFence(this.id, accounts) : undefined,
       indexOptions: (account) => indexOptionsOf(deps.accounts.get(account)?.record),
       checkPool: deps.checkPool,
       pause: () => call.pause(),

@@ -1,12 +1,14 @@
 /**
- * A full disk under MySQL does not stop it answering: `SELECT 1` (the readiness ping) goes on succeeding while every
- * write that must grow a file fails — InnoDB writes into pages it already has, so updates in place may pass and new
- * rows (tasks, newly watched objects) do not. So the MySQL clients note each write refused for lack of space here,
- * and readiness reports it until none has been refused for a while (the disk was freed, or grown).
+ * A full disk under MySQL (or PostgreSQL) does not stop it answering: `SELECT 1` (the readiness ping) goes on
+ * succeeding while every write that must grow a file fails — InnoDB writes into pages it already has, so updates in
+ * place may pass and new rows (tasks, newly watched objects) do not. So the SQL clients note each write refused for
+ * lack of space here, and readiness reports it until none has been refused for a while (the disk was freed, or grown).
  */
 
 /** MariaDB/MySQL: ER_RECORD_FILE_FULL ("The table … is full"), ER_DISK_FULL. */
 const FULL_ERRNOS = new Set([1114, 1021]);
+/** PostgreSQL's SQLSTATE disk_full ("could not extend file …: No space left on device"). */
+const PG_DISK_FULL = '53100';
 /** "Error writing file … (errno: 28 …)" (ER_ERROR_ON_WRITE), "Got error 28 from storage engine": 28 is ENOSPC. */
 const ENOSPC_TEXT = /errno:? 28\b|error 28 from/i;
 
@@ -15,7 +17,7 @@ export function isStorageFull(e: unknown): boolean {
   for (let x = e, depth = 0; x && depth < 5; x = (x as { cause?: unknown }).cause, depth++) {
     const { errno, code, message } = x as { errno?: unknown; code?: unknown; message?: unknown };
     if (typeof errno === 'number' && FULL_ERRNOS.has(errno)) return true;
-    if (code === 'ENOSPC') return true;
+    if (code === 'ENOSPC' || code === PG_DISK_FULL) return true;
     if (typeof message === 'string' && ENOSPC_TEXT.test(message)) return true;
   }
   return false;

@@ -1,8 +1,9 @@
 /**
- * Plugin-server replicas sharing one MariaDB, and agent replicas sharing one account, end to end with real
- * processes: a replica without agents serves a peer's accounts from the shared cache, restarting it never removes
- * accounts a peer's agent holds, and of two agents of one group only one writes an account while the other stands by
- * and takes over when the first is killed. The cache checker compares the cache with the API server after each.
+ * Plugin-server replicas sharing one SQL store (MariaDB, and a PostgreSQL server of the file's own for the same
+ * cases), and agent replicas sharing one account, end to end with real processes: a replica without agents serves a
+ * peer's accounts from the shared cache, restarting it never removes accounts a peer's agent holds, and of two agents
+ * of one group only one writes an account while the other stands by and takes over when the first is killed. The
+ * cache checker compares the cache with the API server after each.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -24,7 +25,7 @@ async function account(server: PluginServerProcess, name: string): Promise<Accou
   return r.status === 200 ? r.body : undefined;
 }
 
-describe('plugin-server replicas on one MySQL store', () => {
+describe.each(['mysql', 'postgres'] as const)('plugin-server replicas on one %s store', (store) => {
   const stacks: Stack[] = [];
   afterAll(async () => {
     for (const s of stacks) await s.stop();
@@ -33,7 +34,7 @@ describe('plugin-server replicas on one MySQL store', () => {
   it("a replica without agents serves a peer's account, and restarting it never removes the live account", async () => {
     const stack = await startStack({
       name: 'replicas',
-      store: 'mysql',
+      store,
       replicas: 2,
       // A short grace period: before leases, a restarted replica loaded the account ORPHANED and removed it, with
       // its cache in the shared database, this long after starting, although the peer's agent held it.
@@ -70,7 +71,7 @@ describe('plugin-server replicas on one MySQL store', () => {
   it('the account of a killed replica becomes ORPHANED on its peer once the lease lapses, then is removed', async () => {
     const stack = await startStack({
       name: 'lease',
-      store: 'mysql',
+      store,
       replicas: 2,
       server: { extra: { accounts: { gracePeriodSeconds: 3, leaseSeconds: 3 } } },
       agent: { accounts: [{ name: 'leased', kinds: ['ConfigMap'] }] },

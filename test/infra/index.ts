@@ -13,6 +13,7 @@ import { createDatabase } from './mariadb.js';
 
 export { ControlPlane, type Component } from './control-plane.js';
 export { MariaDb } from './mariadb.js';
+export { PostgresServer, createPostgresDatabase, onPostgresDatabases, testPostgres } from './postgres.js';
 export { run, type RunResult, type RunOptions } from './exec.js';
 export { freePort } from './ports.js';
 export { pidAlive } from './processes-group.js';

@@ -76,7 +76,7 @@ export async function sendJson<T = unknown>(
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
 }
 
-export type StorageSpec = { type: 'memory' } | { type: 'mysql'; url: string };
+export type StorageSpec = { type: 'memory' } | { type: 'mysql' | 'postgres'; url: string };
 
 export interface PluginServerOptions {
   dir: string;
@@ -138,7 +138,8 @@ export class PluginServerProcess {
     // grpc and http from `extra` are merged into the defaults (so tls or auth can be added and the ports stay known).
     const { grpc, http, ...rest } = (opts.extra ?? {}) as { grpc?: object; http?: object };
     // Replicas sharing a store authenticate each other with a secret, as an install's do.
-    const peerAuth = opts.storage?.type === 'mysql' ? { peerAuth: { secretFile: peerSecretFile(opts.dir) } } : {};
+    const peerAuth =
+      opts.storage && opts.storage.type !== 'memory' ? { peerAuth: { secretFile: peerSecretFile(opts.dir) } } : {};
     const config = {
       grpc: { host: '127.0.0.1', port: grpcPort, ...grpc },
       http: { host: '127.0.0.1', port: httpPort, ...peerAuth, ...http },

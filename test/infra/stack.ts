@@ -12,6 +12,7 @@ import { afterAll, beforeAll } from 'vitest';
 import type { CacheCheckOptions, CheckedKind } from './cache-checker.js';
 import { Haproxy } from './haproxy.js';
 import { createNamespace, createTestDatabase, kubectl, testEnv } from './index.js';
+import { createPostgresDatabase, testPostgres } from './postgres.js';
 import {
   AgentProcess,
   getJson,
@@ -37,7 +38,7 @@ export type StackAgentOptions = Omit<AgentOptions, 'dir' | 'serverAddress' | 'ac
 export interface StackOptions {
   /** Names the temp dir and the database, and is the namespace's prefix when `namespaces` is not given. */
   name: string;
-  store: 'memory' | 'mysql';
+  store: 'memory' | 'mysql' | 'postgres';
   /** Prefixes of the namespaces to create (deleted by stop()); default `[name]`, `[]` for none. */
   namespaces?: string[];
   /**
@@ -136,6 +137,14 @@ export class Stack {
       const db = await createTestDatabase(`e2e_${opts.name}`);
       this.defer(() => db.drop());
       this.storage = { type: 'mysql', url: db.url };
+    }
+    if (opts.store === 'postgres') {
+      // The test run shares only MariaDB: a PostgreSQL server of the stack's own, stopped after its database.
+      const server = await testPostgres();
+      this.defer(() => server.stop());
+      const db = await createPostgresDatabase(server.url, `e2e_${opts.name}`);
+      this.defer(() => db.drop());
+      this.storage = { type: 'postgres', url: db.url };
     }
     const count = opts.replicas ?? 1;
     const names = count === 1 ? ['plugin-server'] : Array.from({ length: count }, (_, i) => `replica-${i}`);

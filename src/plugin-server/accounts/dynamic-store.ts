@@ -68,8 +68,11 @@ export class MemoryDynamicAccountStore implements DynamicAccountStore {
   async version(): Promise<number> {
     return this.counter;
   }
+  /** In name order, as the SQL stores list them. */
   async list(): Promise<StoredDynamicAccount[]> {
-    return [...this.rows.values()].map((r) => structuredClone(r));
+    return [...this.rows.values()]
+      .sort((a, b) => (a.definition.name < b.definition.name ? -1 : a.definition.name > b.definition.name ? 1 : 0))
+      .map(copy);
   }
   async save(
     account: Omit<StoredDynamicAccount, 'generation'>,
@@ -78,7 +81,7 @@ export class MemoryDynamicAccountStore implements DynamicAccountStore {
     const row = this.rows.get(account.definition.name);
     if (expected === 'new' ? row !== undefined : row?.generation !== expected) return undefined;
     const generation = ++this.counter;
-    this.rows.set(account.definition.name, { ...structuredClone(account), generation });
+    this.rows.set(account.definition.name, copy({ ...account, generation }));
     return generation;
   }
   async delete(name: string, expected: number): Promise<boolean> {
@@ -88,6 +91,15 @@ export class MemoryDynamicAccountStore implements DynamicAccountStore {
     return true;
   }
   async close(): Promise<void> {}
+}
+
+/** A row no caller shares: structuredClone alone would turn the sealed Buffer into a plain Uint8Array. */
+function copy(r: StoredDynamicAccount): StoredDynamicAccount {
+  return {
+    definition: structuredClone(r.definition),
+    sealedKubeconfig: r.sealedKubeconfig ? Buffer.from(r.sealedKubeconfig) : undefined,
+    generation: r.generation,
+  };
 }
 
 /** MySQL's error for a column that already exists (two replicas adding it at once). */

@@ -5,10 +5,26 @@ import { DB_NOW } from './mysql-clock.js';
 import { MIGRATION_TIMEOUT_MS, timed } from './mysql-timeout.js';
 import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
 import { ScaleAgentError } from '../../shared/errors.js';
-import { compareResourceVersions, parseApiVersion } from '../../shared/proto.js';
+import { parseApiVersion } from '../../shared/proto.js';
 import { StorageFullSignal } from '../storage-full.js';
 import { AppliedListeners } from './applied-listeners.js';
 import { IndexRegistry } from './index-registry.js';
+import {
+  COLUMN_OF_INDEX,
+  CONTROL_CONNECTIONS,
+  DEADLOCK_ATTEMPTS,
+  LEASE_COLUMNS,
+  MAX_BYTES_PER_STATEMENT,
+  MAX_ROWS_PER_STATEMENT,
+  maxResourceVersion,
+  rvNumber,
+  schemaCompatibility,
+  SELECT_INDEXED,
+  SELECT_OBJECT,
+  toCached,
+  toIndexed,
+  toLease,
+} from './sql-rows.js';
 import {
   decideClaim,
   fencedOut,
@@ -174,46 +190,11 @@ const COMPATIBILITY_COLUMN_SINCE = 6;
  */
 export const COMPATIBLE_FROM: Readonly<Record<number, number>> = { 3: 3 };
 
-/** What a replica knowing `known` migrations makes of a database at `applied` whose rows require `required`. */
-export function schemaCompatibility(
-  known: number,
-  applied: number,
-  required: number,
-): { ok: true } | { ok: false; message: string } {
-  if (applied <= known || required <= known) return { ok: true };
-  return {
-    ok: false,
-    message:
-      `MySQL schema is at version ${applied}, which needs a plugin-server that knows at least ${required} ` +
-      `migrations; this one knows ${known}. Upgrade this replica (docs/operations.md#upgrades)`,
-  };
-}
-
-const DEADLOCK_ATTEMPTS = 5;
-
-/** Connections for leases, account records and replica views (MysqlCacheStore.control). */
-const CONTROL_CONNECTIONS = 2;
-
 /** InnoDB's deadlock error, raw from mysql2 (withLease) or as the cause of the store's own error (apply). */
 function isDeadlock(e: unknown): boolean {
   type Coded = { code?: unknown; errno?: unknown; cause?: Coded } | undefined;
   const deadlock = (x: Coded) => x?.code === 'ER_LOCK_DEADLOCK' || x?.errno === 1213;
   return deadlock(e as Coded) || deadlock((e as Coded)?.cause);
-}
-
-/** Rows per multi-row upsert, and a byte cap well under MariaDB's default 16 MiB max_allowed_packet. */
-const MAX_ROWS_PER_STATEMENT = 500;
-const MAX_BYTES_PER_STATEMENT = 4 * 1024 * 1024;
-
-function rvNumber(rv: string): string | null {
-  // BIGINT UNSIGNED holds 19 digits safely; longer or non-numeric versions compare as "different" (last wins).
-  return /^\d{1,19}$/.test(rv) ? rv : null;
-}
-
-function maxResourceVersion(a: string, b: string): string {
-  if (!a) return b;
-  const c = compareResourceVersions(b, a);
-  return c === undefined || c > 0 ? b : a;
 }
 
 /**
@@ -245,23 +226,7 @@ function upsertSql(rows: number): string {
   return UPSERT_HEAD + ',(?,?,?,?,?,1,?,?,?,?,?,?,?,?,?,?,?,?)'.repeat(rows).slice(1) + ' ' + UPSERT_TAIL;
 }
 
-const SELECT_OBJECT =
-  'SELECT account, grp, api_version, kind, namespace, name, uid, resource_version, object_json FROM sa_objects ';
-const SELECT_INDEXED =
-  'SELECT account, grp, api_version, kind, namespace, name, uid, resource_version, object_json, app, cluster, ' +
-  'owner_uid FROM sa_objects ';
-
 const FULL_UPSERT = upsertSql(MAX_ROWS_PER_STATEMENT);
-
-/**
- * The named indexes this store keeps, each in a column of sa_objects with its own key (migration 3): the views'
- * (views/app-index.ts) registers under these names. An index of another name would need a column of its own.
- */
-const COLUMN_OF_INDEX: Readonly<Record<string, 'app' | 'cluster' | 'owner_uid'>> = {
-  application: 'app',
-  cluster: 'cluster',
-  owner: 'owner_uid',
-};
 
 /** MySQL (or MariaDB, or any MySQL-compatible engine) store, shared by plugin-server replicas. */
 export class MysqlCacheStore implements StoreBackend {
@@ -973,46 +938,4 @@ export class MysqlCacheStore implements StoreBackend {
       });
     }
   }
-}
-
-const LEASE_COLUMNS =
-  'account, replica, replica_url, session_id, agent_id, state, expires_at, released_at, generation, failed_at, ' +
-  'share_load, handoff_to';
-
-function toLease(r: RowDataPacket): AccountLease {
-  return {
-    account: r.account as string,
-    replica: r.replica as string,
-    replicaUrl: r.replica_url as string,
-    sessionId: r.session_id as string,
-    agentId: r.agent_id as string,
-    state: r.state === 'FAILED' ? 'FAILED' : 'ACTIVE',
-    generation: Number(r.generation),
-    expiresAt: Number(r.expires_at),
-    releasedAt: Number(r.released_at),
-    failedAt: Number(r.failed_at),
-    shareLoad: Number(r.share_load) === 1,
-    handoffTo: r.handoff_to as string,
-  };
-}
-
-function toCached(r: RowDataPacket): CachedObject {
-  return {
-    account: r.account as string,
-    group: r.grp as string,
-    apiVersion: r.api_version as string,
-    kind: r.kind as string,
-    namespace: r.namespace as string,
-    name: r.name as string,
-    uid: r.uid as string,
-    resourceVersion: r.resource_version as string,
-    json: (r.object_json as string | null) ?? '',
-  };
-}
-
-function toIndexed(r: RowDataPacket): CachedObject {
-  return {
-    ...toCached(r),
-    index: { application: r.app as string, cluster: r.cluster as string, owner: r.owner_uid as string },
-  };
 }

@@ -230,7 +230,7 @@ export type AppliedListener = (ops: readonly StoreOp[]) => void;
  * waits on: ops/barrier.ts).
  */
 export interface ObjectCache {
-  readonly type: 'memory' | 'mysql';
+  readonly type: 'memory' | 'mysql' | 'postgres';
   /**
    * Writes the ops in order. With `fence` (a store shared by replicas), only while the writing stream still holds
    * the lease of every account the fence names, checked at the store's clock atomically with the write: otherwise

@@ -5,7 +5,7 @@ import type { Task } from './model.js';
  * contract suite (test/unit/plugin-server/task-repository-contract.ts).
  */
 export interface TaskRepository {
-  readonly type: 'memory' | 'mysql';
+  readonly type: 'memory' | 'mysql' | 'postgres';
   init(): Promise<void>;
   /**
    * Stores a new task. When the task carries a requestId already used by another task, nothing is stored and that

@@ -77,7 +77,7 @@ export interface PluginServerConfig {
     };
   };
   /**
-   * Where the cache lives: `memory` (embedded default, one replica, agents relist after a restart) or `mysql` (shared by replicas, survives restarts). The MySQL URL comes from exactly one of url, urlFile, env. At start a MySQL server that does not resolve or answer yet (its Service or cluster DNS still coming up) is waited for up to 60 s, with a warning per attempt, before the server gives up (exit code 3); a refused login is not waited for.
+   * Where the cache lives: `memory` (embedded default, one replica, agents relist after a restart), `mysql` (MySQL 8 or MariaDB 10.6+) or `postgres` (PostgreSQL 13+); both SQL stores are shared by replicas and survive restarts. The URL comes from exactly one of url, urlFile, env. At start a database server that does not resolve or answer yet (its Service or cluster DNS still coming up) is waited for up to 60 s, with a warning per attempt, before the server gives up (exit code 3); a refused login is not waited for.
    */
   storage:
     | {
@@ -87,6 +87,25 @@ export interface PluginServerConfig {
         type: 'mysql';
         /**
          * mysql://user:pass@host:port/database, or a secret reference to it: `encrypted:vault!e:ENGINE!p:PATH!k:KEY` (docs/secrets.md), read at startup.
+         */
+        url?: string;
+        /**
+         * File holding the URL (e.g. a mounted Secret), or a secret reference to one (`encryptedFile:vault!...`), read at startup.
+         */
+        urlFile?: string;
+        /**
+         * Environment variable holding the URL.
+         */
+        env?: string;
+        /**
+         * Connections in the pool (default 8).
+         */
+        connectionLimit?: number;
+      }
+    | {
+        type: 'postgres';
+        /**
+         * postgres://user:pass@host:port/database (postgresql:// too; libpq parameters such as `?sslmode=require` are honoured), or a secret reference to it: `encrypted:vault!e:ENGINE!p:PATH!k:KEY` (docs/secrets.md), read at startup.
          */
         url?: string;
         /**

@@ -216,7 +216,7 @@ export interface PluginServerInput {
   };
   peerSecret?: SecretKeyRef;
   /**
-   * Where the cache and tasks live: `memory` (embedded default, one replica) or `mysql` (shared by replicas).
+   * Where the cache and tasks live: `memory` (embedded default, one replica), `mysql` (MySQL 8 or MariaDB 10.6+) or `postgres` (PostgreSQL 13+); both SQL stores are shared by replicas.
    */
   storage?:
     | {
@@ -224,6 +224,10 @@ export interface PluginServerInput {
       }
     | {
         type: 'mysql';
+        secretRef: SecretKeyRef;
+      }
+    | {
+        type: 'postgres';
         secretRef: SecretKeyRef;
       };
   grpc?: {

@@ -18,7 +18,13 @@ export interface Fault {
   fault: string;
   target: string;
   /** What the rig must have: a control plane of its own, a MariaDB of its own (on a tmpfs), the MySQL store. */
-  needs: { privateControlPlane?: boolean; privateMariadb?: boolean; mysql?: boolean; tmpfs?: boolean };
+  needs: {
+    privateControlPlane?: boolean;
+    privateMariadb?: boolean;
+    mysql?: boolean;
+    postgres?: boolean;
+    tmpfs?: boolean;
+  };
   /** Held this long once `inject` returns (which, for some faults, waits until the fault is in force). */
   holdMs: number;
   inject(rig: FaultRig): Promise<void>;
@@ -34,7 +40,12 @@ export const LINK_NAMES: Record<Link, string> = {
   grpc: 'agent ↔ plugin-server',
   apiserver: 'agent ↔ kube-apiserver',
   mysql: 'plugin-server ↔ MariaDB',
+  postgres: 'plugin-server ↔ PostgreSQL',
 };
+
+/** What a fault on a link needs of the rig: the store behind it. */
+const linkNeeds = (link: Link): Fault['needs'] =>
+  link === 'mysql' ? { mysql: true } : link === 'postgres' ? { postgres: true } : {};
 
 const PROCESSES: ProcessName[] = [
   'agent',
@@ -129,7 +140,7 @@ function toxicFault(
     id: `${id}:${link}`,
     fault,
     target: LINK_NAMES[link],
-    needs: link === 'mysql' ? { mysql: true } : {},
+    needs: linkNeeds(link),
     holdMs,
     inject: async (rig) => {
       for (const [i, t] of toxics.entries()) await rig.toxiproxy.addToxic(link, `${id}-${i}`, t.stream, t.toxic);
@@ -181,14 +192,14 @@ const linkFaults: ((link: Link) => Fault)[] = [
     id: `down:${link}`,
     fault: 'link down (refused) 4 s',
     target: LINK_NAMES[link],
-    needs: link === 'mysql' ? { mysql: true } : {},
+    needs: linkNeeds(link),
     holdMs: 4_000,
     inject: (rig) => rig.toxiproxy.setEnabled(link, false),
     recover: (rig) => rig.toxiproxy.setEnabled(link, true),
   }),
 ];
 
-export const LINKS: Link[] = ['grpc', 'apiserver', 'mysql'];
+export const LINKS: Link[] = ['grpc', 'apiserver', 'mysql', 'postgres'];
 
 export const FAULTS: Fault[] = [
   ...processFaults,

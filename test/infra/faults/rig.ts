@@ -14,7 +14,8 @@ import { testEnv } from '../index.js';
 import { resolveK8sBinDir } from '../k8s-tools.js';
 import { customResourceDefinition } from '../manifests.js';
 import { createDatabase, MariaDb } from '../mariadb.js';
-import { AgentProcess, PluginServerProcess } from '../processes.js';
+import { createPostgresDatabase, testPostgres } from '../postgres.js';
+import { AgentProcess, PluginServerProcess, type StorageSpec } from '../processes.js';
 import { waitFor } from '../wait.js';
 import { createAgentIdentity, deleteAgentIdentity, type AgentIdentity } from './agent-identity.js';
 import { kubeRequest } from './kube-raw.js';
@@ -23,11 +24,11 @@ import { Toxiproxy } from '../toxiproxy.js';
 export const WIDGET_GROUP = 'faults.scale-agent.test';
 export const ACCOUNT = 'faults';
 
-export type Link = 'grpc' | 'apiserver' | 'mysql';
+export type Link = 'grpc' | 'apiserver' | 'mysql' | 'postgres';
 
 export interface RigOptions {
   dir: string;
-  store: 'memory' | 'mysql';
+  store: 'memory' | 'mysql' | 'postgres';
   /** 'private': a control plane of its own (killable); otherwise the admin kubeconfig of one that is running. */
   controlPlane: 'private' | { kubeconfig: string };
   /**
@@ -67,6 +68,8 @@ export const CHECKED_KINDS: CheckedKind[] = [
 export class FaultRig {
   cp?: ControlPlane;
   mariadb?: MariaDb;
+  /** The rig's PostgreSQL server (store postgres). */
+  postgres?: { url: string; stop(): Promise<void> };
   toxiproxy!: Toxiproxy;
   server!: PluginServerProcess;
   agent!: AgentProcess;
@@ -143,7 +146,7 @@ export class FaultRig {
     }
     this.agentIdentity = await createAgentIdentity(this.kubeConfig(), this.namespaces[0]!, suffix);
 
-    let storage: { type: 'memory' } | { type: 'mysql'; url: string } = { type: 'memory' };
+    let storage: StorageSpec = { type: 'memory' };
     if (this.opts.store === 'mysql') {
       let serverUrl: string;
       if (this.opts.mariadb === 'private' || this.opts.mariadb === undefined) {
@@ -157,6 +160,16 @@ export class FaultRig {
       this.links.mysql = await this.toxiproxy.createProxy('mysql', u.host);
       u.host = this.links.mysql;
       storage = { type: 'mysql', url: u.toString() };
+    }
+    if (this.opts.store === 'postgres') {
+      // A server of the rig's own (the test run shares only MariaDB), stopped with the rig.
+      this.postgres = await testPostgres();
+      const db = await createPostgresDatabase(this.postgres.url, 'faults');
+      this.dropDb = db.drop;
+      const u = new URL(db.url);
+      this.links.postgres = await this.toxiproxy.createProxy('postgres', u.host);
+      u.host = this.links.postgres;
+      storage = { type: 'postgres', url: u.toString() };
     }
 
     this.server = await PluginServerProcess.start({
@@ -248,6 +261,7 @@ export class FaultRig {
     // MariaDB's own log goes with its temp dir: keep a copy beside the others (a crash under a fault is in it).
     if (this.mariadb) cpSync(this.mariadb.logFile, join(this.opts.dir, 'mariadbd.log'), { force: true });
     await this.mariadb?.stop().catch(() => undefined);
+    await this.postgres?.stop().catch(() => undefined);
     await this.cp?.stop().catch(() => undefined);
   }
 }

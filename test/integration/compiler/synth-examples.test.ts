@@ -105,15 +105,16 @@ async function expectHelmEqualsManifests(out: string): Promise<void> {
   }
 }
 
-// The examples use generated TLS; this covers the cert-manager path, HA replicas (PDBs), source ranges and the
-// topology's pod settings (scheduling, pod metadata, ServiceAccount annotations for workload identity).
+// The examples use generated TLS and MySQL; this covers the cert-manager path, HA replicas (PDBs) on PostgreSQL,
+// source ranges and the topology's pod settings (scheduling, pod metadata, ServiceAccount annotations for workload
+// identity).
 const CERT_MANAGER_TOPOLOGY = topology(
   'cm',
   `
 pluginServer:
   namespace: spinnaker
   replicas: 2
-  storage: { type: mysql, secretRef: { name: mysql, key: url } }
+  storage: { type: postgres, secretRef: { name: pg, key: dsn } }
   tls: { mode: mtls, certificates: { source: cert-manager, issuerRef: { name: ca } } }
   grpc:
     exposure: { type: LoadBalancer, provider: aws, address: grpc.example.com, loadBalancerSourceRanges: [10.0.0.0/8] }
@@ -166,6 +167,21 @@ describe('cert-manager TLS with HA replicas', () => {
       (o) => (o as Obj).kind === 'Deployment',
     ) as { spec: { template: { metadata: { labels: Record<string, string> }; spec: Record<string, unknown> } } };
     expect(ps.spec.template.spec.priorityClassName).toBe('system-cluster-critical');
+    // The store's URL reaches the plugin-server from the user's Secret, under the name its config reads.
+    const container = (ps.spec.template.spec.containers as { env: { name: string; valueFrom?: unknown }[] }[])[0];
+    expect(container?.env.find((e) => e.name === 'SCALE_AGENT_POSTGRES_URL')?.valueFrom).toEqual({
+      secretKeyRef: { name: 'pg', key: 'dsn' },
+    });
+    expect(container?.env.some((e) => e.name === 'SCALE_AGENT_MYSQL_URL')).toBe(false);
+    const configMap = [...byId(readFileSync(join(out, 'manifests', 'plugin-server.yaml'), 'utf8')).values()].find(
+      (o) =>
+        (o as Obj).kind === 'ConfigMap' &&
+        typeof (o as { data?: Record<string, string> }).data?.['config.yaml'] === 'string',
+    ) as { data: Record<string, string> };
+    expect((parse(configMap.data['config.yaml'] as string) as { storage: unknown }).storage).toEqual({
+      type: 'postgres',
+      env: 'SCALE_AGENT_POSTGRES_URL',
+    });
     expect(ps.spec.template.spec.nodeSelector).toEqual({ 'kubernetes.io/os': 'linux' });
     expect(ps.spec.template.metadata.labels['example.com/tier']).toBe('control');
     const sa = byId(readFileSync(join(out, 'manifests', 'agent-fleet.yaml'), 'utf8')).get(

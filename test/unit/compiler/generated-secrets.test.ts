@@ -145,7 +145,7 @@ describe('generated secrets of the plugin-server', () => {
     expect(v.errors.map((e) => ({ path: e.path, message: e.message }))).toEqual([
       {
         path: '/pluginServer/peerSecret',
-        message: 'peerSecret needs storage.type mysql (one replica on the memory store has no peers)',
+        message: 'peerSecret needs storage.type mysql or postgres (one replica on the memory store has no peers)',
       },
     ]);
   });

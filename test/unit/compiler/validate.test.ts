@@ -30,7 +30,7 @@ describe('topology validation', () => {
       [12, '/agents/0/mode'],
       [15, '/agents/0/accounts/0/kubeconfigSecret'],
     ]);
-    expect(errors[1]?.message).toBe('must be one of: "memory", "mysql"');
+    expect(errors[1]?.message).toBe('must be one of: "memory", "mysql", "postgres"');
     expect(errors[3]?.message).toBe("unknown property 'bogus'");
     expect(errors[5]?.message).toBe("missing required property 'key'");
     for (const e of errors) expect((e as { file?: string }).file).toBe(fixture('schema-errors.txt'));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parsePluginServerConfig, resolveMysqlUrl } from '../../../src/plugin-server/config.js';
+import { parsePluginServerConfig, resolveStorageUrl } from '../../../src/plugin-server/config.js';
 import { ScaleAgentError } from '../../../src/shared/errors.js';
 
 function error(yaml: string): ScaleAgentError {
@@ -28,9 +28,26 @@ describe('plugin-server config', () => {
     const c = parsePluginServerConfig('storage: {type: mysql, env: DB_URL}');
     expect(c.storage).toEqual({ type: 'mysql', env: 'DB_URL', connectionLimit: 8 });
     process.env.DB_URL = 'mysql://u@h:3306/d';
-    expect(resolveMysqlUrl(c.storage as Extract<typeof c.storage, { type: 'mysql' }>)).toBe('mysql://u@h:3306/d');
+    expect(resolveStorageUrl(c.storage as Extract<typeof c.storage, { type: 'mysql' }>)).toBe('mysql://u@h:3306/d');
     expect(error('storage: {type: mysql}').details[0]).toMatchObject({ path: '/storage', line: 1 });
     expect(error('storage: {type: mysql, url: "mysql://a@b/c", env: X}').details[0]!.message).toMatch(/exactly one/);
+  });
+
+  it('takes a PostgreSQL URL the same way, and refuses a URL of the other store', () => {
+    const c = parsePluginServerConfig('storage: {type: postgres, env: PG_URL, connectionLimit: 3}');
+    expect(c.storage).toEqual({ type: 'postgres', env: 'PG_URL', connectionLimit: 3 });
+    process.env.PG_URL = 'postgres://u@h:5432/d';
+    expect(resolveStorageUrl(c.storage as Extract<typeof c.storage, { type: 'postgres' }>)).toBe(
+      'postgres://u@h:5432/d',
+    );
+    expect(parsePluginServerConfig('storage: {type: postgres, url: "postgresql://u@h/d"}').storage).toEqual({
+      type: 'postgres',
+      url: 'postgresql://u@h/d',
+      connectionLimit: 8,
+    });
+    const e = error('storage:\n  type: postgres\n  url: "mysql://u@h/d"\n');
+    expect(e.details.map((d) => d.path)).toContain('/storage/url');
+    expect(error('storage: {type: postgres}').details[0]!.message).toMatch(/postgres storage needs exactly one of/);
   });
 
   it('accounts.management.pattern must be a regular expression; unset by default', () => {

@@ -28,6 +28,19 @@ describe('storage full', () => {
     expect(isStorageFull(undefined)).toBe(false);
   });
 
+  it('recognises PostgreSQL’s disk_full, also wrapped, and not its other errors', () => {
+    // As node-postgres reports a relation that cannot grow (md.c: errcode_for_file_access maps ENOSPC to 53100).
+    const diskFull = Object.assign(new Error('could not extend file "base/16384/16385": No space left on device'), {
+      code: '53100',
+      severity: 'ERROR',
+    });
+    expect(isStorageFull(diskFull)).toBe(true);
+    expect(
+      isStorageFull(new ScaleAgentError('UNAVAILABLE', 'PostgreSQL store write failed', { cause: diskFull })),
+    ).toBe(true);
+    expect(isStorageFull(Object.assign(new Error('deadlock detected'), { code: '40P01' }))).toBe(false);
+  });
+
   it('reports a refused write until none has been refused for the window', () => {
     let now = 1_000_000;
     const signal = new StorageFullSignal(() => now, 10_000);

@@ -1,28 +1,32 @@
 /**
- * The plugin-server's link to MariaDB blackholed (packets dropped, nothing reset) for longer than the session idle
- * timeout while churn and REST operations run: /readyz says not ready, naming the store, within its own bound
+ * The plugin-server's link to its SQL store blackholed (packets dropped, nothing reset) for longer than the session
+ * idle timeout while churn and REST operations run: /readyz says not ready, naming the store, within its own bound
  * instead of hanging with the ping; once the link is back the cache equals the API server and every operation ended
- * once (MySQL store, the shared MariaDB behind Toxiproxy).
+ * once. For each SQL store: MySQL (the test run's shared MariaDB) and PostgreSQL (a server of the file's own), each
+ * behind Toxiproxy.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { faultById, FaultRig, Load, runFault } from '../../infra/faults/index.js';
 import { waitFor } from '../../infra/wait.js';
 import { expectSurvived } from './_survived.js';
 
-describe('faults: plugin-server ↔ MariaDB (MySQL store)', () => {
+describe.each([
+  ['MariaDB (MySQL store)', 'mysql'],
+  ['PostgreSQL (PostgreSQL store)', 'postgres'],
+] as const)('faults: plugin-server ↔ %s', (server, store) => {
   let rig: FaultRig;
   let load: Load;
 
   beforeAll(async () => {
-    rig = await FaultRig.onSharedCluster('mysql', { store: 'mysql' });
+    rig = await FaultRig.onSharedCluster(store, { store });
     load = await Load.create(rig);
   });
   afterAll(async () => {
     await rig?.stop();
   });
 
-  it('MariaDB blackholed: not ready (store named) during, converges after, nothing lost or run twice', async () => {
-    const r = await runFault(rig, load, faultById('blackhole:mysql'));
+  it(`${server.split(' ')[0]} blackholed: not ready (store named) during, converges after, nothing lost or run twice`, async () => {
+    const r = await runFault(rig, load, faultById(`blackhole:${store}`));
     expect(r.during.readyz).toBe(503);
     expect(r.during.readyzReasons).toEqual([expect.stringMatching(/^store: no answer within \d+ ms$/)]);
     expectSurvived(r);
