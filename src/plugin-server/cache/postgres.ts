@@ -137,6 +137,13 @@ export const POSTGRES_MIGRATIONS: readonly (readonly string[])[] = [
       expires_at BIGINT NOT NULL
     )`,
   ],
+  // 2: load-sharing agent replicas (ownership.ts decideClaim), as MySQL's migration 8: whether the holder shares
+  // load, and the agent a handoff was asked for. Columns with defaults, so additive.
+  [
+    `ALTER TABLE sa_account_leases
+      ADD COLUMN IF NOT EXISTS share_load BOOLEAN NOT NULL DEFAULT FALSE,
+      ADD COLUMN IF NOT EXISTS handoff_to TEXT COLLATE "C" NOT NULL DEFAULT ''`,
+  ],
 ];
 
 /** Migrations the previous versions cannot run against, by number (none yet): as mysql.ts COMPATIBLE_FROM. */
@@ -690,7 +697,7 @@ export class PostgresCacheStore implements StoreBackend {
         return await this.transaction(this.control, async (client) => {
           // A second claimant's INSERT waits for the first's to commit, then does nothing; the SELECT then locks.
           await client.query(
-            `INSERT INTO sa_account_leases (${LEASE_COLUMNS}) VALUES ($1, '', '', '', '', 'ACTIVE', 0, 1, 0, 0) ` +
+            `INSERT INTO sa_account_leases (${LEASE_COLUMNS}) VALUES ($1, '', '', '', '', 'ACTIVE', 0, 1, 0, 0, FALSE, '') ` +
               'ON CONFLICT (account) DO NOTHING',
             [account],
           );
@@ -717,7 +724,8 @@ export class PostgresCacheStore implements StoreBackend {
   private async writeLease(client: pg.PoolClient, next: AccountLease, read: AccountLease | undefined): Promise<void> {
     const res = await client.query(
       'UPDATE sa_account_leases SET replica = $1, replica_url = $2, session_id = $3, agent_id = $4, state = $5, ' +
-        'expires_at = $6, released_at = $7, generation = $8, failed_at = $9 WHERE account = $10 AND generation = $11',
+        'expires_at = $6, released_at = $7, generation = $8, failed_at = $9, share_load = $10, handoff_to = $11 ' +
+        'WHERE account = $12 AND generation = $13',
       [
         next.replica,
         next.replicaUrl,
@@ -728,6 +736,8 @@ export class PostgresCacheStore implements StoreBackend {
         next.releasedAt,
         next.generation,
         next.failedAt,
+        next.shareLoad,
+        next.handoffTo,
         next.account,
         read?.generation ?? 0,
       ],
@@ -746,7 +756,11 @@ export class PostgresCacheStore implements StoreBackend {
         ? normalizeAccountRecord(JSON.parse(rows[0].record as string) as AccountRecord)
         : undefined;
       const outcome = decideClaim(claim, { record: stored, lease }, now);
-      if (!outcome.granted) return outcome;
+      if (!outcome.granted) {
+        // The handoff request keeps the generation: the holder's fence is unchanged.
+        if (outcome.code === 'standby' && outcome.handoff) await this.writeLease(client, outcome.handoff, lease);
+        return outcome;
+      }
       await this.writeLease(client, outcome.lease, lease ?? { ...outcome.lease, generation: 0 });
       await client.query(
         'INSERT INTO sa_accounts (name, record, updated_at) VALUES ($1, $2, $3) ' +
