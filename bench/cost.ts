@@ -72,6 +72,7 @@ async function measure(
   await sleep(1000); // the server's start-up work (JIT, first timers) out of the idle sample
   const idle = await sample(pids);
   let synced!: Sample;
+  let syncedAtUs = 0;
   let mariaSynced: Sample | undefined;
   const report = await runFleet({
     address,
@@ -85,11 +86,16 @@ async function measure(
     wave: 20,
     idPrefix,
     onSynced: async () => {
+      syncedAtUs = monotonicUs();
       synced = await sample(pids);
       if (extra?.mariadbPid) mariaSynced = await sample([extra.mariadbPid]);
     },
   });
   const end = await sample(pids);
+  // The steady phase's bounds in the clock V8 stamps profile samples with, for bench/lib/profile-summary.ts.
+  progress(
+    `${idPrefix}: steady phase ${syncedAtUs}..${monotonicUs()} µs (monotonic), ${report.steady.sentChanges} changes`,
+  );
   const mariaEnd = extra?.mariadbPid ? await sample([extra.mariadbPid]) : undefined;
   for (const a of report.agentsHandle) a.close();
   const objects = report.syncedObjects;
@@ -117,6 +123,10 @@ async function measure(
         : {}),
     },
   };
+}
+
+function monotonicUs(): number {
+  return Number(process.hrtime.bigint() / 1000n);
 }
 
 function round(n: number): number {
