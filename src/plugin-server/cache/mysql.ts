@@ -414,8 +414,12 @@ export class MysqlCacheStore implements StoreBackend {
     const dirty = new Map<string, ScopeState>();
     try {
       for (const a of accounts) await this.loadScopes(conn, a);
-      if (this.readCommitted) await conn.query(timed('SET TRANSACTION ISOLATION LEVEL READ COMMITTED'));
-      await conn.beginTransaction();
+      // One round trip: the isolation level and BEGIN are queued together (commands on a connection run in order),
+      // and both must succeed before a row is sent.
+      await Promise.all([
+        this.readCommitted ? conn.query(timed('SET TRANSACTION ISOLATION LEVEL READ COMMITTED')) : undefined,
+        conn.beginTransaction(),
+      ]);
       let rows: string[] = [];
       let bytes = 0;
       // Statements of a run of changes are queued on the connection without waiting for each other: the next one is
@@ -482,28 +486,33 @@ export class MysqlCacheStore implements StoreBackend {
           }
         }
       }
-      await flush();
+      queue();
+      // The scopes' new states go out behind the last rows, in the same round trip; all are awaited before the fence
+      // check and the commit, and a failure of any rolls back all.
       for (const s of dirty.values()) {
-        await conn.query(
-          timed(
-            'INSERT INTO sa_sync_state (account, grp, kind_lc, namespace, kind, version, gen, syncing, synced, resource_version) ' +
-              'VALUES (?,?,?,?,?,?,?,?,?,?) ON DUPLICATE KEY UPDATE kind = VALUES(kind), version = VALUES(version), ' +
-              'gen = VALUES(gen), syncing = VALUES(syncing), synced = VALUES(synced), resource_version = VALUES(resource_version)',
+        inFlight.push(
+          conn.query(
+            timed(
+              'INSERT INTO sa_sync_state (account, grp, kind_lc, namespace, kind, version, gen, syncing, synced, resource_version) ' +
+                'VALUES (?,?,?,?,?,?,?,?,?,?) ON DUPLICATE KEY UPDATE kind = VALUES(kind), version = VALUES(version), ' +
+                'gen = VALUES(gen), syncing = VALUES(syncing), synced = VALUES(synced), resource_version = VALUES(resource_version)',
+            ),
+            [
+              s.key.account,
+              s.key.group,
+              s.key.kind.toLowerCase(),
+              s.key.namespace,
+              s.key.kind,
+              s.version,
+              s.gen,
+              s.syncing ? 1 : 0,
+              s.synced ? 1 : 0,
+              s.resourceVersion,
+            ],
           ),
-          [
-            s.key.account,
-            s.key.group,
-            s.key.kind.toLowerCase(),
-            s.key.namespace,
-            s.key.kind,
-            s.version,
-            s.gen,
-            s.syncing ? 1 : 0,
-            s.synced ? 1 : 0,
-            s.resourceVersion,
-          ],
         );
       }
+      await flush();
       if (fence) await this.checkFence(conn, fence);
       await conn.commit();
       return stats;

@@ -118,6 +118,33 @@ describe('mysql store: a write InnoDB picks as a deadlock victim', () => {
   });
 });
 
+describe('mysql store: a write one of whose statements fails', () => {
+  // The store queues a write's statements without waiting for each (rows, then the scopes' states): one that fails
+  // must take the ones before and after it with it.
+  it('lands nothing: neither the rows of its other statements nor its scope states', async () => {
+    const db = await createTestDatabase('sa_failed_write');
+    const store = new MysqlCacheStore(db.url);
+    try {
+      await store.init();
+      const scope = { account: 'dev', group: '', kind: 'ConfigMap', namespace: '' };
+      await store.apply([
+        { op: 'syncStart', scope, version: 'v1' },
+        storeChange('a', '5'),
+        { op: 'syncEnd', scope, version: 'v1', resourceVersion: '5' },
+      ]);
+      // 500 rows (one full statement) that would land, then one the column refuses (a name over 253 characters:
+      // the wire refuses it first; here it stands for any statement the server fails).
+      const rows = Array.from({ length: 500 }, (_, i) => storeChange(`ok-${i}`, String(10 + i)));
+      await expect(store.apply([...rows, storeChange('x'.repeat(300), '600')])).rejects.toThrow(/write failed/);
+      expect((await store.list({ account: 'dev' })).map((o) => o.name)).toEqual(['a']);
+      expect(await store.resumePoints('dev')).toEqual([{ ...scope, version: 'v1', resourceVersion: '5' }]);
+    } finally {
+      await store.close();
+      await db.drop();
+    }
+  });
+});
+
 describe('mysql store: agents registering new accounts at once', () => {
   // A fleet connecting to a fresh store: each claim inserts its account's lease row, and InnoDB's locks on the gap
   // those rows go into make concurrent claims deadlock. The victim must be run again, not fail its agent's stream
