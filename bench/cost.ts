@@ -58,6 +58,8 @@ interface Cost {
    */
   rssBytesPerObject: number;
   rssBytes: { idle: number; synced: number; end: number };
+  /** A steady batch's send → ack time at the fake agents (applied to the store, and for MySQL committed). */
+  ackMs: { p50: number; p99: number };
   errors: string[];
   /** The MySQL store only: the cache's tables on disk (data + indexes) per object, and MariaDB's share of the CPU. */
   mysql?: { diskBytesPerObject: number; mariadbCpuMsPer1000Changes?: number };
@@ -110,6 +112,7 @@ async function measure(
       cpuMsPer1000Changes: round(((end.cpuMs - synced.cpuMs) / changes) * 1000),
       rssBytesPerObject: Math.round((end.rssBytes - idle.rssBytes) / objects),
       rssBytes: { idle: idle.rssBytes, synced: synced.rssBytes, end: end.rssBytes },
+      ackMs: { p50: report.ackLatencyMs.p50, p99: report.ackLatencyMs.p99 },
       errors: report.errors,
       ...(extra
         ? {
