@@ -4,7 +4,7 @@
  * Why not mysql2's `?` placeholders: its generic escaper (sql-escaper) also escapes every `"` — the most common
  * character of a JSON object — one string concatenation each, and the statement, a rope of some 100,000 pieces for
  * 500 objects, is then flattened when mysql2 encodes it. Escaping, flattening and mysql2's scan of the finished text
- * for placeholders were about 40% of the plugin-server's CPU per change on the MySQL store
+ * for placeholders were about 40% of the event loop's busy time per change on the MySQL store
  * (bench/profiles/ingest-cpu.md). Here a string is scanned once by a native regular expression and most objects
  * need no escape at all.
  *
