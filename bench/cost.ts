@@ -58,6 +58,8 @@ interface Cost {
    */
   rssBytesPerObject: number;
   rssBytes: { idle: number; synced: number; end: number };
+  /** A steady batch's send → ack time at the fake agents (applied to the store, and for MySQL committed). */
+  ackMs: { p50: number; p99: number };
   errors: string[];
   /** The MySQL store only: the cache's tables on disk (data + indexes) per object, and MariaDB's share of the CPU. */
   mysql?: { diskBytesPerObject: number; mariadbCpuMsPer1000Changes?: number };
@@ -72,6 +74,7 @@ async function measure(
   await sleep(1000); // the server's start-up work (JIT, first timers) out of the idle sample
   const idle = await sample(pids);
   let synced!: Sample;
+  let syncedAtUs = 0;
   let mariaSynced: Sample | undefined;
   const report = await runFleet({
     address,
@@ -85,11 +88,16 @@ async function measure(
     wave: 20,
     idPrefix,
     onSynced: async () => {
+      syncedAtUs = monotonicUs();
       synced = await sample(pids);
       if (extra?.mariadbPid) mariaSynced = await sample([extra.mariadbPid]);
     },
   });
   const end = await sample(pids);
+  // The steady phase's bounds in the clock V8 stamps profile samples with, for bench/lib/profile-summary.ts.
+  progress(
+    `${idPrefix}: steady phase ${syncedAtUs}..${monotonicUs()} µs (monotonic), ${report.steady.sentChanges} changes`,
+  );
   const mariaEnd = extra?.mariadbPid ? await sample([extra.mariadbPid]) : undefined;
   for (const a of report.agentsHandle) a.close();
   const objects = report.syncedObjects;
@@ -104,6 +112,7 @@ async function measure(
       cpuMsPer1000Changes: round(((end.cpuMs - synced.cpuMs) / changes) * 1000),
       rssBytesPerObject: Math.round((end.rssBytes - idle.rssBytes) / objects),
       rssBytes: { idle: idle.rssBytes, synced: synced.rssBytes, end: end.rssBytes },
+      ackMs: { p50: report.ackLatencyMs.p50, p99: report.ackLatencyMs.p99 },
       errors: report.errors,
       ...(extra
         ? {
@@ -117,6 +126,10 @@ async function measure(
         : {}),
     },
   };
+}
+
+function monotonicUs(): number {
+  return Number(process.hrtime.bigint() / 1000n);
 }
 
 function round(n: number): number {

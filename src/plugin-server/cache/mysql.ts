@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
+import { sqlLiteral } from './mysql-literal.js';
 import { createStorePool } from './mysql-pool.js';
 import { DB_NOW } from './mysql-clock.js';
 import { MIGRATION_TIMEOUT_MS, timed } from './mysql-timeout.js';
@@ -202,7 +203,7 @@ function isDeadlock(e: unknown): boolean {
  * later assignments see it) and updates the object only then; `sync_gen` is stamped either way, which is the
  * "mark" of mark-and-sweep.
  */
-const UPSERT_TAIL = `ON DUPLICATE KEY UPDATE
+const UPSERT_TAIL = ` ON DUPLICATE KEY UPDATE
   upd = IF(VALUES(rv_num) IS NOT NULL AND rv_num IS NOT NULL, VALUES(rv_num) > rv_num,
            VALUES(resource_version) <> resource_version),
   sync_gen = VALUES(sync_gen),
@@ -222,11 +223,6 @@ const UPSERT_HEAD =
   'INSERT INTO sa_objects (account, grp, kind_lc, namespace, name, upd, sync_gen, kind, api_version, uid, deleted, ' +
   'object_json, updated_at, resource_version, rv_num, app, cluster, owner_uid) VALUES ';
 
-function upsertSql(rows: number): string {
-  return UPSERT_HEAD + ',(?,?,?,?,?,1,?,?,?,?,?,?,?,?,?,?,?,?)'.repeat(rows).slice(1) + ' ' + UPSERT_TAIL;
-}
-
-const FULL_UPSERT = upsertSql(MAX_ROWS_PER_STATEMENT);
 
 /** MySQL (or MariaDB, or any MySQL-compatible engine) store, shared by plugin-server replicas. */
 export class MysqlCacheStore implements StoreBackend {
@@ -392,22 +388,23 @@ export class MysqlCacheStore implements StoreBackend {
     const dirty = new Map<string, ScopeState>();
     try {
       for (const a of accounts) await this.loadScopes(conn, a);
-      if (this.readCommitted) await conn.query(timed('SET TRANSACTION ISOLATION LEVEL READ COMMITTED'));
-      await conn.beginTransaction();
-      let values: unknown[] = [];
-      let rowCount = 0;
+      // One round trip: the isolation level and BEGIN are queued together (commands on a connection run in order),
+      // and both must succeed before a row is sent.
+      await Promise.all([
+        this.readCommitted ? conn.query(timed('SET TRANSACTION ISOLATION LEVEL READ COMMITTED')) : undefined,
+        conn.beginTransaction(),
+      ]);
+      let rows: string[] = [];
       let bytes = 0;
-      // Statements of a run of changes are queued on the connection without waiting for each other: mysql2 formats
-      // (escapes) the next one while the server executes the previous, and sends it as soon as that one answers.
+      // Statements of a run of changes are queued on the connection without waiting for each other: the next one is
+      // written (mysql-literal.ts) while the server executes the previous, and sent as soon as that one answers.
       // Order on the connection is kept, so per-object order is too; everything is awaited before anything else.
       let inFlight: Promise<unknown>[] = [];
       const queue = (): void => {
-        if (rowCount === 0) return;
-        const sql = rowCount === MAX_ROWS_PER_STATEMENT ? FULL_UPSERT : upsertSql(rowCount);
-        inFlight.push(conn.query(timed(sql), values));
-        stats.applied += rowCount;
-        values = [];
-        rowCount = 0;
+        if (rows.length === 0) return;
+        inFlight.push(conn.query(timed(UPSERT_HEAD + rows.join(',') + UPSERT_TAIL)));
+        stats.applied += rows.length;
+        rows = [];
         bytes = 0;
       };
       const flush = async (): Promise<void> => {
@@ -420,10 +417,9 @@ export class MysqlCacheStore implements StoreBackend {
       const now = Date.now();
       for (const op of ops) {
         if (op.op === 'change') {
-          this.pushChangeRow(values, op.change, now, dirty);
-          rowCount += 1;
+          rows.push(this.changeRow(op.change, now, dirty));
           bytes += op.change.json.length + 200;
-          if (rowCount >= MAX_ROWS_PER_STATEMENT || bytes >= MAX_BYTES_PER_STATEMENT) queue();
+          if (rows.length >= MAX_ROWS_PER_STATEMENT || bytes >= MAX_BYTES_PER_STATEMENT) queue();
           continue;
         }
         await flush();
@@ -464,28 +460,33 @@ export class MysqlCacheStore implements StoreBackend {
           }
         }
       }
-      await flush();
+      queue();
+      // The scopes' new states go out behind the last rows, in the same round trip; all are awaited before the fence
+      // check and the commit, and a failure of any rolls back all.
       for (const s of dirty.values()) {
-        await conn.query(
-          timed(
-            'INSERT INTO sa_sync_state (account, grp, kind_lc, namespace, kind, version, gen, syncing, synced, resource_version) ' +
-              'VALUES (?,?,?,?,?,?,?,?,?,?) ON DUPLICATE KEY UPDATE kind = VALUES(kind), version = VALUES(version), ' +
-              'gen = VALUES(gen), syncing = VALUES(syncing), synced = VALUES(synced), resource_version = VALUES(resource_version)',
+        inFlight.push(
+          conn.query(
+            timed(
+              'INSERT INTO sa_sync_state (account, grp, kind_lc, namespace, kind, version, gen, syncing, synced, resource_version) ' +
+                'VALUES (?,?,?,?,?,?,?,?,?,?) ON DUPLICATE KEY UPDATE kind = VALUES(kind), version = VALUES(version), ' +
+                'gen = VALUES(gen), syncing = VALUES(syncing), synced = VALUES(synced), resource_version = VALUES(resource_version)',
+            ),
+            [
+              s.key.account,
+              s.key.group,
+              s.key.kind.toLowerCase(),
+              s.key.namespace,
+              s.key.kind,
+              s.version,
+              s.gen,
+              s.syncing ? 1 : 0,
+              s.synced ? 1 : 0,
+              s.resourceVersion,
+            ],
           ),
-          [
-            s.key.account,
-            s.key.group,
-            s.key.kind.toLowerCase(),
-            s.key.namespace,
-            s.key.kind,
-            s.version,
-            s.gen,
-            s.syncing ? 1 : 0,
-            s.synced ? 1 : 0,
-            s.resourceVersion,
-          ],
         );
       }
+      await flush();
       if (fence) await this.checkFence(conn, fence);
       await conn.commit();
       return stats;
@@ -542,8 +543,8 @@ export class MysqlCacheStore implements StoreBackend {
     return (res as { affectedRows: number }).affectedRows;
   }
 
-  /** Appends the row's 17 bound values (upd is the literal 1 in the statement). */
-  private pushChangeRow(values: unknown[], c: StoreChange, now: number, dirty: Map<string, ScopeState>): void {
+  /** The row's text for the upsert's VALUES: its 18 columns (upd is the literal 1), as SQL literals. */
+  private changeRow(c: StoreChange, now: number, dirty: Map<string, ScopeState>): string {
     const { group } = parseApiVersion(c.apiVersion);
     const s = this.scopes.of(c.account, group, c.kind, c.namespace);
     if (s && s.synced && !s.syncing) {
@@ -551,24 +552,13 @@ export class MysqlCacheStore implements StoreBackend {
       dirty.set(scopeId(s.key), s);
     }
     const deleted = c.type === 'DELETED';
-    values.push(
-      c.account,
-      group,
-      c.kind.toLowerCase(),
-      c.namespace,
-      c.name,
-      s?.gen ?? 0,
-      c.kind,
-      c.apiVersion,
-      c.uid,
-      deleted ? 1 : 0,
-      deleted ? null : c.json,
-      now,
-      c.resourceVersion,
-      rvNumber(c.resourceVersion),
-      deleted ? '' : (c.index?.application ?? ''),
-      deleted ? '' : (c.index?.cluster ?? ''),
-      deleted ? '' : (c.index?.owner ?? ''),
+    return (
+      `(${sqlLiteral(c.account)},${sqlLiteral(group)},${sqlLiteral(c.kind.toLowerCase())},` +
+      `${sqlLiteral(c.namespace)},${sqlLiteral(c.name)},1,${s?.gen ?? 0},${sqlLiteral(c.kind)},` +
+      `${sqlLiteral(c.apiVersion)},${sqlLiteral(c.uid)},${deleted ? 1 : 0},${deleted ? 'NULL' : sqlLiteral(c.json)},` +
+      `${now},${sqlLiteral(c.resourceVersion)},${sqlLiteral(rvNumber(c.resourceVersion))},` +
+      `${deleted ? "''" : sqlLiteral(c.index?.application ?? '')},${deleted ? "''" : sqlLiteral(c.index?.cluster ?? '')},` +
+      `${deleted ? "''" : sqlLiteral(c.index?.owner ?? '')})`
     );
   }
 

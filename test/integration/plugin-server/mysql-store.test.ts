@@ -6,6 +6,7 @@ import type { StoreBackend } from '../../../src/plugin-server/cache/store.js';
 import { createTestDatabase, onTestDatabases } from '../../infra/index.js';
 import { accountRecord, leaseClaim, storeChange } from '../../infra/records.js';
 import { cacheStoreContract } from '../../unit/plugin-server/store-contract.js';
+import { APPLICATION_INDEX } from '../../../src/plugin-server/views/app-index.js';
 
 // The same contract as the memory store, against the real MariaDB of the test run (one database per test).
 cacheStoreContract(
@@ -112,6 +113,57 @@ describe('mysql store: a write InnoDB picks as a deadlock victim', () => {
       expect(JSON.parse(b!.json).data).toEqual({ data: 'new-b' });
     } finally {
       await other.end();
+      await store.close();
+      await db.drop();
+    }
+  });
+});
+
+describe('mysql store: raw control characters', () => {
+  // The statement carries values as literals (cache/mysql-literal.ts): NUL, Ctrl-Z, CR and LF are escaped there.
+  // Checked JSON never has them raw, but the store keeps whatever it is given, and an index key parsed from an
+  // object (a label or annotation value) may hold them.
+  it('are kept in an object and in its index keys', async () => {
+    const db = await createTestDatabase('sa_control_chars');
+    const store = new MysqlCacheStore(db.url);
+    try {
+      store.addIndex(APPLICATION_INDEX);
+      await store.init();
+      const raw = `a\0b\x1ac\rd\ne\bf\tg'\\`;
+      await store.apply([
+        storeChange('a', '5', { json: `{"raw":"${raw}"}`, index: { application: raw, cluster: raw, owner: '' } }),
+      ]);
+      const got = await store.get({ account: 'dev', group: '', kind: 'ConfigMap', namespace: 'ns', name: 'a' });
+      expect(got!.json).toBe(`{"raw":"${raw}"}`);
+      expect((await store.byIndex('application', [raw])).map((o) => [o.name, o.index?.cluster])).toEqual([['a', raw]]);
+    } finally {
+      await store.close();
+      await db.drop();
+    }
+  });
+});
+
+describe('mysql store: a write one of whose statements fails', () => {
+  // The store queues a write's statements without waiting for each (rows, then the scopes' states): one that fails
+  // must take the ones before and after it with it.
+  it('lands nothing: neither the rows of its other statements nor its scope states', async () => {
+    const db = await createTestDatabase('sa_failed_write');
+    const store = new MysqlCacheStore(db.url);
+    try {
+      await store.init();
+      const scope = { account: 'dev', group: '', kind: 'ConfigMap', namespace: '' };
+      await store.apply([
+        { op: 'syncStart', scope, version: 'v1' },
+        storeChange('a', '5'),
+        { op: 'syncEnd', scope, version: 'v1', resourceVersion: '5' },
+      ]);
+      // 500 rows (one full statement) that would land, then one the column refuses (a name over 253 characters:
+      // the wire refuses it first; here it stands for any statement the server fails).
+      const rows = Array.from({ length: 500 }, (_, i) => storeChange(`ok-${i}`, String(10 + i)));
+      await expect(store.apply([...rows, storeChange('x'.repeat(300), '600')])).rejects.toThrow(/write failed/);
+      expect((await store.list({ account: 'dev' })).map((o) => o.name)).toEqual(['a']);
+      expect(await store.resumePoints('dev')).toEqual([{ ...scope, version: 'v1', resourceVersion: '5' }]);
+    } finally {
       await store.close();
       await db.drop();
     }

@@ -127,6 +127,29 @@ export function cacheStoreContract(name: string, factory: StoreFactory): void {
       expect(await names({ namespace: '' })).toEqual(['ns1']);
     });
 
+    it('keeps every character of an object and of its key fields, quotes and backslashes too', async () => {
+      // What a SQL store must escape or would misread: quotes and backslashes alone and in pairs, escape sequences as
+      // text, placeholders and comment starts, non-ASCII and an astral character; line ends and a tab between tokens.
+      // (A store's own test adds what only it can hold, e.g. raw control characters: mysql-store.test.ts.)
+      const tricky = `' '' \\ \\\\ \\' \\" \\0 \\n " ? ?? -- # /* */ \u00e9 \u2713 \u{1f600} ');--`;
+      const json = `{"data":\r\n\t{"text":${JSON.stringify(tricky)}}}`;
+      // Key fields as the wire allows them (printable ASCII, quotes and backslashes included).
+      const name = `it's\\a"name`;
+      store.addIndex(APPLICATION_INDEX);
+      await store.apply([
+        change('ADDED', name, '5', { json, uid: `u'\\`, index: { application: `app'\\`, cluster: '', owner: '' } }),
+        change('DELETED', `gone'\\`, '6'),
+      ]);
+      const got = await store.get({ account: 'dev', group: '', kind: 'ConfigMap', namespace: 'ns1', name });
+      expect(got).toMatchObject({ name, uid: `u'\\`, resourceVersion: '5' });
+      expect(got!.json).toBe(json);
+      expect(JSON.parse(got!.json).data.text).toBe(tricky);
+      expect((await listApplication(store, `app'\\`)).map((o) => o.name)).toEqual([name]);
+      // The tombstone is kept under its exact name: an older replay of the object stays deleted.
+      await store.apply([change('ADDED', `gone'\\`, '4')]);
+      expect(await names()).toEqual([name]);
+    });
+
     it('never moves an object backwards: older and equal resourceVersions are ignored, compared as integers', async () => {
       await store.apply([change('ADDED', 'a', '10')]);
       await store.apply([change('MODIFIED', 'a', '9')]);
