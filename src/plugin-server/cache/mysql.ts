@@ -223,7 +223,6 @@ const UPSERT_HEAD =
   'INSERT INTO sa_objects (account, grp, kind_lc, namespace, name, upd, sync_gen, kind, api_version, uid, deleted, ' +
   'object_json, updated_at, resource_version, rv_num, app, cluster, owner_uid) VALUES ';
 
-
 /** MySQL (or MariaDB, or any MySQL-compatible engine) store, shared by plugin-server replicas. */
 export class MysqlCacheStore implements StoreBackend {
   readonly type = 'mysql' as const;
