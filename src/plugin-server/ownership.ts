@@ -1,10 +1,10 @@
 /**
  * The account-ownership protocol as pure transitions (docs/architecture.md#account-ownership): who may hold an
  * account, decided from the account's record (the cluster its name belongs to) and its lease (who holds it, until
- * when, under which generation) at the store's clock. Both stores apply these transitions atomically — the memory
- * store within one synchronous step, MySQL under the lease row's lock with a compare-and-set on the generation — so
- * every replica sharing a store takes the same decision for the same state, and none decides from what it alone
- * remembers or from its own wall clock.
+ * when, under which generation) at the store's clock. Every store applies these transitions atomically — the memory
+ * store within one synchronous step, MySQL and PostgreSQL under the lease row's lock with a compare-and-set on the
+ * generation — so every replica sharing a store takes the same decision for the same state, and none decides from
+ * what it alone remembers or from its own wall clock.
  */
 import { ScaleAgentError } from '../shared/errors.js';
 

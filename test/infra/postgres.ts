@@ -33,9 +33,17 @@ export function findPostgresBinary(name: string): string {
 /** The uid/gid to run the server as when the tests run as root (PostgreSQL will not). */
 async function serverIds(): Promise<{ uid: number; gid: number } | undefined> {
   if (process.getuid?.() !== 0) return undefined;
-  const uid = Number((await run('id', ['-u', SERVER_USER])).stdout.trim());
-  const gid = Number((await run('id', ['-g', SERVER_USER])).stdout.trim());
-  return { uid, gid };
+  try {
+    const uid = Number((await run('id', ['-u', SERVER_USER])).stdout.trim());
+    const gid = Number((await run('id', ['-g', SERVER_USER])).stdout.trim());
+    return { uid, gid };
+  } catch (e) {
+    throw new Error(
+      `running as root, and PostgreSQL will not: no user ${SERVER_USER} to run it as (Debian's postgresql package ` +
+        `creates it; or set SCALE_AGENT_TEST_POSTGRES_URL to an existing server)`,
+      { cause: e },
+    );
+  }
 }
 
 /** `cmd args` as the server user when running as root (setpriv execs, so the pid stays the server's). */

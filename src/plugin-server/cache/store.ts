@@ -1,5 +1,5 @@
 /**
- * The cache of every object of every cluster. Two implementations (memory, mysql) pass one contract suite
+ * The cache of every object of every cluster. Three implementations (memory, mysql, postgres) pass one contract suite
  * (test/unit/plugin-server/store-contract.ts).
  *
  * Rules both follow:
@@ -342,7 +342,7 @@ export interface StoreLifecycle {
 }
 
 /**
- * One backend (memory.ts, mysql.ts) implements every contract over one database; each consumer takes only the one
+ * One backend (memory.ts, mysql.ts, postgres.ts) implements every contract over one database; each consumer takes only the one
  * it uses. Composed where the server is built (server.ts), and in the contract suite.
  */
 export type StoreBackend = ObjectCache & ObjectIndex & AccountStateStore & StoreLifecycle;

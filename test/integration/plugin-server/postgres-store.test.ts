@@ -109,7 +109,9 @@ describe('postgres store: a replica stopped inside a transaction on a lease row'
         expect((await frozen.claimAccount(...claim('r1', 's1', 'agent-a'))).granted).toBe(true);
         // The renewal's first statement ran, then the process stopped: the row stays locked, the session idle.
         const conn = await pool.connect();
-        const ended = new Promise<Error>((resolve) => conn.once('error', resolve));
+        // The server's FATAL message first, then the closed socket ("Connection terminated unexpectedly"): the
+        // listener stays, so the second has one too.
+        const ended = new Promise<Error>((resolve) => conn.on('error', resolve));
         await conn.query('BEGIN');
         await conn.query("SELECT generation FROM sa_account_leases WHERE account = 'dev' FOR UPDATE");
         await new Promise((r) => setTimeout(r, 300)); // the 200 ms lease is over

@@ -1,6 +1,7 @@
 /**
  * The store contracts: every implementation (memory here, MySQL against a real MariaDB in
- * test/integration/plugin-server/mysql-store.test.ts) must pass exactly these tests.
+ * test/integration/plugin-server/mysql-store.test.ts, PostgreSQL against a real one in postgres-store.test.ts there)
+ * must pass exactly these tests.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type {
