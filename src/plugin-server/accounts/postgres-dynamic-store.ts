@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { createPostgresPool } from '../cache/postgres-pool.js';
+import { createPostgresPool, inTransaction } from '../cache/postgres-pool.js';
 import type {
   DynamicAccountStore,
   DynamicDefinition,
@@ -20,7 +20,7 @@ export class PostgresDynamicAccountStore implements DynamicAccountStore {
 
   async init(): Promise<void> {
     // Replicas starting together: CREATE … IF NOT EXISTS races on the catalogue, so one at a time.
-    await this.transaction(async (client) => {
+    await inTransaction(this.pool, async (client) => {
       await client.query("SELECT pg_advisory_xact_lock(hashtext('scale-agent sa_dynamic_accounts'))");
       await client.query(`CREATE TABLE IF NOT EXISTS sa_dynamic_accounts (
         name VARCHAR(253) COLLATE "C" NOT NULL PRIMARY KEY,
@@ -34,7 +34,6 @@ export class PostgresDynamicAccountStore implements DynamicAccountStore {
         version BIGINT NOT NULL
       )`);
       await client.query('INSERT INTO sa_dynamic_accounts_version (id, version) VALUES (1, 0) ON CONFLICT DO NOTHING');
-      return true;
     });
   }
 
@@ -92,35 +91,22 @@ export class PostgresDynamicAccountStore implements DynamicAccountStore {
     return done !== undefined;
   }
 
-  /** Runs `change` in a transaction with the next version as its generation; commits only if it applied. */
+  /**
+   * Runs `change` in a transaction with the next version as its generation, and moves the version to it only if the
+   * change applied. The version row is locked first, so writers are serialized on it.
+   */
   private async write(
     change: (client: pg.PoolClient, generation: number) => Promise<boolean>,
   ): Promise<number | undefined> {
-    let generation = 0;
-    const applied = await this.transaction(async (client) => {
-      const bump = await client.query<{ version: number }>(
-        'UPDATE sa_dynamic_accounts_version SET version = version + 1 WHERE id = 1 RETURNING version',
+    return inTransaction(this.pool, async (client) => {
+      const current = await client.query<{ version: number }>(
+        'SELECT version FROM sa_dynamic_accounts_version WHERE id = 1 FOR UPDATE',
       );
-      generation = Number(bump.rows[0]?.version);
-      return change(client, generation);
+      const generation = Number(current.rows[0]?.version) + 1;
+      if (!(await change(client, generation))) return undefined;
+      await client.query('UPDATE sa_dynamic_accounts_version SET version = $1 WHERE id = 1', [generation]);
+      return generation;
     });
-    return applied ? generation : undefined;
-  }
-
-  /** Commits when `body` answers true, rolls back otherwise or when it throws. */
-  private async transaction(body: (client: pg.PoolClient) => Promise<boolean>): Promise<boolean> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const ok = await body(client);
-      await client.query(ok ? 'COMMIT' : 'ROLLBACK');
-      return ok;
-    } catch (e) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw e;
-    } finally {
-      client.release();
-    }
   }
 
   async close(): Promise<void> {

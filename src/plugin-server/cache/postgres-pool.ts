@@ -15,6 +15,7 @@
  * - TCP keepalive, so a half-open connection sitting in the pool is found dead by the kernel.
  */
 import pg from 'pg';
+import { ScaleAgentError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logging.js';
 import { IDLE_TRANSACTION_TIMEOUT_S } from './mysql-pool.js';
 import { QUERY_TIMEOUT_MS } from './mysql-timeout.js';
@@ -66,4 +67,50 @@ export function createPostgresPool(url: string, options: PostgresPoolOptions): p
     log.warn({ err: err.message }, 'an idle PostgreSQL connection failed; the pool replaces it');
   });
   return pool;
+}
+
+/**
+ * Whether the connection is still in step with the server after `e`: an error the server answered (it has a
+ * SQLSTATE) leaves it usable for a ROLLBACK; a client timeout or a broken connection does not (a ROLLBACK would
+ * queue behind the statement that never answers), so the connection is discarded, and the server rolls back the
+ * transaction when it goes.
+ */
+function answeredByServer(e: unknown): boolean {
+  const code = (e as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+}
+
+/**
+ * Runs `body` in a transaction on a connection of `pool` (READ COMMITTED, PostgreSQL's default: no gap locks, so
+ * writes of different accounts never wait on each other) and commits; rolls back when `body` throws. The one way the
+ * PostgreSQL stores (cache, tasks, dynamic accounts) take a connection for a transaction: a connection the server
+ * ends while it is checked out emits 'error', which with no listener would crash the process.
+ */
+export async function inTransaction<T>(pool: pg.Pool, body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (e) {
+    throw new ScaleAgentError('UNAVAILABLE', `PostgreSQL store unreachable: ${(e as Error).message}`, { cause: e });
+  }
+  let broken: Error | undefined;
+  // The idle-in-transaction timeout after this process was frozen, a server restart: note it, and discard the
+  // connection.
+  const onError = (e: Error): void => {
+    broken = e;
+  };
+  client.on('error', onError);
+  try {
+    await client.query('BEGIN');
+    const result = await body(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (e) {
+    if (answeredByServer(e)) await client.query('ROLLBACK').catch((r: Error) => (broken = r));
+    else broken = e as Error;
+    throw e;
+  } finally {
+    client.removeListener('error', onError);
+    client.release(broken);
+  }
 }

@@ -19,7 +19,7 @@ import { AppliedListeners } from './applied-listeners.js';
 import { IndexRegistry } from './index-registry.js';
 import { MIGRATION_TIMEOUT_MS, QUERY_TIMEOUT_MS } from './mysql-timeout.js';
 import { DB_CLOCK_NOW, DB_NOW } from './postgres-clock.js';
-import { clientTimeoutMs, createPostgresPool } from './postgres-pool.js';
+import { clientTimeoutMs, createPostgresPool, inTransaction } from './postgres-pool.js';
 import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
 import {
   COLUMN_OF_INDEX,
@@ -164,17 +164,6 @@ function isDeadlock(e: unknown): boolean {
   return false;
 }
 
-/**
- * Whether the connection is still in step with the server after `e`: an error the server answered (it has a
- * SQLSTATE) leaves it usable for a ROLLBACK; a client timeout or a broken connection does not (a ROLLBACK would
- * queue behind the statement that never answers), so the connection is discarded, and the server rolls back the
- * transaction when it goes.
- */
-function answeredByServer(e: unknown): boolean {
-  const code = (e as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
-}
-
 /** One statement with the client's bound on it (postgres-pool.ts): longer than the server's statement_timeout. */
 interface Statement {
   text: string;
@@ -269,7 +258,7 @@ export class PostgresCacheStore implements StoreBackend {
   }
 
   async init(): Promise<void> {
-    await this.transaction(this.pool, async (client) => {
+    await inTransaction(this.pool, async (client) => {
       const run = (text: string, values?: unknown[]) =>
         client.query({ text, values, query_timeout: clientTimeoutMs(MIGRATION_TIMEOUT_MS) } as Statement);
       await run(`SET LOCAL statement_timeout = ${MIGRATION_TIMEOUT_MS}`);
@@ -297,40 +286,6 @@ export class PostgresCacheStore implements StoreBackend {
         ]);
       }
     });
-  }
-
-  /**
-   * Runs `body` in a transaction on a connection of `pool` (READ COMMITTED, PostgreSQL's default: no gap locks, so
-   * writes of different accounts never wait on each other). Errors come back as the store's, the connection
-   * discarded when the server did not answer (answeredByServer).
-   */
-  private async transaction<T>(pool: pg.Pool, body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await pool.connect();
-    } catch (e) {
-      throw new ScaleAgentError('UNAVAILABLE', `PostgreSQL store unreachable: ${(e as Error).message}`, { cause: e });
-    }
-    let broken: Error | undefined;
-    // A connection the server ends while it is checked out (the idle-in-transaction timeout after this process was
-    // frozen, a restart) emits 'error', which with no listener would crash the process: note it, and discard it.
-    const onError = (e: Error): void => {
-      broken = e;
-    };
-    client.on('error', onError);
-    try {
-      await client.query('BEGIN');
-      const result = await body(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (e) {
-      if (answeredByServer(e)) await client.query('ROLLBACK').catch((r: Error) => (broken = r));
-      else broken = e as Error;
-      throw e;
-    } finally {
-      client.removeListener('error', onError);
-      client.release(broken);
-    }
   }
 
   private async loadScopes(client: pg.PoolClient | pg.Pool, account: string, force = false): Promise<void> {
@@ -390,7 +345,7 @@ export class PostgresCacheStore implements StoreBackend {
     const accounts = new Set(ops.map((o) => (o.op === 'change' ? o.change.account : o.scope.account)));
     const dirty = new Map<string, ScopeState>();
     try {
-      await this.transaction(this.pool, async (client) => {
+      await inTransaction(this.pool, async (client) => {
         for (const a of accounts) await this.loadScopes(client, a);
         let batch = new RowBatch();
         // One statement at a time: node-postgres sends a query only once the previous one has answered anyway.
@@ -694,7 +649,7 @@ export class PostgresCacheStore implements StoreBackend {
   ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.transaction(this.control, async (client) => {
+        return await inTransaction(this.control, async (client) => {
           // A second claimant's INSERT waits for the first's to commit, then does nothing; the SELECT then locks.
           await client.query(
             `INSERT INTO sa_account_leases (${LEASE_COLUMNS}) VALUES ($1, '', '', '', '', 'ACTIVE', 0, 1, 0, 0, FALSE, '') ` +

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { DB_NOW } from '../cache/postgres-clock.js';
-import { createPostgresPool } from '../cache/postgres-pool.js';
+import { createPostgresPool, inTransaction } from '../cache/postgres-pool.js';
 import type { Task } from './model.js';
 import type { TaskRepository } from './repository.js';
 import { StorageFullSignal } from '../storage-full.js';
@@ -26,10 +26,8 @@ export class PostgresTaskRepository implements TaskRepository {
 
   async init(): Promise<void> {
     // Two replicas starting at once may both create the table: CREATE … IF NOT EXISTS can still fail on the
-    // catalogue's unique index when they race, so the statement runs under an advisory lock held for the transaction.
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
+    // catalogue's unique index when they race, so the statements run under an advisory lock held for the transaction.
+    await inTransaction(this.pool, async (client) => {
       await client.query("SELECT pg_advisory_xact_lock(hashtext('scale-agent sa_tasks'))");
       await client.query(`CREATE TABLE IF NOT EXISTS sa_tasks (
         id VARCHAR(64) COLLATE "C" NOT NULL PRIMARY KEY,
@@ -43,20 +41,11 @@ export class PostgresTaskRepository implements TaskRepository {
       )`);
       await client.query('CREATE INDEX IF NOT EXISTS sa_tasks_started ON sa_tasks (started_at)');
       await client.query('CREATE INDEX IF NOT EXISTS sa_tasks_incomplete ON sa_tasks (started_at) WHERE NOT completed');
-      await client.query('COMMIT');
-    } catch (e) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw e;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   async create(task: Task, options: { replaces?: string } = {}): Promise<{ task: Task; created: boolean }> {
-    const client = await this.pool.connect();
-    let created: boolean;
-    try {
-      await client.query('BEGIN');
+    const created = await inTransaction(this.pool, async (client) => {
       if (task.requestId && options.replaces) {
         await client.query('UPDATE sa_tasks SET request_id = NULL WHERE id = $1 AND request_id = $2', [
           options.replaces,
@@ -76,14 +65,10 @@ export class PostgresTaskRepository implements TaskRepository {
           JSON.stringify(task),
         ],
       );
-      await client.query('COMMIT');
-      created = r.rowCount === 1;
-    } catch (e) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      return r.rowCount === 1;
+    }).catch((e: unknown) => {
       throw this.storageFull.noted(e);
-    } finally {
-      client.release();
-    }
+    });
     if (created) return { task, created: true };
     const existing = task.requestId ? await this.getByRequestId(task.requestId) : undefined;
     if (!existing) throw new Error(`task ${task.id} was not stored and no task holds its request id`);
