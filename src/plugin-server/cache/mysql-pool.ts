@@ -50,6 +50,15 @@ export function createStorePool(url: string, options: StorePoolOptions): Pool {
   // The core pool's event, emitted with each new connection before it is handed out; commands on a connection run
   // in order, so the setting is in place before the connection's first statement.
   pool.pool.on('connection', (conn) => {
+    // The store writes values into its statements as literals with backslash escapes (mysql-literal.ts, and mysql2's
+    // own escaper alike). A server whose sql_mode has NO_BACKSLASH_ESCAPES reads a backslash as itself, so an object
+    // holding `\'` would end its literal early: a broken write, or SQL from an object. Every session drops the mode.
+    conn.query(
+      "SET SESSION sql_mode = TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',NO_BACKSLASH_ESCAPES,', ','))",
+      (err: unknown) => {
+        if (err) log.warn({ err: (err as Error).message }, 'could not set the sql_mode of a MySQL session');
+      },
+    );
     conn.query(`SET SESSION idle_transaction_timeout = ${IDLE_TRANSACTION_TIMEOUT_S}`, (err: unknown) => {
       if (err && (err as { errno?: number }).errno !== ER_UNKNOWN_SYSTEM_VARIABLE) {
         // Not fatal: the session works as before, without the bound.

@@ -4,6 +4,7 @@ import { MIGRATIONS, MysqlCacheStore } from '../../../src/plugin-server/cache/my
 import { createStorePool } from '../../../src/plugin-server/cache/mysql-pool.js';
 import type { StoreBackend } from '../../../src/plugin-server/cache/store.js';
 import { createTestDatabase, onTestDatabases } from '../../infra/index.js';
+import { createDatabase, MariaDb } from '../../infra/mariadb.js';
 import { accountRecord, leaseClaim, storeChange } from '../../infra/records.js';
 import { cacheStoreContract } from '../../unit/plugin-server/store-contract.js';
 import { APPLICATION_INDEX } from '../../../src/plugin-server/views/app-index.js';
@@ -139,6 +140,33 @@ describe('mysql store: raw control characters', () => {
     } finally {
       await store.close();
       await db.drop();
+    }
+  });
+});
+
+describe('mysql store: a server whose sql_mode reads backslashes as themselves', () => {
+  // NO_BACKSLASH_ESCAPES set globally (a private MariaDB: the shared one's mode stays), so every new session starts
+  // with it. The store's literals escape with backslashes: without the session fix in mysql-pool.ts this write fails
+  // with a syntax error (the quote after a backslash ends the literal) or stores something else.
+  it('keeps quotes and backslashes as given', async () => {
+    const server = await MariaDb.start();
+    try {
+      const admin = await mysql.createConnection(server.url);
+      await admin.query("SET GLOBAL sql_mode = CONCAT(@@GLOBAL.sql_mode, ',NO_BACKSLASH_ESCAPES')");
+      await admin.end();
+      const db = await createDatabase(server.url, 'sa_no_backslash');
+      const store = new MysqlCacheStore(db.url);
+      try {
+        await store.init();
+        const tricky = `it\\'s'); DROP TABLE sa_objects; -- \\`;
+        await store.apply([storeChange('a', '5', { json: JSON.stringify({ v: tricky }) })]);
+        const got = await store.get({ account: 'dev', group: '', kind: 'ConfigMap', namespace: 'ns', name: 'a' });
+        expect(JSON.parse(got!.json)).toEqual({ v: tricky });
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await server.stop();
     }
   });
 });
