@@ -6,7 +6,8 @@
  * JSON result. Exit code 1 when any fault lost or duplicated an operation or did not converge.
  *
  * The memory store runs the faults where the store matters (plugin-server, agent, the gRPC link); the MySQL store
- * runs all of them; the PostgreSQL store (a server of the rig's own) all but MariaDB's own process and disk faults.
+ * runs all of them; the PostgreSQL store (a server of the rig's own, durable) all but MariaDB's own process and disk
+ * faults, with its own server's SIGKILL and SIGSTOP instead.
  *
  * `npm run faults -- --replicas 3 --agents 2 [--groups 2] [--seeds N | --seed S] [--rows all|id,...]`: the replica
  * rows and randomized schedules instead (bench/faults-replicas.ts).
@@ -100,7 +101,11 @@ function selected(store: Store, tmpfs: boolean): Fault[] {
     }
     // Each SQL store's rig has its own database link and server; the other store's faults do not apply.
     if (store === 'mysql') return !x.needs.postgres;
-    return !x.needs.mysql && !x.needs.privateMariadb;
+    return (
+      !x.needs.mysql &&
+      !x.needs.privateMariadb &&
+      !(x.needs.privatePostgres && process.env.SCALE_AGENT_TEST_POSTGRES_URL)
+    );
   });
 }
 

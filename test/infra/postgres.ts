@@ -64,6 +64,7 @@ export class PostgresServer {
     readonly dir: string,
     readonly port: number,
     private readonly ids: { uid: number; gid: number } | undefined,
+    private readonly durable: boolean,
   ) {}
 
   /** The superuser over TCP without a password, on the maintenance database; test databases are created per file. */
@@ -83,7 +84,11 @@ export class PostgresServer {
     return join(this.dir, 'data');
   }
 
-  static async start(opts: { log?: (line: string) => void } = {}): Promise<PostgresServer> {
+  /**
+   * `durable`: commits are flushed as a production server flushes them (the fault rig, where a SIGKILLed server
+   * must not lose an acknowledged write because of a test setting); off by default.
+   */
+  static async start(opts: { log?: (line: string) => void; durable?: boolean } = {}): Promise<PostgresServer> {
     const ids = await serverIds();
     // The run's own temp directory (temp-root.ts) is root's alone, out of the server user's reach: as root the server's
     // directory goes directly under the system's temp directory instead (stop() removes it).
@@ -106,7 +111,7 @@ export class PostgresServer {
     writeFileSync(join(datadir, 'pg_hba.conf'), 'host all all 127.0.0.1/32 trust\n');
     if (ids) chownSync(join(datadir, 'pg_hba.conf'), ids.uid, ids.gid);
     const port = await freePort();
-    const server = new PostgresServer(dir, port, ids);
+    const server = new PostgresServer(dir, port, ids, Boolean(opts.durable));
     await server.launch();
     opts.log?.(`postgres ready on 127.0.0.1:${port} (${Date.now() - t0} ms)`);
     return server;
@@ -123,13 +128,13 @@ export class PostgresServer {
       'listen_addresses=127.0.0.1',
       '-c',
       'unix_socket_directories=',
-      // A test server: durability off, connections plentiful.
+      // A test server: durability off unless asked for, connections plentiful.
       '-c',
-      'fsync=off',
+      `fsync=${this.durable ? 'on' : 'off'}`,
       '-c',
-      'synchronous_commit=off',
+      `synchronous_commit=${this.durable ? 'on' : 'off'}`,
       '-c',
-      'full_page_writes=off',
+      `full_page_writes=${this.durable ? 'on' : 'off'}`,
       '-c',
       'max_connections=300',
     ]);
@@ -155,6 +160,17 @@ export class PostgresServer {
         await sleep(100);
       }
     }
+  }
+
+  /** SIGKILL of the server and every backend (one process group), no grace: for fault injection. */
+  async kill(): Promise<void> {
+    await this.proc.kill();
+  }
+
+  /** Starts the server again on the same data dir and port (crash recovery included) and waits until it answers. */
+  async restart(): Promise<void> {
+    await this.proc.stop(10_000);
+    await this.launch();
   }
 
   async stop(): Promise<void> {

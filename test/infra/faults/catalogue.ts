@@ -10,7 +10,7 @@ import { diskFullFault } from './disk-full.js';
 import type { FaultRig, Link } from './rig.js';
 import type { Toxic, ToxicStream } from '../toxiproxy.js';
 
-export type ProcessName = 'agent' | 'plugin-server' | Component | 'mariadb';
+export type ProcessName = 'agent' | 'plugin-server' | Component | 'mariadb' | 'postgres';
 
 export interface Fault {
   /** Stable id, e.g. `sigkill:agent`, `blackhole:grpc`. */
@@ -23,6 +23,8 @@ export interface Fault {
     privateMariadb?: boolean;
     mysql?: boolean;
     postgres?: boolean;
+    /** The rig's own PostgreSQL server (not SCALE_AGENT_TEST_POSTGRES_URL's): its process faults. */
+    privatePostgres?: boolean;
     tmpfs?: boolean;
   };
   /** Held this long once `inject` returns (which, for some faults, waits until the fault is in force). */
@@ -54,10 +56,12 @@ const PROCESSES: ProcessName[] = [
   'etcd',
   'kube-controller-manager',
   'mariadb',
+  'postgres',
 ];
 
 function processNeeds(p: ProcessName): Fault['needs'] {
   if (p === 'mariadb') return { mysql: true, privateMariadb: true };
+  if (p === 'postgres') return { postgres: true, privatePostgres: true };
   if (p === 'agent' || p === 'plugin-server') return {};
   return { privateControlPlane: true };
 }
@@ -70,6 +74,8 @@ function pidOf(rig: FaultRig, p: ProcessName): number {
       return rig.server.proc.pid;
     case 'mariadb':
       return rig.mariadb!.pid;
+    case 'postgres':
+      return rig.postgresServer!.pid;
     default:
       return rig.cp!.procs.get(p)!.pid;
   }
@@ -83,6 +89,8 @@ async function kill(rig: FaultRig, p: ProcessName): Promise<void> {
       return rig.server.kill();
     case 'mariadb':
       return rig.mariadb!.kill();
+    case 'postgres':
+      return rig.postgresServer!.kill();
     default:
       return rig.cp!.kill(p);
   }
@@ -98,6 +106,8 @@ async function restart(rig: FaultRig, p: ProcessName): Promise<void> {
       return rig.server.restart();
     case 'mariadb':
       return rig.mariadb!.restart();
+    case 'postgres':
+      return rig.postgresServer!.restart();
     default:
       return rig.cp!.startComponent(p);
   }

@@ -14,7 +14,7 @@ import { testEnv } from '../index.js';
 import { resolveK8sBinDir } from '../k8s-tools.js';
 import { customResourceDefinition } from '../manifests.js';
 import { createDatabase, MariaDb } from '../mariadb.js';
-import { createPostgresDatabase, testPostgres } from '../postgres.js';
+import { createPostgresDatabase, PostgresServer } from '../postgres.js';
 import { AgentProcess, PluginServerProcess, type StorageSpec } from '../processes.js';
 import { waitFor } from '../wait.js';
 import { createAgentIdentity, deleteAgentIdentity, type AgentIdentity } from './agent-identity.js';
@@ -68,8 +68,11 @@ export const CHECKED_KINDS: CheckedKind[] = [
 export class FaultRig {
   cp?: ControlPlane;
   mariadb?: MariaDb;
-  /** The rig's PostgreSQL server (store postgres). */
-  postgres?: { url: string; stop(): Promise<void> };
+  /**
+   * The rig's own PostgreSQL server (store postgres), with production durability as the private MariaDB has: killable,
+   * a SIGKILL must not lose acknowledged writes. Undefined on SCALE_AGENT_TEST_POSTGRES_URL's server.
+   */
+  postgresServer?: PostgresServer;
   toxiproxy!: Toxiproxy;
   server!: PluginServerProcess;
   agent!: AgentProcess;
@@ -163,8 +166,9 @@ export class FaultRig {
     }
     if (this.opts.store === 'postgres') {
       // A server of the rig's own (the test run shares only MariaDB), stopped with the rig.
-      this.postgres = await testPostgres();
-      const db = await createPostgresDatabase(this.postgres.url, 'faults');
+      const given = process.env.SCALE_AGENT_TEST_POSTGRES_URL;
+      if (!given) this.postgresServer = await PostgresServer.start({ durable: true });
+      const db = await createPostgresDatabase(given ?? this.postgresServer!.url, 'faults');
       this.dropDb = db.drop;
       const u = new URL(db.url);
       this.links.postgres = await this.toxiproxy.createProxy('postgres', u.host);
@@ -232,6 +236,7 @@ export class FaultRig {
   pids(): Record<string, number> {
     const out: Record<string, number> = { agent: this.agent.proc.pid, 'plugin-server': this.server.proc.pid };
     if (this.mariadb) out.mariadb = this.mariadb.pid;
+    if (this.postgresServer) out.postgres = this.postgresServer.pid;
     for (const [c, p] of this.cp?.procs ?? []) out[c] = p.pid;
     return out;
   }
@@ -261,7 +266,8 @@ export class FaultRig {
     // MariaDB's own log goes with its temp dir: keep a copy beside the others (a crash under a fault is in it).
     if (this.mariadb) cpSync(this.mariadb.logFile, join(this.opts.dir, 'mariadbd.log'), { force: true });
     await this.mariadb?.stop().catch(() => undefined);
-    await this.postgres?.stop().catch(() => undefined);
+    if (this.postgresServer) cpSync(this.postgresServer.logFile, join(this.opts.dir, 'postgres.log'), { force: true });
+    await this.postgresServer?.stop().catch(() => undefined);
     await this.cp?.stop().catch(() => undefined);
   }
 }
