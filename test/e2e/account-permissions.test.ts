@@ -47,6 +47,17 @@ describe('account permissions and X-SPINNAKER-ACCOUNTS end to end', () => {
       },
     ];
     agent = await stack.addAgent({ agentId: 'perms', accounts });
+    // The agent is up once its stream is; each account's initial sync may still be on its way (a loaded machine).
+    await waitFor('both ConfigMaps in the cache', async () => {
+      for (const [account, ns] of [
+        ['perm-a', nsA],
+        ['perm-b', nsB],
+      ] as const) {
+        const r = await fetch(`${server.httpBase}/manifests/${account}/${ns}/configMap%20cm`);
+        if (r.status !== 200) return false;
+      }
+      return true;
+    });
   });
   afterAll(async () => {
     await stack?.stop();

@@ -28,7 +28,14 @@ describe.each([
   it(`${server.split(' ')[0]} blackholed: not ready (store named) during, converges after, nothing lost or run twice`, async () => {
     const r = await runFault(rig, load, faultById(`blackhole:${store}`));
     expect(r.during.readyz).toBe(503);
-    expect(r.during.readyzReasons).toEqual([expect.stringMatching(/^store: no answer within \d+ ms$/)]);
+    // The store named within its bound; past a lease period the leases' renewal is named too, depending on when in
+    // the 8 s the probe landed (both are the same outage).
+    expect(r.during.readyzReasons).toContainEqual(expect.stringMatching(/^store: no answer within \d+ ms$/));
+    for (const reason of r.during.readyzReasons ?? []) {
+      expect(reason).toMatch(
+        /^(store: no answer within \d+ ms|account leases not renewed in time \(the store does not answer\))$/,
+      );
+    }
     expectSurvived(r);
     // Ready again once the link is back. Not at the very moment the cache has converged: /readyz also wants a lease
     // renewal after the outage (a replica that could not renew must not take traffic), which comes on the registry's
