@@ -1,4 +1,4 @@
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -162,8 +162,24 @@ export class PostgresServer {
     }
   }
 
-  /** SIGKILL of the server and every backend (one process group), no grace: for fault injection. */
+  /**
+   * Sends `signal` to the postmaster and every process it forked. Not to a process group: each PostgreSQL backend
+   * and auxiliary process calls setsid() and leads a group of its own, so a SIGSTOP of the postmaster's group alone
+   * leaves the backends answering queries.
+   */
+  signal(signal: NodeJS.Signals): void {
+    for (const pid of [this.pid, ...childrenOf(this.pid)]) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+
+  /** SIGKILL of the server and every backend, no grace: for fault injection. */
   async kill(): Promise<void> {
+    this.signal('SIGKILL');
     await this.proc.kill();
   }
 
@@ -186,6 +202,23 @@ export class PostgresServer {
     await this.proc.stop(10_000);
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** Pids whose parent is `pid`, from /proc. */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // pid (comm) state ppid …: comm may hold spaces and parentheses, so read after the last ')'.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) out.push(Number(entry));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
 }
 
 /**

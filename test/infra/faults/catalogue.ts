@@ -115,6 +115,8 @@ async function restart(rig: FaultRig, p: ProcessName): Promise<void> {
 
 /** The whole process group: a Node CLI run through tsx has no children, but a signal to the group is exact. */
 function signal(rig: FaultRig, p: ProcessName, sig: NodeJS.Signals): void {
+  // PostgreSQL's backends each lead a process group of their own (PostgresServer.signal).
+  if (p === 'postgres') return rig.postgresServer!.signal(sig);
   process.kill(-pidOf(rig, p), sig);
 }
 
