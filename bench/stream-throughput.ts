@@ -174,15 +174,24 @@ if (stores.includes('memory')) {
   ratios.memoryVsRawGrpc = median(s.pairRatios);
 }
 
-let mariadb: MariaDb | undefined;
-if (stores.includes('mysql')) {
-  const serverUrl = process.env.SCALE_AGENT_TEST_MYSQL_URL ?? (mariadb = await MariaDb.start()).url;
-  const bare = await createDatabase(serverUrl, 'bench_bare');
-  const upsert = await mysqlUpsertBaseline(bare.url);
-  const db = await createDatabase(serverUrl, 'bench_stream');
-  const ps = await startPluginServer({ type: 'mysql', url: db.url });
+type Upsert = { run: () => Promise<number>; close: () => Promise<void> };
+type Database = { url: string; drop: () => Promise<unknown> };
+
+/**
+ * One SQL store's series: the plugin-server on a database of its own, paired with the bare batched upsert on another
+ * database of the same server.
+ */
+async function sqlStoreSeries(
+  store: 'mysql' | 'postgres',
+  createDb: (prefix: string) => Promise<Database>,
+  upsertBaseline: (url: string) => Promise<Upsert>,
+): Promise<void> {
+  const bare = await createDb('bench_bare');
+  const upsert = await upsertBaseline(bare.url);
+  const db = await createDb('bench_stream');
+  const ps = await startPluginServer({ type: store, url: db.url });
   const s = await pairedSeries(
-    'mysql',
+    store,
     (id) => pushOnce(ps.grpcAddress, id),
     'bare-upsert',
     () => upsert.run(),
@@ -191,33 +200,23 @@ if (stores.includes('mysql')) {
   await upsert.close();
   await bare.drop();
   await db.drop();
-  baseline.mysqlBareUpsertRowsPerSec = distribution(s.baseline);
-  figures.mysql = { changesPerSec: distribution(s.rates), pairRatios: s.pairRatios };
-  ratios.mysqlVsBareUpsert = median(s.pairRatios);
+  baseline[`${store}BareUpsertRowsPerSec`] = distribution(s.baseline);
+  figures[store] = { changesPerSec: distribution(s.rates), pairRatios: s.pairRatios };
+  ratios[`${store}VsBareUpsert`] = median(s.pairRatios);
 }
-await mariadb?.stop();
+
+if (stores.includes('mysql')) {
+  const mariadb = process.env.SCALE_AGENT_TEST_MYSQL_URL ? undefined : await MariaDb.start();
+  const serverUrl = process.env.SCALE_AGENT_TEST_MYSQL_URL ?? mariadb!.url;
+  await sqlStoreSeries('mysql', (prefix) => createDatabase(serverUrl, prefix), mysqlUpsertBaseline);
+  await mariadb?.stop();
+}
 
 if (stores.includes('postgres')) {
   // SCALE_AGENT_TEST_POSTGRES_URL's server, else one of Debian's started here.
   const server = await testPostgres();
-  const bare = await createPostgresDatabase(server.url, 'bench_bare');
-  const upsert = await postgresUpsertBaseline(bare.url);
-  const db = await createPostgresDatabase(server.url, 'bench_stream');
-  const ps = await startPluginServer({ type: 'postgres', url: db.url });
-  const s = await pairedSeries(
-    'postgres',
-    (id) => pushOnce(ps.grpcAddress, id),
-    'bare-upsert',
-    () => upsert.run(),
-  );
-  await ps.stop();
-  await upsert.close();
-  await bare.drop();
-  await db.drop();
+  await sqlStoreSeries('postgres', (prefix) => createPostgresDatabase(server.url, prefix), postgresUpsertBaseline);
   await server.stop();
-  baseline.postgresBareUpsertRowsPerSec = distribution(s.baseline);
-  figures.postgres = { changesPerSec: distribution(s.rates), pairRatios: s.pairRatios };
-  ratios.postgresVsBareUpsert = median(s.pairRatios);
 }
 
 const goal = { memoryChangesPerSec: 50_000, memoryVsRawGrpc: 0.5, mysqlVsBareUpsert: 0.7, postgresVsBareUpsert: 0.7 };
