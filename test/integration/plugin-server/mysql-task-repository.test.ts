@@ -5,10 +5,13 @@ import { AccountRegistry } from '../../../src/plugin-server/accounts.js';
 import { MemoryCacheStore } from '../../../src/plugin-server/cache/memory.js';
 import { CacheBarrier, OperationDispatcher, TaskRunner } from '../../../src/plugin-server/ops/index.js';
 import { StorageFullSignal } from '../../../src/plugin-server/storage-full.js';
-import { failTask, MysqlTaskRepository, newTask, type TaskRepository } from '../../../src/plugin-server/tasks/index.js';
+import { MysqlTaskRepository, newTask, type TaskRepository } from '../../../src/plugin-server/tasks/index.js';
 import { createTestDatabase, onTestDatabases } from '../../infra/index.js';
 import { patchOperation } from '../../infra/records.js';
-import { taskRepositoryContract } from '../../unit/plugin-server/task-repository-contract.js';
+import {
+  expectAbandonedJudgedAtStoreClock,
+  taskRepositoryContract,
+} from '../../unit/plugin-server/task-repository-contract.js';
 
 // The same contract as the memory repository, against the real MariaDB of the test run (one database per test).
 taskRepositoryContract(
@@ -35,29 +38,9 @@ describe('tasks of a replica that stopped (mysql)', () => {
 
   it('are found once their owner stops marking them, and failed only while it stays silent', async () => {
     const { repo, c } = await tasksDatabase('sa_tasks_reap');
-    // Time passing for a task's owner, at the database's clock (which no process here can step): its mark aged.
-    const silence = (id: string, ms: number) =>
-      c.query('UPDATE sa_tasks SET alive_at = alive_at - ? WHERE id = ?', [ms, id]);
-    // Stamped by the replicas' wall clocks, an hour off: nothing is judged by them.
-    const skewed = Date.now() + 3_600_000;
-    await repo.create(newTask('dead-1', 'dead@a', undefined, skewed));
-    await repo.create(newTask('live-1', 'live@b', undefined, skewed - 7_200_000));
-    await silence('dead-1', 60_000);
-    await silence('live-1', 60_000);
-    await repo.heartbeat('live@b');
-    const abandoned = await repo.abandoned(10_000);
-    expect(abandoned.map((t) => t.id)).toEqual(['dead-1']);
-    const dead = abandoned[0]!;
-    failTask(dead, 'Orchestration failed: replica stopped', true);
-    // The owner comes back to life before the reaper writes: the write is refused.
-    await repo.heartbeat('dead@a');
-    expect(await repo.saveIfAbandoned(dead, 10_000)).toBe(false);
-    expect((await repo.get('dead-1'))?.status.completed).toBe(false);
-    // Silent again past the bound: failed once, and a second reaper finds nothing.
-    await silence('dead-1', 20_000);
-    expect(await repo.saveIfAbandoned(dead, 10_000)).toBe(true);
-    expect(await repo.get('dead-1')).toMatchObject({ status: { completed: true, failed: true, retryable: true } });
-    expect(await repo.saveIfAbandoned(dead, 10_000)).toBe(false);
+    await expectAbandonedJudgedAtStoreClock(repo, (id, ms) =>
+      c.query('UPDATE sa_tasks SET alive_at = alive_at - ? WHERE id = ?', [ms, id]),
+    );
   });
 
   it('reaps a task as retryable, and its resume tells the agent on which session the unanswered attempt went', async () => {

@@ -165,3 +165,34 @@ export function taskRepositoryContract(name: string, factory: TaskRepositoryFact
     });
   });
 }
+
+/**
+ * Tasks of a replica that stopped, judged at the database's clock: a SQL repository's case beyond the contract (the
+ * memory repository has no clock to age). `silence(id, ms)` ages a task's mark by `ms` in the database, as time
+ * passing without heartbeats would (no process here can step that clock).
+ */
+export async function expectAbandonedJudgedAtStoreClock(
+  repo: TaskRepository,
+  silence: (id: string, ms: number) => Promise<unknown>,
+): Promise<void> {
+  // Stamped by the replicas' wall clocks, an hour off: nothing is judged by them.
+  const skewed = Date.now() + 3_600_000;
+  await repo.create(newTask('dead-1', 'dead@a', undefined, skewed));
+  await repo.create(newTask('live-1', 'live@b', undefined, skewed - 7_200_000));
+  await silence('dead-1', 60_000);
+  await silence('live-1', 60_000);
+  await repo.heartbeat('live@b');
+  const abandoned = await repo.abandoned(10_000);
+  expect(abandoned.map((t) => t.id)).toEqual(['dead-1']);
+  const dead = abandoned[0]!;
+  failTask(dead, 'Orchestration failed: replica stopped', true);
+  // The owner comes back to life before the reaper writes: the write is refused.
+  await repo.heartbeat('dead@a');
+  expect(await repo.saveIfAbandoned(dead, 10_000)).toBe(false);
+  expect((await repo.get('dead-1'))?.status.completed).toBe(false);
+  // Silent again past the bound: failed once, and a second reaper finds nothing.
+  await silence('dead-1', 20_000);
+  expect(await repo.saveIfAbandoned(dead, 10_000)).toBe(true);
+  expect(await repo.get('dead-1')).toMatchObject({ status: { completed: true, failed: true, retryable: true } });
+  expect(await repo.saveIfAbandoned(dead, 10_000)).toBe(false);
+}
