@@ -25,6 +25,8 @@ export interface StorePoolOptions {
   connectionLimit: number;
   /** Large integers (BIGINT columns) as strings, where a value may pass 2^53. */
   bigNumbers?: boolean;
+  /** CLIENT_MULTI_STATEMENTS: only for a pool whose statements carry nothing but escaped literals (mysql-write.ts). */
+  multipleStatements?: boolean;
 }
 
 const log = createLogger({ name: 'plugin-server' });
@@ -46,6 +48,7 @@ export function createStorePool(url: string, options: StorePoolOptions): Pool {
     charset: 'utf8mb4',
     queryFormat: formatStatement,
     ...(options.bigNumbers ? { supportBigNumbers: true, bigNumberStrings: true } : {}),
+    ...(options.multipleStatements ? { multipleStatements: true } : {}),
   });
   // The core pool's event, emitted with each new connection before it is handed out; commands on a connection run
   // in order, so the setting is in place before the connection's first statement.

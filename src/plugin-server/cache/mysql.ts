@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { sqlLiteral } from './mysql-literal.js';
 import { createStorePool } from './mysql-pool.js';
+import { WriteStatements } from './mysql-write.js';
 import { DB_NOW } from './mysql-clock.js';
 import { MIGRATION_TIMEOUT_MS, timed } from './mysql-timeout.js';
 import { ScopeTable, tombstonesPrunable, type ScopeState } from './scopes.js';
@@ -249,7 +250,12 @@ export class MysqlCacheStore implements StoreBackend {
 
   constructor(url: string, options: { connectionLimit?: number; storageFull?: StorageFullSignal } = {}) {
     this.storageFull = options.storageFull ?? new StorageFullSignal();
-    this.pool = createStorePool(url, { connectionLimit: options.connectionLimit ?? 8, bigNumbers: true });
+    this.pool = createStorePool(url, {
+      connectionLimit: options.connectionLimit ?? 8,
+      bigNumbers: true,
+      // A write's statements go as multi-statement packets (mysql-write.ts).
+      multipleStatements: true,
+    });
     this.control = createStorePool(url, { connectionLimit: CONTROL_CONNECTIONS, bigNumbers: true });
   }
 
@@ -387,41 +393,25 @@ export class MysqlCacheStore implements StoreBackend {
     const dirty = new Map<string, ScopeState>();
     try {
       for (const a of accounts) await this.loadScopes(conn, a);
-      // One round trip: the isolation level and BEGIN are queued together (commands on a connection run in order),
-      // and both must succeed before a row is sent.
-      await Promise.all([
-        this.readCommitted ? conn.query(timed('SET TRANSACTION ISOLATION LEVEL READ COMMITTED')) : undefined,
-        conn.beginTransaction(),
-      ]);
+      const write = new WriteStatements();
+      const now = Date.now();
       let rows: string[] = [];
       let bytes = 0;
-      // Statements of a run of changes are queued on the connection without waiting for each other: the next one is
-      // written (mysql-literal.ts) while the server executes the previous, and sent as soon as that one answers.
-      // Order on the connection is kept, so per-object order is too; everything is awaited before anything else.
-      let inFlight: Promise<unknown>[] = [];
-      const queue = (): void => {
+      const rowsDone = (): void => {
         if (rows.length === 0) return;
-        inFlight.push(conn.query(timed(UPSERT_HEAD + rows.join(',') + UPSERT_TAIL)));
+        write.add(UPSERT_HEAD + rows.join(',') + UPSERT_TAIL);
         stats.applied += rows.length;
         rows = [];
         bytes = 0;
       };
-      const flush = async (): Promise<void> => {
-        queue();
-        if (inFlight.length === 0) return;
-        const pending = inFlight;
-        inFlight = [];
-        await Promise.all(pending);
-      };
-      const now = Date.now();
       for (const op of ops) {
         if (op.op === 'change') {
           rows.push(this.changeRow(op.change, now, dirty));
           bytes += op.change.json.length + 200;
-          if (rows.length >= MAX_ROWS_PER_STATEMENT || bytes >= MAX_BYTES_PER_STATEMENT) queue();
+          if (rows.length >= MAX_ROWS_PER_STATEMENT || bytes >= MAX_BYTES_PER_STATEMENT) rowsDone();
           continue;
         }
-        await flush();
+        rowsDone();
         if (op.op === 'syncStart') {
           const s = this.scopes.ensure(op.scope, op.version);
           s.gen += 1;
@@ -432,62 +422,36 @@ export class MysqlCacheStore implements StoreBackend {
           const existing = this.scopes.get(op.scope);
           const s = existing ?? this.scopes.ensure(op.scope, op.version);
           if (existing) {
-            const params: unknown[] = [s.key.account, s.key.group, s.key.kind.toLowerCase()];
-            let where = 'account = ? AND grp = ? AND kind_lc = ?';
-            if (s.key.namespace) {
-              where += ' AND namespace = ?';
-              params.push(s.key.namespace);
-            }
-            const [res] = await conn.query(timed(`DELETE FROM sa_objects WHERE ${where} AND sync_gen < ?`), [
-              ...params,
-              s.gen,
-            ]);
-            stats.swept += (res as { affectedRows: number }).affectedRows;
+            write.add(`DELETE FROM sa_objects WHERE ${scopeWhere(s.key)} AND sync_gen < ${s.gen}`, 'swept');
             s.syncing = false;
             s.synced = true;
           }
           if (op.version) s.version = op.version;
           s.resourceVersion = op.resourceVersion;
           dirty.set(scopeId(s.key), s);
-          stats.pruned += await this.pruneTombstones(conn, s);
+          this.pruneTombstones(write, s);
         } else {
           const s = this.scopes.get(op.scope);
           if (s && s.synced && !s.syncing) {
             s.resourceVersion = maxResourceVersion(s.resourceVersion, op.resourceVersion);
             dirty.set(scopeId(s.key), s);
-            stats.pruned += await this.pruneTombstones(conn, s);
+            this.pruneTombstones(write, s);
           }
         }
       }
-      queue();
-      // The scopes' new states go out behind the last rows, in the same round trip; all are awaited before the fence
-      // check and the commit, and a failure of any rolls back all.
-      for (const s of dirty.values()) {
-        inFlight.push(
-          conn.query(
-            timed(
-              'INSERT INTO sa_sync_state (account, grp, kind_lc, namespace, kind, version, gen, syncing, synced, resource_version) ' +
-                'VALUES (?,?,?,?,?,?,?,?,?,?) ON DUPLICATE KEY UPDATE kind = VALUES(kind), version = VALUES(version), ' +
-                'gen = VALUES(gen), syncing = VALUES(syncing), synced = VALUES(synced), resource_version = VALUES(resource_version)',
-            ),
-            [
-              s.key.account,
-              s.key.group,
-              s.key.kind.toLowerCase(),
-              s.key.namespace,
-              s.key.kind,
-              s.version,
-              s.gen,
-              s.syncing ? 1 : 0,
-              s.synced ? 1 : 0,
-              s.resourceVersion,
-            ],
-          ),
-        );
+      rowsDone();
+      for (const s of dirty.values()) write.add(syncStateUpsert(s));
+      const fenced = fence !== undefined && fence.generations.size > 0;
+      if (fenced) write.add(fenceSelect(fence), 'fence');
+      const results = await write.run(conn, this.readCommitted, !fenced);
+      stats.swept = results.swept;
+      stats.pruned = results.pruned;
+      if (fenced) {
+        const leases = new Map(results.fenceRows.map((r) => [r.account as string, toLease(r)]));
+        const lost = fencedOut(fence, (a) => leases.get(a), Number(results.fenceRows[0]?.now_ms ?? 0));
+        if (lost.length > 0) throw new LeaseLost(lost);
+        await conn.commit();
       }
-      await flush();
-      if (fence) await this.checkFence(conn, fence);
-      await conn.commit();
       return stats;
     } catch (e) {
       await conn.rollback().catch(() => undefined);
@@ -503,43 +467,20 @@ export class MysqlCacheStore implements StoreBackend {
   }
 
   /**
-   * The write's fence (ownership.ts fencedOut), at the database's clock, as the transaction's last statement before
-   * its commit: the lease rows are share-locked from here to the commit only, so a claim (which locks its row
-   * exclusively) has either committed before — and the write is refused — or waits for this commit, after which its
-   * new holder's writes come. Throws LeaseLost; the caller rolls back.
-   */
-  private async checkFence(conn: PoolConnection, fence: WriteFence): Promise<void> {
-    if (fence.generations.size === 0) return;
-    const [rows] = await conn.query<RowDataPacket[]>(
-      timed(
-        `SELECT ${LEASE_COLUMNS}, ${DB_NOW} AS now_ms FROM sa_account_leases WHERE account IN (?) LOCK IN SHARE MODE`,
-      ),
-      [[...fence.generations.keys()]],
-    );
-    const leases = new Map(rows.map((r) => [r.account as string, toLease(r)]));
-    const lost = fencedOut(fence, (a) => leases.get(a), Number(rows[0]?.now_ms ?? 0));
-    if (lost.length > 0) throw new LeaseLost(lost);
-  }
-
-  /**
    * Drops the scope's tombstones at or below its resume point (store.ts says why they are no longer needed). The
    * kind index leads with (kind_lc, deleted, account), so only tombstones are read. Non-integer resourceVersions
    * have no rv_num and are kept.
    */
-  private async pruneTombstones(conn: PoolConnection, s: ScopeState): Promise<number> {
+  private pruneTombstones(write: WriteStatements, s: ScopeState): void {
     const rv = rvNumber(s.resourceVersion);
-    if (rv === null || !tombstonesPrunable(s, this.scopes)) return 0;
-    const params: unknown[] = [s.key.kind.toLowerCase(), s.key.account];
-    let where = 'kind_lc = ? AND deleted = 1 AND account = ?';
-    if (s.key.namespace) {
-      where += ' AND namespace = ?';
-      params.push(s.key.namespace);
-    }
-    const [res] = await conn.query(
-      timed(`DELETE FROM sa_objects WHERE ${where} AND grp = ? AND rv_num <= CAST(? AS UNSIGNED)`),
-      [...params, s.key.group, rv],
+    if (rv === null || !tombstonesPrunable(s, this.scopes)) return;
+    const k = s.key;
+    let where = `kind_lc = ${sqlLiteral(k.kind.toLowerCase())} AND deleted = 1 AND account = ${sqlLiteral(k.account)}`;
+    if (k.namespace) where += ` AND namespace = ${sqlLiteral(k.namespace)}`;
+    write.add(
+      `DELETE FROM sa_objects WHERE ${where} AND grp = ${sqlLiteral(k.group)} AND rv_num <= CAST(${sqlLiteral(rv)} AS UNSIGNED)`,
+      'pruned',
     );
-    return (res as { affectedRows: number }).affectedRows;
   }
 
   /** The row's text for the upsert's VALUES: its 18 columns (upd is the literal 1), as SQL literals. */
@@ -927,4 +868,46 @@ export class MysqlCacheStore implements StoreBackend {
       });
     }
   }
+}
+
+/** The rows of one scope (its kind in its group, and its namespace unless it watches all of them). */
+function scopeWhere(k: ScopeKey): string {
+  let where =
+    `account = ${sqlLiteral(k.account)} AND grp = ${sqlLiteral(k.group)} ` +
+    `AND kind_lc = ${sqlLiteral(k.kind.toLowerCase())}`;
+  if (k.namespace) where += ` AND namespace = ${sqlLiteral(k.namespace)}`;
+  return where;
+}
+
+/** The scope's state as the write leaves it (its resume point among them). */
+function syncStateUpsert(s: ScopeState): string {
+  const k = s.key;
+  const values = [
+    k.account,
+    k.group,
+    k.kind.toLowerCase(),
+    k.namespace,
+    k.kind,
+    s.version,
+    s.gen,
+    s.syncing ? 1 : 0,
+    s.synced ? 1 : 0,
+    s.resourceVersion,
+  ].map(sqlLiteral);
+  return (
+    'INSERT INTO sa_sync_state (account, grp, kind_lc, namespace, kind, version, gen, syncing, synced, resource_version) ' +
+    `VALUES (${values.join(',')}) ON DUPLICATE KEY UPDATE kind = VALUES(kind), version = VALUES(version), ` +
+    'gen = VALUES(gen), syncing = VALUES(syncing), synced = VALUES(synced), resource_version = VALUES(resource_version)'
+  );
+}
+
+/**
+ * The write's fence (ownership.ts fencedOut), at the database's clock, as the transaction's last statement before its
+ * commit: the lease rows are share-locked from here to the commit only, so a claim (which locks its row exclusively)
+ * has either committed before — and the write is refused — or waits for this commit, after which its new holder's
+ * writes come. The caller checks the rows, then commits or rolls back.
+ */
+function fenceSelect(fence: WriteFence): string {
+  const accounts = [...fence.generations.keys()].map(sqlLiteral).join(',');
+  return `SELECT ${LEASE_COLUMNS}, ${DB_NOW} AS now_ms FROM sa_account_leases WHERE account IN (${accounts}) LOCK IN SHARE MODE`;
 }

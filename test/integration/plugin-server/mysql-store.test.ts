@@ -1,4 +1,4 @@
-import mysql, { type RowDataPacket } from 'mysql2/promise';
+import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS, MysqlCacheStore } from '../../../src/plugin-server/cache/mysql.js';
 import { createStorePool } from '../../../src/plugin-server/cache/mysql-pool.js';
@@ -191,6 +191,86 @@ describe('mysql store: a write one of whose statements fails', () => {
       await expect(store.apply([...rows, storeChange('x'.repeat(300), '600')])).rejects.toThrow(/write failed/);
       expect((await store.list({ account: 'dev' })).map((o) => o.name)).toEqual(['a']);
       expect(await store.resumePoints('dev')).toEqual([{ ...scope, version: 'v1', resourceVersion: '5' }]);
+    } finally {
+      await store.close();
+      await db.drop();
+    }
+  });
+});
+
+describe('mysql store: the round trips of a write', () => {
+  /** Counts the statements' packets the store's write connections send (each is one round trip). */
+  function countPackets(store: MysqlCacheStore): { sent: number } {
+    const counter = { sent: 0 };
+    const core = (store as unknown as { pool: Pool }).pool.pool;
+    const wrapped = new WeakSet<object>();
+    core.on('acquire', (conn: { query: (...args: unknown[]) => unknown }) => {
+      if (wrapped.has(conn)) return;
+      wrapped.add(conn);
+      const query = conn.query.bind(conn);
+      conn.query = (...args: unknown[]) => {
+        counter.sent += 1;
+        return query(...args);
+      };
+    });
+    return counter;
+  }
+
+  it('sends a watch event to a synced scope as one packet: the transaction, its row, its resume point and COMMIT', async () => {
+    const db = await createTestDatabase('sa_round_trips');
+    const store = new MysqlCacheStore(db.url);
+    try {
+      await store.init();
+      const scope = { account: 'dev', group: '', kind: 'ConfigMap', namespace: 'ns' };
+      await store.apply([
+        { op: 'syncStart', scope, version: 'v1' },
+        storeChange('a', '5'),
+        { op: 'syncEnd', scope, version: 'v1', resourceVersion: '5' },
+      ]);
+      const packets = countPackets(store);
+      await store.apply([storeChange('a', '6', { type: 'MODIFIED', json: '{"data":{"k":"v;1"}}' })]);
+      expect(packets.sent).toBe(1);
+      // And it landed, committed: another connection reads the object and the resume point it moved.
+      expect((await store.get({ account: 'dev', kind: 'ConfigMap', namespace: 'ns', name: 'a' }))?.json).toBe(
+        '{"data":{"k":"v;1"}}',
+      );
+      const other = new MysqlCacheStore(db.url);
+      try {
+        await other.init();
+        expect(await other.resumePoints('dev')).toEqual([{ ...scope, version: 'v1', resourceVersion: '6' }]);
+      } finally {
+        await other.close();
+      }
+    } finally {
+      await store.close();
+      await db.drop();
+    }
+  });
+
+  it('lands nothing when a write of several packets fails in a later one', async () => {
+    const db = await createTestDatabase('sa_failed_packets');
+    const store = new MysqlCacheStore(db.url);
+    try {
+      await store.init();
+      const scope = { account: 'dev', group: '', kind: 'ConfigMap', namespace: '' };
+      await store.apply([
+        { op: 'syncStart', scope, version: 'v1' },
+        storeChange('a', '5'),
+        { op: 'syncEnd', scope, version: 'v1', resourceVersion: '5' },
+      ]);
+      // 20 objects of 600 KB, three packets of rows (4 MiB each at most), and a row the column refuses in the middle
+      // one: the last packet still runs, inside the transaction, and the whole write is rolled back.
+      const big = JSON.stringify({ data: { v: 'x'.repeat(600 * 1024) } });
+      const rows = Array.from({ length: 20 }, (_, i) => storeChange(`big-${i}`, String(10 + i), { json: big }));
+      const refused = storeChange('x'.repeat(300), '600');
+      const packets = countPackets(store);
+      await expect(store.apply([...rows.slice(0, 10), refused, ...rows.slice(10)])).rejects.toThrow(/write failed/);
+      expect(packets.sent).toBe(4); // three packets, then the rollback
+      expect((await store.list({ account: 'dev' })).map((o) => o.name)).toEqual(['a']);
+      expect(await store.resumePoints('dev')).toEqual([{ ...scope, version: 'v1', resourceVersion: '5' }]);
+      // The same rows without the refused one land whole, across the packets.
+      await store.apply(rows);
+      expect((await store.list({ account: 'dev' })).length).toBe(21);
     } finally {
       await store.close();
       await db.drop();
