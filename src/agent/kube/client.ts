@@ -193,16 +193,24 @@ export class KubeClient {
 
   /** Any verb, JSON in and out; errors are KubeApiError (statuses) or ScaleAgentError UNAVAILABLE/TIMEOUT. */
   async request<T>(method: string, path: string, options: KubeRequestOptions = {}): Promise<T> {
-    const body = await this.read(method, path, options);
-    return (body.length ? JSON.parse(body.toString('utf8')) : {}) as T;
+    return this.read(method, path, options, (body) => (body.length ? parseAnswer(body, method, path) : {}) as T);
   }
 
   async getText(path: string, options: Omit<KubeRequestOptions, 'body' | 'contentType'> = {}): Promise<string> {
-    return (await this.read('GET', path, { accept: '*/*', ...options })).toString('utf8');
+    return this.read('GET', path, { accept: '*/*', ...options }, (body) => body.toString('utf8'));
   }
 
-  /** The whole answer's bytes, transient failures retried up to `options.attempts`. */
-  private async read(method: string, path: string, options: KubeRequestOptions): Promise<Buffer> {
+  /**
+   * The whole answer, decoded by `decode`, transient failures retried up to `options.attempts`. A body that does not
+   * decode counts as one: the answer was damaged on its way, so a read is sent again and a write that may apply twice
+   * is reported as of unknown outcome, like any other answer lost after the request went out.
+   */
+  private async read<T>(
+    method: string,
+    path: string,
+    options: KubeRequestOptions,
+    decode: (body: Buffer) => T,
+  ): Promise<T> {
     const attempts = Math.max(1, options.attempts ?? 1);
     for (let attempt = 1; ; attempt++) {
       try {
@@ -213,7 +221,7 @@ export class KubeClient {
         if (body.length === 0 && method === 'GET' && options.accept === undefined) {
           throw new ScaleAgentError('UNAVAILABLE', `GET ${path}: the API server's answer ended without a body`);
         }
-        return body;
+        return decode(body);
       } catch (e) {
         if (isTransient(e) && mayApplyTwice(method, options.contentType) && !surelyNotApplied(e)) {
           throw new OutcomeUnknownError(method, path, e, options.marked === true);
@@ -299,6 +307,22 @@ export function caFingerprint(caPem: Buffer | undefined): string {
 function abortReason(signal: AbortSignal): string {
   const reason: unknown = signal.reason;
   return reason instanceof Error && reason.name === 'TimeoutError' ? 'operation deadline reached' : 'cancelled';
+}
+
+/** A 2xx answer's JSON; one that is not JSON is a damaged answer (UNAVAILABLE), named with its first bytes. */
+function parseAnswer(body: Buffer, method: string, path: string): unknown {
+  const text = body.toString('utf8');
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    const start = JSON.stringify(text.slice(0, 60));
+    throw new ScaleAgentError(
+      'UNAVAILABLE',
+      `${method} ${path}: the API server's answer is not JSON (${body.length} bytes, starting ${start}): ` +
+        (e as Error).message,
+      { cause: e },
+    );
+  }
 }
 
 function statusError(

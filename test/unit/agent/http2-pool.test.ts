@@ -98,9 +98,12 @@ describe('Http2Pool', () => {
       metadata: { resourceVersion: '41' },
       data: { a: 'x'.repeat(5000) },
     });
+    // The body arrives 50 ms after the headers; the stream ends only at 600 ms (a stream that has ended is closed, and
+    // what it held unread goes with it); the reader starts at 300 ms, between the two.
     const pool = await serve((stream) => {
       stream.respond({ ':status': 200 });
-      setTimeout(() => stream.end(body), 50);
+      setTimeout(() => stream.write(body), 50);
+      setTimeout(() => stream.end(), 600);
     });
     const { stream } = await pool.request({ ':path': '/configmap' });
     await new Promise((r) => setTimeout(r, 300)); // the whole body has arrived; nobody has read it yet
