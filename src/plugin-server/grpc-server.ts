@@ -5,6 +5,7 @@ import type { Logger } from '../shared/logging.js';
 import { AGENT_SERVICE_NAME, AgentServiceService, type AgentMessage, type ServerMessage } from '../shared/proto.js';
 import type { PluginServerConfig } from './config.js';
 import { addReflection } from './grpc-reflection.js';
+import { widenAgentStreamWindows } from './grpc-windows.js';
 import { reloadingTls, type TlsReloadMetrics } from './tls/index.js';
 
 export interface GrpcEndpoint {
@@ -39,6 +40,8 @@ export async function startGrpcServer(
     'grpc.keepalive_timeout_ms': 10_000,
   });
   server.addService(AgentServiceService, { connect: onConnect });
+  // An agent may have maxUnackedBytes in flight, plus the one batch that crosses it.
+  const narrowWindows = widenAgentStreamWindows(config.limits.maxUnackedBytes + config.limits.maxMessageBytes);
 
   const health = new HealthImplementation({ '': 'NOT_SERVING', [AGENT_SERVICE_NAME]: 'NOT_SERVING' });
   health.addToServer(server);
@@ -50,6 +53,7 @@ export async function startGrpcServer(
     server.bindAsync(`${config.grpc.host}:${config.grpc.port}`, credentials, (err, boundPort) => {
       if (err) {
         stopTls();
+        narrowWindows();
         reject(
           new ScaleAgentError(
             'UNAVAILABLE',
@@ -74,6 +78,7 @@ export async function startGrpcServer(
     stop: (graceMs, endStreams) =>
       new Promise<void>((resolve) => {
         stopTls();
+        narrowWindows();
         health.setStatus('', 'NOT_SERVING');
         health.setStatus(AGENT_SERVICE_NAME, 'NOT_SERVING');
         const timer = setTimeout(() => {

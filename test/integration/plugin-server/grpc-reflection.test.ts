@@ -1,4 +1,5 @@
 import { mkdtempSync } from 'node:fs';
+import { connect, type Settings } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -52,5 +53,29 @@ describe('gRPC server reflection and health through grpcurl', () => {
     );
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toMatch(/NotFound/);
+  });
+
+  it('opens HTTP/2 windows on an agent stream as wide as the flow control it announces', async () => {
+    // A raw HTTP/2 client, as the agent's grpc-js is one: with Node's default 64 KiB windows an agent sending an
+    // initial sync waited for a WINDOW_UPDATE every 64 KiB (bench/profiles/initial-sync.md).
+    const session = connect(`http://${server.grpcAddress}`);
+    try {
+      const settings: Settings[] = [];
+      session.on('remoteSettings', (s) => settings.push(s));
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': '/scaleagent.v1.AgentService/Connect',
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
+      stream.on('error', () => undefined);
+      // Defaults: limits.maxUnackedBytes 8 MiB, plus one message of limits.maxMessageBytes 16 MiB past it.
+      const wanted = 8 * 1024 * 1024 + 16 * 1024 * 1024;
+      await expect.poll(() => settings.at(-1)?.initialWindowSize).toBe(wanted);
+      expect(session.state.remoteWindowSize).toBeGreaterThanOrEqual(wanted - 65_535);
+      stream.close();
+    } finally {
+      session.destroy();
+    }
   });
 });
