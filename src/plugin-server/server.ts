@@ -499,6 +499,7 @@ export class PluginServer {
       call.emit('error', { code: 14, details: why });
       return;
     }
+    this.checkPool?.warm();
     const session = new AgentSession(
       call,
       {

@@ -52,6 +52,19 @@ describe('check batches', () => {
 });
 
 describe('the check pool', () => {
+  it('starts its threads when warmed, before any batch, and checks on them', async () => {
+    const pool = new CheckPool(2, INDEXES);
+    pools.push(pool);
+    expect(pool.threads).toBe(0);
+    pool.warm();
+    expect(pool.threads).toBe(2);
+    pool.warm();
+    expect(pool.threads).toBe(2);
+    const texts = [pod('u-1'), pod('u-2')];
+    expect(await pool.check(batch(texts))).toEqual(checkBatch(batch(texts), INDEXES));
+    expect(pool.threads).toBe(2);
+  });
+
   it('answers each batch on a thread, the same as checking it inline', async () => {
     const pool = new CheckPool(2, INDEXES);
     pools.push(pool);
