@@ -40,8 +40,6 @@ export async function startGrpcServer(
     'grpc.keepalive_timeout_ms': 10_000,
   });
   server.addService(AgentServiceService, { connect: onConnect });
-  // An agent may have maxUnackedBytes in flight, plus the one batch that crosses it.
-  const narrowWindows = widenAgentStreamWindows(config.limits.maxUnackedBytes + config.limits.maxMessageBytes);
 
   const health = new HealthImplementation({ '': 'NOT_SERVING', [AGENT_SERVICE_NAME]: 'NOT_SERVING' });
   health.addToServer(server);
@@ -49,6 +47,8 @@ export async function startGrpcServer(
   addReflection(server);
 
   const { credentials, stop: stopTls } = serverCredentials(config, log, tlsMetrics);
+  // An agent may have maxUnackedBytes in flight, plus the one batch that crosses it.
+  const narrowWindows = widenAgentStreamWindows(config.limits.maxUnackedBytes + config.limits.maxMessageBytes);
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(`${config.grpc.host}:${config.grpc.port}`, credentials, (err, boundPort) => {
       if (err) {

@@ -12,7 +12,8 @@ const MAX_WINDOW = 2 ** 31 - 1;
  * sync waited for a WINDOW_UPDATE every 64 KiB, and read it only between the chunks of the list it was parsing: in
  * bench/profiles/initial-sync.md the first megabytes took ~0.9 s to arrive and the ingest pipeline sat idle. The
  * application's window still bounds what is in flight: a paused session reads nothing, so the HTTP/2 window refills
- * only as the store catches up.
+ * only as the store catches up. An agent that ignored its acks could have that many bytes buffered here before HTTP/2
+ * stops it (64 KiB before): sized by limits.maxUnackedBytes and limits.maxMessageBytes.
  *
  * Applied from Node's `http2.server.stream.start` diagnostics channel (Node >= 24; without it the windows stay at
  * the default): the one public place a grpc-js server's HTTP/2 session can be reached. Only streams of
