@@ -9,7 +9,10 @@ describe('HeapRelease', () => {
   it('collects once after the syncs are done, not while a list runs again, and at most once per interval', () => {
     vi.useFakeTimers();
     const collect = vi.fn();
-    const release = new HeapRelease({ delayMs: 1000, minIntervalMs: 60_000, collect });
+    let footprint = 0;
+    // Each call a sync's worth bigger: every sync here grew the heap past the threshold.
+    const grows = (): number => (footprint += 100 * 1024 * 1024);
+    const release = new HeapRelease({ delayMs: 1000, minIntervalMs: 60_000, collect, footprint: grows });
 
     release.syncsDone();
     release.syncsDone(); // a second idle report before the collection shares it
@@ -37,6 +40,33 @@ describe('HeapRelease', () => {
     release.stop();
     vi.advanceTimersByTime(120_000);
     expect(collect).toHaveBeenCalledTimes(2);
+  });
+
+  it('does not pause for syncs that grew the heap less than the threshold, and collects after one that grew it more', () => {
+    vi.useFakeTimers();
+    const collect = vi.fn();
+    let footprint = 50 * 1024 * 1024;
+    const release = new HeapRelease({ delayMs: 1000, minIntervalMs: 60_000, collect, footprint: () => footprint });
+
+    // A small initial sync: the heap already holds 50 MiB (the code loaded at start), the sync adds 4 MiB.
+    release.syncStarted();
+    footprint += 4 * 1024 * 1024;
+    release.syncsDone();
+    vi.advanceTimersByTime(1000);
+    expect(collect).toHaveBeenCalledTimes(0);
+
+    // A big relist: grown by 200 MiB from its start. A list starting again before the delay keeps the first start.
+    release.syncStarted();
+    footprint += 150 * 1024 * 1024;
+    release.syncsDone();
+    vi.advanceTimersByTime(500);
+    release.syncStarted();
+    footprint += 50 * 1024 * 1024;
+    release.syncsDone();
+    vi.advanceTimersByTime(999);
+    expect(collect).toHaveBeenCalledTimes(0);
+    vi.advanceTimersByTime(1);
+    expect(collect).toHaveBeenCalledTimes(1);
   });
 
   it('the real collection gives back the committed heap that garbage grew', () => {
