@@ -10,6 +10,8 @@
  * or `--store mysql`: a MariaDB started here). Prints one JSON result.
  */
 import { mkdtempSync } from 'node:fs';
+import http2 from 'node:http2';
+import type { SecureContextOptions } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -158,6 +160,40 @@ function breakdown(runs: Run[]) {
   };
 }
 
+/**
+ * A server-side apply over one warm HTTP/2 connection of node:http2, with the kubeconfig's credentials: the request
+ * the agent makes, with nothing around it. The client-node baseline goes over HTTP/1.1 and, in the API server's audit
+ * log, took ~29 ms at p50 from sending to the server receiving its request (the agent: 2.7 ms), so alone it would
+ * flatter the ratios.
+ */
+async function bareHttp2Applier(kc: KubeConfig): Promise<{ apply(image: string): Promise<void>; close(): void }> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('kubeconfig: no current cluster');
+  const opts: SecureContextOptions & { headers?: Record<string, string> } = {};
+  await kc.applyToHTTPSOptions(opts);
+  const session = http2.connect(cluster.server, { ca: opts.ca, cert: opts.cert, key: opts.key });
+  session.on('error', () => undefined);
+  const path = `/apis/apps/v1/namespaces/${NAMESPACE}/deployments/bare-h2?fieldManager=bench&force=true`;
+  return {
+    async apply(image) {
+      const stream = session.request({
+        ':method': 'PATCH',
+        ':path': path,
+        'content-type': 'application/apply-patch+yaml',
+        accept: 'application/json',
+        ...(opts.headers ?? {}),
+      });
+      stream.end(JSON.stringify(deployment('bare-h2', image)));
+      let status = 0;
+      stream.once('response', (h) => (status = Number(h[':status'])));
+      const chunks: Buffer[] = [];
+      for await (const c of stream) chunks.push(c as Buffer);
+      if (status < 200 || status >= 300) throw new Error(`bare HTTP/2 apply: ${status} ${Buffer.concat(chunks)}`);
+    },
+    close: () => session.close(),
+  };
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-operations-'));
   const cp = await ControlPlane.start({ dir: join(dir, 'cp'), log: (l) => progress(l) });
@@ -167,6 +203,8 @@ async function main(): Promise<void> {
     kc.loadFromFile(cp.kubeconfig);
     await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
     const objects = KubernetesObjectApi.makeApiClient(kc);
+    const h2 = await bareHttp2Applier(kc);
+    stops.unshift(async () => h2.close());
 
     let storage: { type: 'memory' } | { type: 'mysql'; url: string } = { type: 'memory' };
     if (STORE === 'mysql') {
@@ -190,6 +228,7 @@ async function main(): Promise<void> {
     progress(`scale-agent deploys and bare server-side applies, alternating: ${WARMUP} warm-up + ${RUNS} rounds`);
     const runs: Run[] = [];
     const bare: number[] = [];
+    const bareH2: number[] = [];
     for (let i = 0; i < WARMUP + RUNS; i++) {
       const run = await deployThroughScaleAgent(server.httpBase, `registry.example.com/web:${i}`);
       const t0 = performance.now();
@@ -202,15 +241,20 @@ async function main(): Promise<void> {
         PatchStrategy.ServerSideApply,
       );
       const bareMs = performance.now() - t0;
+      const t1 = performance.now();
+      await h2.apply(`registry.example.com/web:${i}`);
+      const bareH2Ms = performance.now() - t1;
       if (i >= WARMUP) {
         runs.push(run);
         bare.push(bareMs);
+        bareH2.push(bareH2Ms);
       }
     }
     const viaScaleAgent = runs.map((r) => r.ms);
 
     const ours = distribution(viaScaleAgent);
     const baseline = distribution(bare);
+    const baselineH2 = distribution(bareH2);
     const above = {
       p50: Math.round((ours.p50 - baseline.p50) * 1000) / 1000,
       p99: Math.round((ours.p99 - baseline.p99) * 1000) / 1000,
@@ -218,6 +262,8 @@ async function main(): Promise<void> {
     const ratios = {
       p50VsBareApply: Math.round((ours.p50 / baseline.p50) * 100) / 100,
       p99VsBareApply: Math.round((ours.p99 / baseline.p99) * 100) / 100,
+      p50VsBareHttp2Apply: Math.round((ours.p50 / baselineH2.p50) * 100) / 100,
+      p99VsBareHttp2Apply: Math.round((ours.p99 / baselineH2.p99) * 100) / 100,
     };
     emit({
       name: 'operations',
@@ -225,14 +271,15 @@ async function main(): Promise<void> {
       machine: machineInfo(),
       versions: versions(),
       figures: { postToTaskCompleteMs: ours, aboveBareApplyMs: above, breakdown: breakdown(runs) },
-      baseline: { bareServerSideApplyMs: baseline },
+      baseline: { bareServerSideApplyMs: baseline, bareHttp2ServerSideApplyMs: baselineH2 },
       ratios,
-      goal: { p50VsBareApply: '<= 1.3', p99VsBareApply: '<= 2' },
-      met: ratios.p50VsBareApply <= 1.3 && ratios.p99VsBareApply <= 2,
+      // Against the HTTP/2 baseline, the stricter one (the agent's own transport, nothing around it).
+      goal: { p50VsBareHttp2Apply: '<= 1.3', p99VsBareHttp2Apply: '<= 2' },
+      met: ratios.p50VsBareHttp2Apply <= 1.3 && ratios.p99VsBareHttp2Apply <= 2,
       notes: [
         'Each scale-agent run includes the REST POST, validation, the operation down the gRPC stream, discovery-cached server-side apply by the agent, the result back, and the wait for the cache to hold the new resourceVersion (the consistency barrier); the task is polled back to back with 1 ms sleeps.',
         "breakdown: each run split at the client POST, the operation record's queuedAt / sentAt / resultAt / finishedAt (whole ms, server Date.now()) and the client seeing the task complete: postToQueued, queuedToSent, sentToResult (agent apply incl. its API request), resultToBarrier, barrierToSeen; slowestRuns are the runs at and above the p99 (at least 3).",
-        'The baseline is a single server-side apply PATCH from @kubernetes/client-node to the same API server (no cache, no barrier), of a second Deployment; each round runs one scale-agent deploy and then one bare apply, so both series see the same load.',
+        'The baselines are a single server-side apply PATCH to the same API server (no cache, no barrier), each of a Deployment of its own: from @kubernetes/client-node (HTTP/1.1), and over one warm node:http2 connection with the same credentials (the transport the agent uses); each round runs one scale-agent deploy and then one of each, so all three series see the same load. The goal is judged against the HTTP/2 one.',
       ],
     });
   } finally {
