@@ -351,14 +351,30 @@ function statusError(
 async function readAll(stream: ClientHttp2Stream, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of stream) {
-    const b = chunk as Buffer;
-    size += b.length;
-    if (size > limit) {
-      stream.close();
-      throw new ScaleAgentError('INPUT_TOO_LARGE', `API server response larger than ${limit} bytes`);
+  try {
+    for await (const chunk of stream) {
+      const b = chunk as Buffer;
+      size += b.length;
+      if (size > limit) {
+        stream.close();
+        throw new ScaleAgentError('INPUT_TOO_LARGE', `API server response larger than ${limit} bytes`);
+      }
+      chunks.push(b);
     }
-    chunks.push(b);
+  } catch (e) {
+    // The stream closed before its end (its connection went away mid-answer): an answer lost on its way, like a
+    // reset, so a read is sent again and a write that may apply twice is of unknown outcome. Seen in a fault run as
+    // a deploy failing with a bare "Premature close".
+    if ((e as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE') {
+      throw new ScaleAgentError(
+        'UNAVAILABLE',
+        `API server answer cut short (its HTTP/2 stream closed before its end)`,
+        {
+          cause: e,
+        },
+      );
+    }
+    throw e;
   }
   // The stream ended, but a reset (not NO_ERROR) means the answer is incomplete, whatever arrived before it.
   if (stream.rstCode !== undefined && stream.rstCode !== 0) {

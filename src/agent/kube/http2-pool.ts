@@ -34,10 +34,7 @@ export interface Http2PoolOptions {
 interface PooledSession {
   session: ClientHttp2Session;
   active: number;
-  /** When the connection was last seen reading (a look at `bytesRead` that found it grown, a response, a PING ack). */
   lastRead: number;
-  /** The connection's bytes read at the last look. */
-  bytesRead: number;
   pinging: boolean;
 }
 
@@ -96,9 +93,9 @@ export class Http2Pool {
       if (pooled.active === 0 && !pooled.session.destroyed) pooled.session.unref();
     };
     stream.once('close', release);
-    // No 'data' listener here to note reads: it would switch the stream to flowing mode, and every chunk that arrived
-    // before the caller's reader attached would go to that listener only (seen under SIGSTOP/SIGCONT: a PATCH answer
-    // parsed from its middle). checkHealth() reads the connection's byte count instead.
+    stream.on('data', () => {
+      pooled.lastRead = Date.now();
+    });
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         stream.off('error', onError);
@@ -183,7 +180,7 @@ export class Http2Pool {
         settings: { initialWindowSize: STREAM_WINDOW },
         ...(tunnel ? { createConnection: () => tlsOver(tunnel, this.options.origin, this.options.tls) } : {}),
       });
-      const pooled: PooledSession = { session, active: 0, lastRead: Date.now(), bytesRead: 0, pinging: false };
+      const pooled: PooledSession = { session, active: 0, lastRead: Date.now(), pinging: false };
       const drop = (): void => {
         this.sessions = this.sessions.filter((s) => s !== pooled);
       };
@@ -229,16 +226,10 @@ export class Http2Pool {
   private checkHealth(): void {
     const now = Date.now();
     for (const s of this.sessions) {
+      if (s.pinging || s.active === 0 || now - s.lastRead < this.readIdleMs) continue;
       // A session destroyed a moment ago stays listed until its 'close' event, and ping() on it throws: from this
       // timer, that would be an uncaught exception (seen on a loaded machine, right after a PING timed out).
-      if (s.pinging || s.session.destroyed || s.session.closed) continue;
-      const bytesRead = s.session.socket?.bytesRead ?? 0;
-      if (bytesRead !== s.bytesRead) {
-        s.bytesRead = bytesRead;
-        s.lastRead = now;
-        continue;
-      }
-      if (s.active === 0 || now - s.lastRead < this.readIdleMs) continue;
+      if (s.session.destroyed || s.session.closed) continue;
       s.pinging = true;
       const timer = setTimeout(
         () => s.session.destroy(new Error('API server did not answer an HTTP/2 PING')),
