@@ -2,7 +2,7 @@ import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS, MysqlCacheStore } from '../../../src/plugin-server/cache/mysql.js';
 import { createStorePool } from '../../../src/plugin-server/cache/mysql-pool.js';
-import type { StoreBackend } from '../../../src/plugin-server/cache/store.js';
+import type { ScopeKey, StoreBackend } from '../../../src/plugin-server/cache/store.js';
 import { createTestDatabase, onTestDatabases } from '../../infra/index.js';
 import { createDatabase, MariaDb } from '../../infra/mariadb.js';
 import { accountRecord, leaseClaim, storeChange } from '../../infra/records.js';
@@ -171,30 +171,44 @@ describe('mysql store: a server whose sql_mode reads backslashes as themselves',
   });
 });
 
+/**
+ * A fresh database and store holding one synced scope of `dev` (namespace `namespace`, object `a` at
+ * resourceVersion 5), for `body`; closed and dropped after.
+ */
+async function withSyncedScope(
+  database: string,
+  namespace: string,
+  body: (store: MysqlCacheStore, scope: ScopeKey, url: string) => Promise<void>,
+): Promise<void> {
+  const db = await createTestDatabase(database);
+  const store = new MysqlCacheStore(db.url);
+  try {
+    await store.init();
+    const scope = { account: 'dev', group: '', kind: 'ConfigMap', namespace };
+    await store.apply([
+      { op: 'syncStart', scope, version: 'v1' },
+      storeChange('a', '5'),
+      { op: 'syncEnd', scope, version: 'v1', resourceVersion: '5' },
+    ]);
+    await body(store, scope, db.url);
+  } finally {
+    await store.close();
+    await db.drop();
+  }
+}
+
 describe('mysql store: a write one of whose statements fails', () => {
   // The store queues a write's statements without waiting for each (rows, then the scopes' states): one that fails
   // must take the ones before and after it with it.
   it('lands nothing: neither the rows of its other statements nor its scope states', async () => {
-    const db = await createTestDatabase('sa_failed_write');
-    const store = new MysqlCacheStore(db.url);
-    try {
-      await store.init();
-      const scope = { account: 'dev', group: '', kind: 'ConfigMap', namespace: '' };
-      await store.apply([
-        { op: 'syncStart', scope, version: 'v1' },
-        storeChange('a', '5'),
-        { op: 'syncEnd', scope, version: 'v1', resourceVersion: '5' },
-      ]);
+    await withSyncedScope('sa_failed_write', '', async (store, scope) => {
       // 500 rows (one full statement) that would land, then one the column refuses (a name over 253 characters:
       // the wire refuses it first; here it stands for any statement the server fails).
       const rows = Array.from({ length: 500 }, (_, i) => storeChange(`ok-${i}`, String(10 + i)));
       await expect(store.apply([...rows, storeChange('x'.repeat(300), '600')])).rejects.toThrow(/write failed/);
       expect((await store.list({ account: 'dev' })).map((o) => o.name)).toEqual(['a']);
       expect(await store.resumePoints('dev')).toEqual([{ ...scope, version: 'v1', resourceVersion: '5' }]);
-    } finally {
-      await store.close();
-      await db.drop();
-    }
+    });
   });
 });
 
@@ -217,16 +231,7 @@ describe('mysql store: the round trips of a write', () => {
   }
 
   it('sends a watch event to a synced scope as one packet: the transaction, its row, its resume point and COMMIT', async () => {
-    const db = await createTestDatabase('sa_round_trips');
-    const store = new MysqlCacheStore(db.url);
-    try {
-      await store.init();
-      const scope = { account: 'dev', group: '', kind: 'ConfigMap', namespace: 'ns' };
-      await store.apply([
-        { op: 'syncStart', scope, version: 'v1' },
-        storeChange('a', '5'),
-        { op: 'syncEnd', scope, version: 'v1', resourceVersion: '5' },
-      ]);
+    await withSyncedScope('sa_round_trips', 'ns', async (store, scope, url) => {
       const packets = countPackets(store);
       await store.apply([storeChange('a', '6', { type: 'MODIFIED', json: '{"data":{"k":"v;1"}}' })]);
       expect(packets.sent).toBe(1);
@@ -234,30 +239,18 @@ describe('mysql store: the round trips of a write', () => {
       expect((await store.get({ account: 'dev', kind: 'ConfigMap', namespace: 'ns', name: 'a' }))?.json).toBe(
         '{"data":{"k":"v;1"}}',
       );
-      const other = new MysqlCacheStore(db.url);
+      const other = new MysqlCacheStore(url);
       try {
         await other.init();
         expect(await other.resumePoints('dev')).toEqual([{ ...scope, version: 'v1', resourceVersion: '6' }]);
       } finally {
         await other.close();
       }
-    } finally {
-      await store.close();
-      await db.drop();
-    }
+    });
   });
 
   it('lands nothing when a write of several packets fails in a later one', async () => {
-    const db = await createTestDatabase('sa_failed_packets');
-    const store = new MysqlCacheStore(db.url);
-    try {
-      await store.init();
-      const scope = { account: 'dev', group: '', kind: 'ConfigMap', namespace: '' };
-      await store.apply([
-        { op: 'syncStart', scope, version: 'v1' },
-        storeChange('a', '5'),
-        { op: 'syncEnd', scope, version: 'v1', resourceVersion: '5' },
-      ]);
+    await withSyncedScope('sa_failed_packets', '', async (store, scope) => {
       // 20 objects of 600 KB, three packets of rows (4 MiB each at most), and a row the column refuses in the middle
       // one: the last packet still runs, inside the transaction, and the whole write is rolled back.
       const big = JSON.stringify({ data: { v: 'x'.repeat(600 * 1024) } });
@@ -271,10 +264,7 @@ describe('mysql store: the round trips of a write', () => {
       // The same rows without the refused one land whole, across the packets.
       await store.apply(rows);
       expect((await store.list({ account: 'dev' })).length).toBe(21);
-    } finally {
-      await store.close();
-      await db.drop();
-    }
+    });
   });
 });
 
