@@ -215,7 +215,7 @@ export class KubeClient {
     for (let attempt = 1; ; attempt++) {
       try {
         const { stream } = await this.open(method, path, options);
-        const body = await readAll(stream, MAX_RESPONSE_BYTES);
+        const body = await readAnswer(stream, MAX_RESPONSE_BYTES);
         // A JSON read is always answered with a body (a log may be empty). None means the answer was cut off (seen in
         // the fault suite with a link that closes mid-response): such a read is retried, never taken as `{}`.
         if (body.length === 0 && method === 'GET' && options.accept === undefined) {
@@ -269,7 +269,7 @@ export class KubeClient {
     }
     const status = Number(response[':status'] ?? 0);
     if (status >= 200 && status < 300) return { status, stream };
-    const body = await readAll(stream, 64 * 1024);
+    const body = await readAnswer(stream, 64 * 1024);
     const retryAfter = Number(response['retry-after']);
     throw statusError(status, body, method, path, options.intent, Number.isFinite(retryAfter) ? retryAfter : undefined);
   }
@@ -348,7 +348,14 @@ function statusError(
   return new KubeApiError(status, reason, message, intent, retryAfterSeconds);
 }
 
-async function readAll(stream: ClientHttp2Stream, limit: number): Promise<Buffer> {
+/**
+ * The whole body of an answer. An answer that did not end with its stream's END_STREAM was cut short on its way, and
+ * is reported as `UNAVAILABLE` (a read is sent again, a write that may apply twice is of unknown outcome), never
+ * returned as if whole: its connection closed under it (the stream then ends without its last bytes, or with a
+ * bare "Premature close"), the session was destroyed for an unanswered PING (the stream errors with the PING's
+ * error), or the server reset the stream.
+ */
+export async function readAnswer(stream: ClientHttp2Stream, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -362,25 +369,26 @@ async function readAll(stream: ClientHttp2Stream, limit: number): Promise<Buffer
       chunks.push(b);
     }
   } catch (e) {
-    // The stream closed before its end (its connection went away mid-answer): an answer lost on its way, like a
-    // reset, so a read is sent again and a write that may apply twice is of unknown outcome. Seen in a fault run as
-    // a deploy failing with a bare "Premature close".
-    if ((e as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE') {
-      throw new ScaleAgentError(
-        'UNAVAILABLE',
-        `API server answer cut short (its HTTP/2 stream closed before its end)`,
-        {
-          cause: e,
-        },
-      );
-    }
-    throw e;
+    if (e instanceof ScaleAgentError || (e as Error).name === 'AbortError') throw e;
+    throw new ScaleAgentError(
+      'UNAVAILABLE',
+      `API server answer cut short after ${size} bytes: ${(e as Error).message}`,
+      {
+        cause: e,
+      },
+    );
   }
-  // The stream ended, but a reset (not NO_ERROR) means the answer is incomplete, whatever arrived before it.
+  // Without an error: a reset other than NO_ERROR, or a stream closed before its end (its session destroyed).
   if (stream.rstCode !== undefined && stream.rstCode !== 0) {
     throw new ScaleAgentError(
       'UNAVAILABLE',
-      `API server answer cut short (HTTP/2 stream reset, code ${stream.rstCode})`,
+      `API server answer cut short after ${size} bytes (HTTP/2 stream reset, code ${stream.rstCode})`,
+    );
+  }
+  if (!stream.readableEnded) {
+    throw new ScaleAgentError(
+      'UNAVAILABLE',
+      `API server answer cut short after ${size} bytes (its HTTP/2 stream closed before its end)`,
     );
   }
   return Buffer.concat(chunks);

@@ -1,0 +1,67 @@
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readAnswer } from '../../../src/agent/kube/client.js';
+import { ScaleAgentError } from '../../../src/shared/errors.js';
+
+/**
+ * An answer whose connection goes away after its first bytes. The agent's HTTP/2 pool destroys a session whose PING
+ * is not answered (with an error) and all of them when an account's client closes (without one); Node then ends
+ * the answer's stream early, and without an error in the second case. Either way the answer is not whole, and
+ * taking it as whole would hand a truncated body on (a pod's log) or fail an operation on a parse error instead of
+ * retrying the read.
+ */
+describe('an API server answer cut short', () => {
+  let server: http2.Http2Server;
+  let origin = '';
+
+  beforeAll(async () => {
+    server = http2.createServer();
+    // The client's destroy with an error reaches the server as a GOAWAY with an error code: expected here.
+    server.on('session', (session) => session.on('error', () => {}));
+    server.on('stream', (stream, headers) => {
+      stream.on('error', () => {});
+      stream.respond({ ':status': 200, 'content-type': 'text/plain' });
+      if (headers[':path'] === '/whole') stream.end('line one\nline two\n');
+      else stream.write('line one\nline t'); // and never the rest
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((r) => server?.close(r));
+  });
+
+  /** Opens `path`, and once the first bytes arrived, does `cut` to the session. */
+  async function read(path: string, cut?: (session: http2.ClientHttp2Session) => void): Promise<Buffer> {
+    const session = http2.connect(origin);
+    session.on('error', () => {});
+    try {
+      const stream = session.request({ ':path': path });
+      if (cut) stream.once('data', () => setTimeout(() => cut(session), 20));
+      return await readAnswer(stream, 1024 * 1024);
+    } finally {
+      session.destroy();
+    }
+  }
+
+  it('returns a whole answer', async () => {
+    expect((await read('/whole')).toString()).toBe('line one\nline two\n');
+  });
+
+  it('is UNAVAILABLE, not the bytes so far, when its session is destroyed without an error', async () => {
+    const error = await read('/partial', (session) => session.destroy()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ScaleAgentError);
+    expect((error as ScaleAgentError).kind).toBe('UNAVAILABLE');
+    expect((error as Error).message).toMatch(/cut short after 15 bytes \(its HTTP\/2 stream closed before its end\)/);
+  });
+
+  it('is UNAVAILABLE, naming the cause, when its session is destroyed for an unanswered PING', async () => {
+    const error = await read('/partial', (session) =>
+      session.destroy(new Error('API server did not answer an HTTP/2 PING')),
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ScaleAgentError);
+    expect((error as ScaleAgentError).kind).toBe('UNAVAILABLE');
+    expect((error as Error).message).toMatch(/cut short after 15 bytes: API server did not answer an HTTP\/2 PING/);
+  });
+});
