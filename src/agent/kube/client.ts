@@ -269,7 +269,9 @@ export class KubeClient {
     }
     const status = Number(response[':status'] ?? 0);
     if (status >= 200 && status < 300) return { status, stream };
-    const body = await readAnswer(stream, 64 * 1024);
+    // The status is the answer; its body only words it. A body cut short still leaves the status to act on (a 409 is
+    // a conflict whether or not its message arrived whole).
+    const body = await readAnswer(stream, 64 * 1024).catch(() => Buffer.alloc(0));
     const retryAfter = Number(response['retry-after']);
     throw statusError(status, body, method, path, options.intent, Number.isFinite(retryAfter) ? retryAfter : undefined);
   }

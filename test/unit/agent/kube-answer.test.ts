@@ -1,7 +1,7 @@
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeClient, OutcomeUnknownError } from '../../../src/agent/kube/client.js';
+import { KubeApiError, KubeClient, OutcomeUnknownError } from '../../../src/agent/kube/client.js';
 import { generateCa, issueCertificate } from '../../../src/shared/certs/x509.js';
 
 /**
@@ -15,6 +15,7 @@ describe('an API server answer that is not JSON', () => {
   let client: KubeClient;
   const seen: string[] = [];
   let damageNext = 0;
+  let conflictCutShort = false;
 
   beforeAll(async () => {
     const ca = await generateCa({ commonName: 'kube-answer-test-ca' });
@@ -27,6 +28,14 @@ describe('an API server answer that is not JSON', () => {
     server = http2.createSecureServer({ cert: cert.cert, key: cert.key });
     server.on('stream', (stream, headers) => {
       seen.push(`${String(headers[':method'])} ${String(headers[':path'])}`);
+      if (conflictCutShort) {
+        // A 409 whose body stops after its first bytes: the connection goes away under it.
+        stream.on('error', () => {});
+        stream.respond({ ':status': 409, 'content-type': 'application/json' });
+        stream.write('{"kind":"Status","reason":"Alrea');
+        setTimeout(() => stream.session?.destroy(), 20);
+        return;
+      }
       stream.respond({ ':status': 200, 'content-type': 'application/json' });
       if (damageNext > 0) {
         damageNext -= 1;
@@ -84,5 +93,21 @@ describe('an API server answer that is not JSON', () => {
     });
     await expect(create).rejects.toBeInstanceOf(OutcomeUnknownError);
     expect(seen).toEqual(['POST /api/v1/namespaces/ns/configmaps']);
+  });
+
+  it('keeps the status of an error answer whose body is cut short: a 409 is a conflict, not an unknown outcome', async () => {
+    seen.length = 0;
+    conflictCutShort = true;
+    try {
+      const create = client.retrying(3).request('POST', '/api/v1/namespaces/ns/configmaps', {
+        body: { metadata: { name: 'x' } },
+      });
+      const error = await create.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(KubeApiError);
+      expect((error as KubeApiError).status).toBe(409);
+      expect(seen).toEqual(['POST /api/v1/namespaces/ns/configmaps']);
+    } finally {
+      conflictCutShort = false;
+    }
   });
 });
