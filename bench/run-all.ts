@@ -18,7 +18,13 @@ function runOne(script: string, quick: boolean): Promise<{ code: number; last: s
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', script, ...(quick ? ['--quick'] : [])], {
       cwd: repoRoot,
-      env: { ...process.env, TMPDIR: temp },
+      // The benchmark's temp files go into `temp`, root's alone; servers that run as their own user (PostgreSQL, as
+      // test/infra/postgres.ts starts it under root) put their directory under the system's temp directory instead.
+      env: {
+        ...process.env,
+        TMPDIR: temp,
+        SCALE_AGENT_TEST_SYSTEM_TMPDIR: process.env.SCALE_AGENT_TEST_SYSTEM_TMPDIR ?? tmpdir(),
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
