@@ -131,7 +131,10 @@ const MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
 export interface KubeResponse {
   status: number;
+  /** Paused, holding what has arrived: read it by async iteration (or resume() it), never by a bare 'data' listener. */
   stream: ClientHttp2Stream;
+  /** The whole body, read from the moment the response arrived (when open() was asked for it). */
+  body?: Promise<Buffer>;
 }
 
 /**
@@ -214,8 +217,7 @@ export class KubeClient {
     const attempts = Math.max(1, options.attempts ?? 1);
     for (let attempt = 1; ; attempt++) {
       try {
-        const { stream } = await this.open(method, path, options);
-        const body = await readAnswer(stream, MAX_RESPONSE_BYTES);
+        const body = await (await this.open(method, path, options, MAX_RESPONSE_BYTES)).body!;
         // A JSON read is always answered with a body (a log may be empty). None means the answer was cut off (seen in
         // the fault suite with a link that closes mid-response): such a read is retried, never taken as `{}`.
         if (body.length === 0 && method === 'GET' && options.accept === undefined) {
@@ -233,7 +235,17 @@ export class KubeClient {
     }
   }
 
-  private async open(method: string, path: string, options: KubeRequestOptions): Promise<KubeResponse> {
+  /**
+   * Sends the request and waits for the response's headers. With `wholeBody`, the body is read from the moment they
+   * arrive (KubeResponse.body), not after this method's awaits: Node may have the whole small answer, its end
+   * included, before a later reader attaches, and such a reader gets "Premature close" (Node 24).
+   */
+  private async open(
+    method: string,
+    path: string,
+    options: KubeRequestOptions,
+    wholeBody?: number,
+  ): Promise<KubeResponse> {
     let fullPath = path;
     const query = Object.entries(options.query ?? {}).filter((e): e is [string, string | number | boolean] => {
       return e[1] !== undefined;
@@ -257,8 +269,19 @@ export class KubeClient {
     }
     let stream: ClientHttp2Stream;
     let response: Record<string, string | string[] | number | undefined>;
+    let body: Promise<Buffer> | undefined;
+    const readBody = (s: ClientHttp2Stream, limit: number): Promise<Buffer> => {
+      body = readAnswer(s, limit);
+      body.catch(() => undefined); // awaited below or by the caller; never an unhandled rejection meanwhile
+      return body;
+    };
     try {
-      ({ stream, headers: response } = await this.pool.request(headers, options.signal, payload));
+      ({ stream, headers: response } = await this.pool.request(
+        headers,
+        options.signal,
+        payload,
+        wholeBody === undefined ? undefined : (s) => void readBody(s, wholeBody),
+      ));
     } catch (e) {
       if (options.signal?.aborted) {
         throw new ScaleAgentError('TIMEOUT', `${method} ${path} aborted: ${abortReason(options.signal)}`, { cause: e });
@@ -268,12 +291,19 @@ export class KubeClient {
       });
     }
     const status = Number(response[':status'] ?? 0);
-    if (status >= 200 && status < 300) return { status, stream };
+    if (status >= 200 && status < 300) return { status, stream, body };
     // The status is the answer; its body only words it. A body cut short still leaves the status to act on (a 409 is
     // a conflict whether or not its message arrived whole).
-    const body = await readAnswer(stream, 64 * 1024).catch(() => Buffer.alloc(0));
+    const errorBody = await (body ?? readBody(stream, 64 * 1024)).catch(() => Buffer.alloc(0));
     const retryAfter = Number(response['retry-after']);
-    throw statusError(status, body, method, path, options.intent, Number.isFinite(retryAfter) ? retryAfter : undefined);
+    throw statusError(
+      status,
+      errorBody,
+      method,
+      path,
+      options.intent,
+      Number.isFinite(retryAfter) ? retryAfter : undefined,
+    );
   }
 
   /** This client with transient failures retried, as operations use it. */

@@ -34,7 +34,10 @@ export interface Http2PoolOptions {
 interface PooledSession {
   session: ClientHttp2Session;
   active: number;
+  /** When the connection was last seen to have read something (its socket's bytesRead moved, or a response came). */
   lastRead: number;
+  /** The socket's bytesRead at that moment. */
+  bytesRead: number;
   pinging: boolean;
 }
 
@@ -70,11 +73,15 @@ export class Http2Pool {
     this.healthTimer.unref();
   }
 
-  /** Opens a stream; resolves with the response headers once they arrive. */
+  /**
+   * Opens a stream; resolves with the response headers once they arrive. `onResponse` runs as they arrive, before
+   * any await: the place to start reading a body that may already be complete.
+   */
   async request(
     headers: http2.OutgoingHttpHeaders,
     signal?: AbortSignal,
     body?: Buffer,
+    onResponse?: (stream: ClientHttp2Stream) => void,
   ): Promise<{ stream: ClientHttp2Stream; headers: IncomingHttpHeaders }> {
     if (this.closed) throw new Error('connection pool closed');
     // holds one of its stream slots for us
@@ -93,9 +100,14 @@ export class Http2Pool {
       if (pooled.active === 0 && !pooled.session.destroyed) pooled.session.unref();
     };
     stream.once('close', release);
-    stream.on('data', () => {
-      pooled.lastRead = Date.now();
-    });
+    // The stream must hold its body until its reader attaches. In flowing mode (a 'data' listener, as this pool once
+    // attached to note reads) a body that arrives in the same socket read as its headers is emitted before the
+    // reader attaches, and lost: answers with no body, or with their start missing, seen when 100 accounts start at
+    // once. Node's HTTP/2 client also starts a stream flowing by itself unless it was paused. So: paused explicitly,
+    // read by async iteration (which reads a paused stream), and the health check counts the connection's bytes
+    // instead. A whole answer is best read from `onResponse`: a reader attaching after the stream ended gets
+    // "Premature close" now and then (Node 24).
+    stream.pause();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         stream.off('error', onError);
@@ -124,6 +136,7 @@ export class Http2Pool {
         stream.off('error', onError);
         stream.off('close', onClose);
         pooled.lastRead = Date.now();
+        onResponse?.(stream);
         resolve({ stream, headers: responseHeaders });
       });
     });
@@ -180,7 +193,7 @@ export class Http2Pool {
         settings: { initialWindowSize: STREAM_WINDOW },
         ...(tunnel ? { createConnection: () => tlsOver(tunnel, this.options.origin, this.options.tls) } : {}),
       });
-      const pooled: PooledSession = { session, active: 0, lastRead: Date.now(), pinging: false };
+      const pooled: PooledSession = { session, active: 0, lastRead: Date.now(), bytesRead: 0, pinging: false };
       const drop = (): void => {
         this.sessions = this.sessions.filter((s) => s !== pooled);
       };
@@ -226,10 +239,15 @@ export class Http2Pool {
   private checkHealth(): void {
     const now = Date.now();
     for (const s of this.sessions) {
-      if (s.pinging || s.active === 0 || now - s.lastRead < this.readIdleMs) continue;
       // A session destroyed a moment ago stays listed until its 'close' event, and ping() on it throws: from this
       // timer, that would be an uncaught exception (seen on a loaded machine, right after a PING timed out).
       if (s.session.destroyed || s.session.closed) continue;
+      const bytesRead = s.session.socket.bytesRead;
+      if (bytesRead !== s.bytesRead) {
+        s.bytesRead = bytesRead;
+        s.lastRead = now;
+      }
+      if (s.pinging || s.active === 0 || now - s.lastRead < this.readIdleMs) continue;
       s.pinging = true;
       const timer = setTimeout(
         () => s.session.destroy(new Error('API server did not answer an HTTP/2 PING')),

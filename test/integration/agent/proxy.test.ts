@@ -106,17 +106,19 @@ describe('proxy-url and tls-server-name, the same for watches and operations', (
     const { stream } = await client.get(`/api/v1/namespaces/${ns}/configmaps?watch=1&allowWatchBookmarks=false`, {
       signal: watchAbort.signal,
     });
-    const firstEvent = new Promise<{ type: string; object: { metadata: { name: string } } }>((resolve, reject) => {
+    // Read as the reflector reads a watch: by async iteration (the stream comes paused, holding what arrived).
+    type WatchEvent = { type: string; object: { metadata: { name: string } } };
+    const firstEvent = (async (): Promise<WatchEvent> => {
       const lines = new JsonLineSplitter();
-      stream.on('data', (chunk: Buffer) => {
-        for (const line of lines.push(chunk)) {
+      for await (const chunk of stream) {
+        for (const line of lines.push(chunk as Buffer)) {
           // The namespace's kube-root-ca.crt comes first; wait for ours (versioned: via-proxy-v000).
-          const e = JSON.parse(line.toString('utf8')) as { type: string; object: { metadata: { name: string } } };
-          if (e.object.metadata.name.startsWith('via-proxy')) resolve(e);
+          const e = JSON.parse(line.toString('utf8')) as WatchEvent;
+          if (e.object.metadata.name.startsWith('via-proxy')) return e;
         }
-      });
-      stream.once('error', reject);
-    });
+      }
+      throw new Error('the watch ended before the deployed object was seen');
+    })();
 
     // An operation (server-side apply PATCH with a body) through the same access layer.
     const parsed = parseOperations(

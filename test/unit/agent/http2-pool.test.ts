@@ -107,4 +107,72 @@ describe('Http2Pool', () => {
     expect(pool.sessionCount).toBe(1);
     next.stream.close();
   });
+
+  it('keeps the first bytes of a watch for a reader that attaches after its own awaits', async () => {
+    // Headers and the first event in one write, so they usually arrive in one socket read; the reflector starts
+    // reading only after awaiting the response. A stream the pool had put in flowing mode would have emitted the
+    // event to nobody by then, and the watch would have lost it.
+    const pool = await serve((stream) => {
+      stream.on('error', () => undefined);
+      stream.respond({ ':status': 200 });
+      stream.write('{"type":"ADDED","object":{"metadata":{"name":"first"}}}\n'); // and no end, as a watch
+    });
+    const { stream } = await pool.request({ ':path': '/watch' });
+    await new Promise((r) => setTimeout(r, 50));
+    for await (const chunk of stream) {
+      expect((chunk as Buffer).toString()).toBe('{"type":"ADDED","object":{"metadata":{"name":"first"}}}\n');
+      break;
+    }
+  });
+
+  it('hands the stream to onResponse as its headers arrive, so a whole answer is read before the caller awaits', async () => {
+    const pool = await serve((stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('{"kind":"ConfigMapList","items":[]}');
+    });
+    let body: Promise<string> | undefined;
+    const read = async (s: http2.ClientHttp2Stream): Promise<string> => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of s) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString();
+    };
+    await pool.request({ ':path': '/list' }, undefined, undefined, (s) => {
+      body = read(s);
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await body).toBe('{"kind":"ConfigMapList","items":[]}');
+  });
+
+  it('PINGs a connection that reads nothing for readIdleMs, and not one whose watch keeps reading', async () => {
+    const pings: string[] = [];
+    const server = http2.createServer();
+    server.on('session', (session) =>
+      session.on('ping', () => pings.push(session === quietSession ? 'quiet' : 'busy')),
+    );
+    let quietSession: http2.Http2Session | undefined;
+    const timers: NodeJS.Timeout[] = [];
+    server.on('stream', (stream, headers) => {
+      stream.on('error', () => undefined);
+      stream.respond({ ':status': 200 });
+      if (headers[':path'] === '/quiet') quietSession = stream.session;
+      else timers.push(setInterval(() => stream.write('{"type":"BOOKMARK"}\n'), 20));
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      // Two pools, so the two watches are on two connections.
+      const busy = new Http2Pool({ origin, tls: {}, readIdleMs: 100 });
+      const quiet = new Http2Pool({ origin, tls: { maxSessionMemory: 11 }, readIdleMs: 100 });
+      pools.push(busy, quiet);
+      const a = await busy.request({ ':path': '/busy' });
+      a.stream.resume();
+      await quiet.request({ ':path': '/quiet' });
+      await new Promise((r) => setTimeout(r, 600));
+      expect(pings).toContain('quiet');
+      expect(pings).not.toContain('busy');
+    } finally {
+      for (const t of timers) clearInterval(t);
+    }
+  });
 });
