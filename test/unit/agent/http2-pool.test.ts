@@ -161,9 +161,9 @@ describe('Http2Pool', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      // Two pools, so the two watches are on two connections.
+      // Two pools (each has its own connections), so the two watches are on two connections.
       const busy = new Http2Pool({ origin, tls: {}, readIdleMs: 100 });
-      const quiet = new Http2Pool({ origin, tls: { maxSessionMemory: 11 }, readIdleMs: 100 });
+      const quiet = new Http2Pool({ origin, tls: {}, readIdleMs: 100 });
       pools.push(busy, quiet);
       const a = await busy.request({ ':path': '/busy' });
       a.stream.resume();
