@@ -7,7 +7,7 @@
  * Initial sync: N ConfigMaps, from agent start to all N queryable, against a bare paginated LIST of the same
  * objects. Everything real: control plane, MariaDB, agent and plugin-server processes. Prints one JSON result.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -16,6 +16,9 @@ import { ControlPlane } from '../test/infra/control-plane.js';
 import { MariaDb, createDatabase } from '../test/infra/mariadb.js';
 import { AgentProcess, PluginServerProcess, type StorageSpec } from '../test/infra/processes.js';
 import { distribution, emit, flags, machineInfo, progress, versions, type Distribution } from './lib/report.js';
+import { useShippedBuild } from './lib/shipped-build.js';
+
+useShippedBuild();
 
 const f = flags({ objects: { type: 'string' }, samples: { type: 'string' } });
 const OBJECTS = Number(f.objects ?? (f.quick ? 1000 : 10_000));
@@ -23,6 +26,10 @@ const SAMPLES = Number(f.samples ?? (f.quick ? 60 : 300));
 const WARMUP = 10;
 /** Between two polls for the end of an initial sync: the figure's resolution, kept small next to it. */
 const SYNC_POLL_MS = 10;
+/** Initial syncs per store, each against a bare LIST taken just before it. */
+const SYNC_ROUNDS = f.quick ? 1 : 5;
+/** Quiet before each bare LIST and each sync, so neither meets the tail of a process starting or stopping. */
+const SETTLE_MS = f.quick ? 200 : 2000;
 
 interface LatencyRun {
   watchMs: Distribution;
@@ -156,14 +163,6 @@ async function initialSync(
     accounts: [{ name: account, kubeconfigFile: kubeconfig, namespaces: [namespace], kinds: ['ConfigMap'] }],
     waitReady: false,
   });
-  // Process start, config, discovery and Hello are not sync work: time the sync from the account's registration.
-  for (;;) {
-    const res = await fetch(`${server.httpBase}/credentials/${account}`);
-    await res.arrayBuffer();
-    if (res.ok) break;
-    await sleep(5);
-  }
-  const t1 = performance.now();
   // Polling the whole list costs the plugin-server more the fuller its cache gets: each answer lists, sorts and
   // serializes all N entries (at 10,000 objects 17-27 ms of its CPU with the memory store, 76-108 ms with MySQL plus
   // MariaDB's own, on a loaded 2-core machine), which this benchmark used to do every 20 ms. So the poll is a GET of
@@ -178,7 +177,23 @@ async function initialSync(
     await sleep(SYNC_POLL_MS);
   }
   const t2 = performance.now();
-  return { ms: t2 - t0, fromRegistrationMs: t2 - t1, agent };
+  const doneAt = Date.now();
+  return { ms: t2 - t0, fromRegistrationMs: doneAt - registeredAt(agent.logFile, account), agent };
+}
+
+/**
+ * Process start, config, discovery and Hello are not sync work: the sync is timed from the account's registration,
+ * as the agent logged it on reading the Welcome that accepted the account (the plugin-server registers before it
+ * answers). Not from this process polling /credentials: that answer can come late while the plugin-server ingests
+ * the list (it came up to 1.5 s after the Welcome in trials here), which made the figure too small by as much.
+ */
+function registeredAt(logFile: string, account: string): number {
+  for (const line of readFileSync(logFile, 'utf8').split('\n')) {
+    if (!line.includes('connected to plugin-server')) continue;
+    const rec = JSON.parse(line) as { time: number; msg: string; accepted?: string[] };
+    if (rec.msg === 'connected to plugin-server' && rec.accepted?.includes(account)) return rec.time;
+  }
+  throw new Error(`${logFile}: no "connected to plugin-server" record that accepted ${account}`);
 }
 
 async function main(): Promise<void> {
@@ -202,13 +217,13 @@ async function main(): Promise<void> {
     const lastListed = Array.from({ length: OBJECTS }, (_, i) => `obj-${i}`)
       .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
       .at(-1)!;
-    // Warm the API server's watch cache and our clients, then take the best of three bare LISTs.
-    const lists = [await pagedList(core, 'sync'), await pagedList(core, 'sync'), await pagedList(core, 'sync')];
-    const listMs = Math.min(...lists.map((l) => l.ms));
+    // Warm the API server's watch cache and our clients; the baseline is the LISTs taken between the syncs.
+    for (let i = 0; i < 3; i++) await pagedList(core, 'sync');
 
     const latency: Record<string, LatencyRun> = {};
-    const sync: Record<string, number> = {};
-    const syncFromRegistration: Record<string, number> = {};
+    const sync: Record<string, number[]> = { memory: [], mysql: [] };
+    const syncFromRegistration: Record<string, number[]> = { memory: [], mysql: [] };
+    const lists: Record<string, number[]> = { memory: [], mysql: [] };
     for (const store of ['memory', 'mysql'] as const) {
       let storage: StorageSpec = { type: 'memory' };
       if (store === 'mysql')
@@ -221,11 +236,20 @@ async function main(): Promise<void> {
       });
       stops.unshift(() => server.stop());
 
-      progress(`${store}: initial sync of ${OBJECTS} objects`);
-      const s = await initialSync(server, dir, cp.kubeconfig, `sync-${store}`, 'sync', expected, lastListed);
-      sync[store] = s.ms;
-      syncFromRegistration[store] = s.fromRegistrationMs;
-      await s.agent.stop();
+      // Each round: a bare LIST, then a new agent syncing the same objects as a new account into the same server
+      // (as a cluster joins a running plugin-server); the figure is the median round, against the median LIST.
+      // Both start on a settled machine: right after a process starts or stops, a LIST here took twice as long.
+      for (let r = 0; r < SYNC_ROUNDS; r++) {
+        await sleep(SETTLE_MS);
+        lists[store]!.push((await pagedList(core, 'sync')).ms);
+        await sleep(SETTLE_MS);
+        progress(`${store}: initial sync of ${OBJECTS} objects, round ${r + 1} of ${SYNC_ROUNDS}`);
+        const account = `sync-${store}-${r}`;
+        const s = await initialSync(server, dir, cp.kubeconfig, account, 'sync', expected, lastListed);
+        sync[store]!.push(s.ms);
+        syncFromRegistration[store]!.push(s.fromRegistrationMs);
+        await s.agent.stop();
+      }
 
       progress(`${store}: change→cache latency, ${SAMPLES} samples`);
       const agent = await AgentProcess.start({
@@ -244,45 +268,68 @@ async function main(): Promise<void> {
 
     const memory = latency.memory!;
     const mysql = latency.mysql!;
-    const met = memory.aboveWatchMs.p50 <= 5 && memory.aboveWatchMs.p99 <= 50 && mysql.aboveWatchMs.p99 <= 100;
+    const round = (n: number, places = 0) => Math.round(n * 10 ** places) / 10 ** places;
+    const median = (xs: number[]) => distribution(xs).p50;
+    const syncMs = { memory: median(syncFromRegistration.memory!), mysql: median(syncFromRegistration.mysql!) };
+    const listMs = { memory: median(lists.memory!), mysql: median(lists.mysql!) };
+    const ratios = {
+      initialSyncVsBareListMemory: round(syncMs.memory / listMs.memory, 2),
+      initialSyncVsBareListMysql: round(syncMs.mysql / listMs.mysql, 2),
+    };
+    const met =
+      memory.aboveWatchMs.p50 <= 5 &&
+      memory.aboveWatchMs.p99 <= 50 &&
+      mysql.aboveWatchMs.p99 <= 10 &&
+      ratios.initialSyncVsBareListMemory <= 1.2 &&
+      ratios.initialSyncVsBareListMysql <= 1.5;
     emit({
       name: 'live-cache',
-      params: { objects: OBJECTS, samples: SAMPLES, warmup: WARMUP, objectBytes: 512 + 200, quick: Boolean(f.quick) },
+      params: {
+        objects: OBJECTS,
+        samples: SAMPLES,
+        warmup: WARMUP,
+        syncRounds: SYNC_ROUNDS,
+        objectBytes: 512 + 200,
+        quick: Boolean(f.quick),
+      },
       machine: machineInfo(),
       versions: versions(),
       figures: {
         changeToCacheMs: { memory: memory.cacheMs, mysql: mysql.cacheMs },
         aboveBareWatchMs: { memory: memory.aboveWatchMs, mysql: mysql.aboveWatchMs },
         pollGetMs: { memory: memory.pollGetMs, mysql: mysql.pollGetMs },
-        initialSyncFromAgentSpawnMs: { memory: Math.round(sync.memory!), mysql: Math.round(sync.mysql!) },
-        initialSyncFromRegistrationMs: {
-          memory: Math.round(syncFromRegistration.memory!),
-          mysql: Math.round(syncFromRegistration.mysql!),
+        initialSyncFromAgentSpawnMs: { memory: round(median(sync.memory!)), mysql: round(median(sync.mysql!)) },
+        initialSyncFromRegistrationMs: { memory: round(syncMs.memory), mysql: round(syncMs.mysql) },
+        initialSyncRoundsMs: {
+          memory: syncFromRegistration.memory!.map((x) => round(x)),
+          mysql: syncFromRegistration.mysql!.map((x) => round(x)),
         },
         initialSyncObjectsPerSecond: {
-          memory: Math.round((OBJECTS / syncFromRegistration.memory!) * 1000),
-          mysql: Math.round((OBJECTS / syncFromRegistration.mysql!) * 1000),
+          memory: round((OBJECTS / syncMs.memory) * 1000),
+          mysql: round((OBJECTS / syncMs.mysql) * 1000),
         },
       },
       baseline: {
         bareWatchMs: { memory: memory.watchMs, mysql: mysql.watchMs },
-        barePaginatedListMs: Math.round(listMs),
+        barePaginatedListMs: { memory: round(listMs.memory), mysql: round(listMs.mysql) },
+        barePaginatedListRoundsMs: {
+          memory: lists.memory!.map((x) => round(x)),
+          mysql: lists.mysql!.map((x) => round(x)),
+        },
       },
-      ratios: {
-        initialSyncVsBareListMemory: Math.round((syncFromRegistration.memory! / listMs) * 100) / 100,
-        initialSyncVsBareListMysql: Math.round((syncFromRegistration.mysql! / listMs) * 100) / 100,
-      },
+      ratios,
       goal: {
         'memory p50 above bare watch (ms)': '<= 5',
         'memory p99 above bare watch (ms)': '<= 50',
-        'mysql p99 above bare watch (ms)': '<= 100',
-        'initial sync': '100,000 objects queryable in <= 30 s (performance goal); measured here at --objects',
+        'mysql p99 above bare watch (ms)': '<= 10',
+        'initial sync vs bare LIST, memory': '<= 1.2',
+        'initial sync vs bare LIST, mysql': '<= 1.5',
       },
       met,
       notes: [
         'Latencies are from just before the API write to (a) the bare watch event and (b) GET /manifests returning the new version (polled back to back, so it includes one REST round trip).',
         "pollGetMs: each poll's GET /manifests (with events, as Deck asks), request to body read; a sample holds the GET that saw the change and part of the one before it, so a store's slower read shows in its figures above the watch even when its write is as fast.",
-        'Initial sync is timed from the account appearing in /credentials (agent registered) to all objects listed by the plugin-server (LIST, stream, store): polled every 10 ms with a GET of the last object listed, then confirmed by one full /admin/cache list; the figure from spawning the agent process adds Node start, config and discovery.',
+        'Initial sync is timed from the account registered (the agent log record of the Welcome that accepted it) to all objects listed by the plugin-server (LIST, stream, store): polled every 10 ms with a GET of the last object listed, then confirmed by one full /admin/cache list; the figure from spawning the agent process adds Node start, config and discovery. Each store: the median of its rounds, each a new agent and account syncing the same objects into the same server, against the median of the bare LISTs taken just before each round.',
         'Polling sleeps 1 ms between GETs so the client does not starve the agent and plugin-server of CPU; that adds up to ~1 ms to cache latencies.',
       ],
     });

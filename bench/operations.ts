@@ -26,6 +26,9 @@ import { ControlPlane } from '../test/infra/control-plane.js';
 import { createDatabase, MariaDb } from '../test/infra/mariadb.js';
 import { AgentProcess, PluginServerProcess } from '../test/infra/processes.js';
 import { distribution, emit, flags, machineInfo, progress, versions } from './lib/report.js';
+import { useShippedBuild } from './lib/shipped-build.js';
+
+useShippedBuild();
 
 const f = flags({ runs: { type: 'string' }, store: { type: 'string' } });
 const STORE = f.store ?? 'memory';

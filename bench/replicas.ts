@@ -36,6 +36,9 @@ import { AgentProcess, PluginServerProcess } from '../test/infra/processes.js';
 import { FakeAgent } from './fake-agents/fake-agent.js';
 import { runFleet } from './fake-agents/fleet.js';
 import { distribution, emit, flags, machineInfo, progress, versions } from './lib/report.js';
+import { useShippedBuild } from './lib/shipped-build.js';
+
+useShippedBuild();
 
 const f = flags({
   runs: { type: 'string' },

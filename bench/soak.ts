@@ -19,6 +19,7 @@ import { AGENT_ALLOCATOR_ENV } from '../src/compiler/runtimes.js';
 import { FaultRig, Load, sampleHeap, sampleProcess } from '../test/infra/faults/index.js';
 import { kubeRequest, objectPath } from '../test/infra/faults/kube-raw.js';
 import { distribution, emit, flags, machineInfo, progress, versions } from './lib/report.js';
+import { useShippedBuild } from './lib/shipped-build.js';
 
 const f = flags({
   minutes: { type: 'string', default: '10' },
@@ -37,8 +38,7 @@ const jemalloc = String(f.jemalloc);
 if (runtime === 'shipped' && !existsSync(jemalloc)) {
   throw new Error(`--jemalloc: ${jemalloc} not found (bash scripts/test-deps.sh installs Debian's libjemalloc2)`);
 }
-// The processes as they ship: built code, not the test loader, which keeps its own compile caches.
-process.env.SCALE_AGENT_TEST_USE_DIST = '1';
+useShippedBuild();
 
 interface Sample {
   atS: number;
