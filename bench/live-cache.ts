@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, KubeConfig, Watch, type V1ConfigMap } from '@kubernetes/client-node';
+import { createConnection, type RowDataPacket } from 'mysql2/promise';
 import { ControlPlane } from '../test/infra/control-plane.js';
 import { MariaDb, createDatabase } from '../test/infra/mariadb.js';
 import { AgentProcess, PluginServerProcess, type StorageSpec } from '../test/infra/processes.js';
@@ -73,13 +74,53 @@ async function pagedList(core: CoreV1Api, namespace: string): Promise<{ ms: numb
   return { ms: performance.now() - t0, count };
 }
 
-async function measureLatency(
-  kc: KubeConfig,
-  core: CoreV1Api,
-  server: PluginServerProcess,
+/**
+ * Where the benchmark looks for a change: `seen` answers whether the cache holds `mark` yet. Each look's own time is
+ * part of every sample (the look that sees the change, and on average half of the one in flight when it landed).
+ */
+type Probe = (name: string, mark: string) => Promise<boolean>;
+
+/** GET /manifests (with events, as Deck asks): the change as Spinnaker reads it. */
+function restProbe(server: PluginServerProcess, account: string, namespace: string): Probe {
+  return async (name, mark) => {
+    const res = await fetch(`${server.httpBase}/manifests/${account}/${namespace}/configMap%20${name}`);
+    if (!res.ok) {
+      await res.arrayBuffer();
+      return false;
+    }
+    const m = (await res.json()) as { manifest: { data?: { mark?: string } } };
+    return m.manifest.data?.mark === mark;
+  };
+}
+
+/**
+ * The MySQL store's row, read straight from MariaDB by primary key: when the change is committed, which is when
+ * every replica's reads can see it. Against the REST probe, it splits the plugin-server's ingest and write from the
+ * cost of reading through its API.
+ */
+async function storeProbe(
+  url: string,
   account: string,
   namespace: string,
-): Promise<LatencyRun> {
+): Promise<{ probe: Probe; end(): Promise<void> }> {
+  const conn = await createConnection(url);
+  const probe: Probe = async (name, mark) => {
+    const [rows] = await conn.execute<RowDataPacket[]>(
+      "SELECT JSON_VALUE(object_json, '$.data.mark') AS mark FROM sa_objects " +
+        "WHERE account = ? AND grp = '' AND kind_lc = 'configmap' AND namespace = ? AND name = ?",
+      [account, namespace, name],
+    );
+    return rows[0]?.mark === mark;
+  };
+  return { probe, end: () => conn.end() };
+}
+
+/** Latency runs so far per namespace: the first creates its ConfigMaps, later ones replace them. */
+const latencyRuns = new Map<string, number>();
+
+async function measureLatency(kc: KubeConfig, core: CoreV1Api, namespace: string, probe: Probe): Promise<LatencyRun> {
+  const run = latencyRuns.get(namespace) ?? 0;
+  latencyRuns.set(namespace, run + 1);
   const seen = new Map<string, number>();
   const watch = new Watch(kc);
   const abort = await watch.watch(
@@ -97,24 +138,19 @@ async function measureLatency(
   const polls: number[] = [];
   for (let i = 0; i < SAMPLES + WARMUP; i++) {
     const name = `lat-${i % 10}`;
-    const mark = `${account}-${i}`;
+    const mark = `${namespace}-${run}-${i}`;
     const body = { metadata: { name, namespace }, data: { mark } };
     const t0 = performance.now();
-    if (i < 10) await core.createNamespacedConfigMap({ namespace, body });
+    if (i < 10 && run === 0) await core.createNamespacedConfigMap({ namespace, body });
     else await core.replaceNamespacedConfigMap({ name, namespace, body });
     let tCache: number;
     for (;;) {
       const tGet = performance.now();
-      const res = await fetch(`${server.httpBase}/manifests/${account}/${namespace}/configMap%20${name}`);
-      if (res.ok) {
-        const m = (await res.json()) as { manifest: { data?: { mark?: string } } };
-        if (i >= WARMUP) polls.push(performance.now() - tGet);
-        if (m.manifest.data?.mark === mark) {
-          tCache = performance.now();
-          break;
-        }
-      } else {
-        await res.arrayBuffer();
+      const hit = await probe(name, mark);
+      if (i >= WARMUP) polls.push(performance.now() - tGet);
+      if (hit) {
+        tCache = performance.now();
+        break;
       }
       // Back-to-back polling would steal the CPU the agent and plugin-server need on a small machine.
       await sleep(1);
@@ -135,7 +171,6 @@ async function measureLatency(
     pollGetMs: distribution(polls),
   };
 }
-
 /** Objects of the account the plugin-server lists (its whole cache view of the account's ConfigMaps). */
 async function listed(server: PluginServerProcess, account: string): Promise<number> {
   const res = await fetch(`${server.httpBase}/admin/cache/${account}?kind=ConfigMap`);
@@ -218,7 +253,8 @@ async function main(): Promise<void> {
       .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
       .at(-1)!;
     // Warm the API server's watch cache and our clients; the baseline is the LISTs taken between the syncs.
-    for (let i = 0; i < 3; i++) await pagedList(core, 'sync');
+    const warmLists: number[] = [];
+    for (let i = 0; i < 3; i++) warmLists.push((await pagedList(core, 'sync')).ms);
 
     const latency: Record<string, LatencyRun> = {};
     const sync: Record<string, number[]> = { memory: [], mysql: [] };
@@ -261,7 +297,18 @@ async function main(): Promise<void> {
         ],
       });
       stops.unshift(() => agent.stop());
-      latency[store] = await measureLatency(kc, core, server, `lat-${store}`, `lat-${store}`);
+      latency[store] = await measureLatency(
+        kc,
+        core,
+        `lat-${store}`,
+        restProbe(server, `lat-${store}`, `lat-${store}`),
+      );
+      if (storage.type === 'mysql') {
+        progress(`${store}: change→committed row, ${SAMPLES} samples`);
+        const row = await storeProbe(storage.url, `lat-${store}`, `lat-${store}`);
+        latency.mysqlRow = await measureLatency(kc, core, `lat-${store}`, row.probe);
+        await row.end();
+      }
       await agent.stop();
       await server.stop();
     }
@@ -297,6 +344,9 @@ async function main(): Promise<void> {
       figures: {
         changeToCacheMs: { memory: memory.cacheMs, mysql: mysql.cacheMs },
         aboveBareWatchMs: { memory: memory.aboveWatchMs, mysql: mysql.aboveWatchMs },
+        // The MySQL store's change to its committed row (read from MariaDB by primary key, not through the API).
+        mysqlRowAboveBareWatchMs: latency.mysqlRow!.aboveWatchMs,
+        mysqlRowReadMs: latency.mysqlRow!.pollGetMs,
         pollGetMs: { memory: memory.pollGetMs, mysql: mysql.pollGetMs },
         initialSyncFromAgentSpawnMs: { memory: round(median(sync.memory!)), mysql: round(median(sync.mysql!)) },
         initialSyncFromRegistrationMs: { memory: round(syncMs.memory), mysql: round(syncMs.mysql) },
@@ -312,6 +362,8 @@ async function main(): Promise<void> {
       baseline: {
         bareWatchMs: { memory: memory.watchMs, mysql: mysql.watchMs },
         barePaginatedListMs: { memory: round(listMs.memory), mysql: round(listMs.mysql) },
+        // Back to back before any plugin-server ran: the same LIST on a warm client and API server, for reference.
+        barePaginatedListWarmupMs: warmLists.map((x) => round(x)),
         barePaginatedListRoundsMs: {
           memory: lists.memory!.map((x) => round(x)),
           mysql: lists.mysql!.map((x) => round(x)),
@@ -330,6 +382,7 @@ async function main(): Promise<void> {
         'Latencies are from just before the API write to (a) the bare watch event and (b) GET /manifests returning the new version (polled back to back, so it includes one REST round trip).',
         "pollGetMs: each poll's GET /manifests (with events, as Deck asks), request to body read; a sample holds the GET that saw the change and part of the one before it, so a store's slower read shows in its figures above the watch even when its write is as fast.",
         'Initial sync is timed from the account registered (the agent log record of the Welcome that accepted it) to all objects listed by the plugin-server (LIST, stream, store): polled every 10 ms with a GET of the last object listed, then confirmed by one full /admin/cache list; the figure from spawning the agent process adds Node start, config and discovery. Each store: the median of its rounds, each a new agent and account syncing the same objects into the same server, against the median of the bare LISTs taken just before each round.',
+        "mysqlRowAboveBareWatchMs: the same writes, a second run, looked for in the MySQL store's row (SELECT by primary key, straight from MariaDB): the change committed, every replica able to read it; mysqlRowReadMs is that SELECT's own time. The gap to aboveBareWatchMs.mysql is the cost of looking through the REST API (pollGetMs), not of ingesting.",
         'Polling sleeps 1 ms between GETs so the client does not starve the agent and plugin-server of CPU; that adds up to ~1 ms to cache latencies.',
       ],
     });
