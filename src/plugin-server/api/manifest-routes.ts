@@ -3,7 +3,7 @@ import { ScaleAgentError } from '../../shared/errors.js';
 import type { AccountRegistry } from '../accounts.js';
 import { readableAccounts } from '../auth/read-access.js';
 import type { CachedObject, ObjectReads } from '../cache/store.js';
-import { eventsOf } from '../views/events.js';
+import { eventsAbout, eventsIn } from '../views/events.js';
 import { resolveKind, splitFullName } from '../views/kinds.js';
 import { manifestContainer } from './manifest.js';
 
@@ -43,12 +43,20 @@ export const manifestRoutes: FastifyPluginAsync<ManifestRouteDeps> = async (app,
     const parts = splitFullName(fullName);
     if (!parts) throw notFound();
     const { kind, group } = resolveKind(parts[0]);
+    // The namespace's Events are read beside the object, not after it: on a SQL store that is one round trip less
+    // per read. Their failure is handled here (a missing object still answers 404) and rethrown where awaited.
+    const events = includeEvents && kind !== 'Event' ? eventsIn(deps.store, account, location) : undefined;
+    events?.catch(() => undefined);
     const o =
       (await deps.store.get({ account, group, kind, namespace: location, name: parts[1] })) ??
       (await deps.liveManifest?.(account, location, parts[0], { kind, group }, parts[1]));
     if (!o) throw notFound();
     const container = manifestContainer(o);
-    if (includeEvents) container.events = await eventsOf(deps.store, o);
+    if (events)
+      container.events = eventsAbout(
+        o,
+        await (o.namespace === location ? events : eventsIn(deps.store, account, o.namespace)),
+      );
     return container;
   };
   // Clouddriver's default is includeEvents=true (Gate sends none, so Deck shows events); Orca sends false.

@@ -10,14 +10,19 @@ function when(e: Obj): string {
   return typeof series?.lastObservedTime === 'string' ? series.lastObservedTime : '';
 }
 
+/** The cached Events of one namespace of an account, for eventsAbout (read apart so it can overlap the object's read). */
+export function eventsIn(store: ObjectReads, account: string, namespace: string): Promise<CachedObject[]> {
+  return store.list({ account, group: '', kind: 'Event', namespace });
+}
+
 /**
  * The Events about an object, as `GET /manifests/...` returns them (Clouddriver reads them live with
  * `involvedObject` field selectors; here they come from the cache, where agents keep Events by default), oldest
- * first. Matched by the object's uid, or by kind and name for Events recorded without one.
+ * first, from the cached Events of its namespace (eventsIn). Matched by the object's uid, or by kind and name for
+ * Events recorded without one.
  */
-export async function eventsOf(store: ObjectReads, o: CachedObject): Promise<Obj[]> {
+export function eventsAbout(o: CachedObject, events: readonly CachedObject[]): Obj[] {
   if (o.kind === 'Event') return [];
-  const events = await store.list({ account: o.account, group: '', kind: 'Event', namespace: o.namespace });
   const out: Obj[] = [];
   for (const e of events) {
     if (!e.json) continue;
