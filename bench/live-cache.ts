@@ -322,13 +322,18 @@ async function main(): Promise<void> {
     const ratios = {
       initialSyncVsBareListMemory: round(syncMs.memory / listMs.memory, 2),
       initialSyncVsBareListMysql: round(syncMs.mysql / listMs.mysql, 2),
+      // Against the back-to-back LISTs taken before any plugin-server ran: on this machine those were faster than the
+      // LISTs between the rounds (a LIST in the seconds after a process starts took up to twice as long), so the goal
+      // must hold against both.
+      initialSyncVsWarmListMemory: round(syncMs.memory / median(warmLists), 2),
+      initialSyncVsWarmListMysql: round(syncMs.mysql / median(warmLists), 2),
     };
     const met =
       memory.aboveWatchMs.p50 <= 5 &&
       memory.aboveWatchMs.p99 <= 50 &&
       mysql.aboveWatchMs.p99 <= 10 &&
-      ratios.initialSyncVsBareListMemory <= 1.2 &&
-      ratios.initialSyncVsBareListMysql <= 1.5;
+      Math.max(ratios.initialSyncVsBareListMemory, ratios.initialSyncVsWarmListMemory) <= 1.2 &&
+      Math.max(ratios.initialSyncVsBareListMysql, ratios.initialSyncVsWarmListMysql) <= 1.5;
     emit({
       name: 'live-cache',
       params: {
@@ -374,8 +379,8 @@ async function main(): Promise<void> {
         'memory p50 above bare watch (ms)': '<= 5',
         'memory p99 above bare watch (ms)': '<= 50',
         'mysql p99 above bare watch (ms)': '<= 10',
-        'initial sync vs bare LIST, memory': '<= 1.2',
-        'initial sync vs bare LIST, mysql': '<= 1.5',
+        'initial sync vs bare LIST (between rounds and warm), memory': '<= 1.2',
+        'initial sync vs bare LIST (between rounds and warm), mysql': '<= 1.5',
       },
       met,
       notes: [
