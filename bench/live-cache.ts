@@ -1,11 +1,12 @@
 /**
- * `npm run bench:live-cache [-- --quick] [--objects N] [--samples N]`
+ * `npm run bench:live-cache [-- --quick] [--objects N] [--samples N] [--rounds N]`
  *
  * Change→cache latency: a ConfigMap is written to a real kube-apiserver; we time (a) a bare watch on the same
  * namespace seeing the event (the physical floor, measured in the same run) and (b) GET /manifests on the real
  * plugin-server returning the new version, streamed there by the real agent, for the memory and MySQL stores.
- * Initial sync: N ConfigMaps, from agent start to all N queryable, against a bare paginated LIST of the same
- * objects. Everything real: control plane, MariaDB, agent and plugin-server processes. Prints one JSON result.
+ * Initial sync: N ConfigMaps, from the account's registration to all N queryable, in rounds of a new agent each,
+ * against bare paginated LISTs of the same objects (between the rounds, and warm before them). Everything real:
+ * control plane, MariaDB, agent and plugin-server processes. Prints one JSON result.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,14 +22,15 @@ import { useShippedBuild } from './lib/shipped-build.js';
 
 useShippedBuild();
 
-const f = flags({ objects: { type: 'string' }, samples: { type: 'string' } });
+const f = flags({ objects: { type: 'string' }, samples: { type: 'string' }, rounds: { type: 'string' } });
 const OBJECTS = Number(f.objects ?? (f.quick ? 1000 : 10_000));
 const SAMPLES = Number(f.samples ?? (f.quick ? 60 : 300));
 const WARMUP = 10;
 /** Between two polls for the end of an initial sync: the figure's resolution, kept small next to it. */
 const SYNC_POLL_MS = 10;
 /** Initial syncs per store, each against a bare LIST taken just before it. */
-const SYNC_ROUNDS = f.quick ? 1 : 5;
+const SYNC_ROUNDS = Number(f.rounds ?? (f.quick ? 1 : 5));
+if (!(SYNC_ROUNDS >= 1)) throw new Error(`--rounds must be a positive number, got ${String(f.rounds)}`);
 /** Quiet before each bare LIST and each sync, so neither meets the tail of a process starting or stopping. */
 const SETTLE_MS = f.quick ? 200 : 2000;
 
@@ -75,7 +77,7 @@ async function pagedList(core: CoreV1Api, namespace: string): Promise<{ ms: numb
 }
 
 /**
- * Where the benchmark looks for a change: `seen` answers whether the cache holds `mark` yet. Each look's own time is
+ * Where the benchmark looks for a change: a probe answers whether the cache holds `mark` yet. Each look's own time is
  * part of every sample (the look that sees the change, and on average half of the one in flight when it landed).
  */
 type Probe = (name: string, mark: string) => Promise<boolean>;
@@ -171,6 +173,7 @@ async function measureLatency(kc: KubeConfig, core: CoreV1Api, namespace: string
     pollGetMs: distribution(polls),
   };
 }
+
 /** Objects of the account the plugin-server lists (its whole cache view of the account's ConfigMaps). */
 async function listed(server: PluginServerProcess, account: string): Promise<number> {
   const res = await fetch(`${server.httpBase}/admin/cache/${account}?kind=ConfigMap`);
