@@ -1,13 +1,14 @@
 /**
- * `npm run bench:operations [-- --quick] [--runs N] [--store memory|mysql]`
+ * `npm run bench:operations [-- --quick] [--runs N] [--store memory|mysql] [--poll-ms 10]`
  *
  * POST → task complete for a one-Deployment deploy: `POST /kubernetes/ops` with a deployManifest (a new image each
- * run, so every run is a real rollout step: new generation and resourceVersion), then `GET /task/{id}` back to back
- * until `status.completed`. That covers routing down the agent's stream, the agent's server-side apply, the result
- * coming back and the consistency barrier (the cache holding the new resourceVersion). Baseline, same run, same
- * control plane: a bare server-side apply of the same manifest from a @kubernetes/client-node client, alternating
- * with the deploys round by round. Everything real: control plane, agent and plugin-server processes (memory store,
- * or `--store mysql`: a MariaDB started here). Prints one JSON result.
+ * run, so every run is a real rollout step: new generation and resourceVersion), then `GET /task/{id}` every
+ * `--poll-ms` until `status.completed`; the figure ends at the task's finishedAt. That covers routing down the
+ * agent's stream, the agent's server-side apply, the result coming back and the consistency barrier (the cache
+ * holding the new resourceVersion). Baselines, same run, same control plane, alternating with the deploys round by
+ * round: a bare server-side apply of the same manifest (from @kubernetes/client-node, and over warm node:http2), and
+ * the same deploy through a relay of bare parts (lib/bare-relay-main.ts). Everything real: control plane, agent and
+ * plugin-server processes (memory store, or `--store mysql`: a MariaDB started here). Prints one JSON result.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

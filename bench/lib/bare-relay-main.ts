@@ -1,11 +1,11 @@
 /**
  * The relay floor of bench/operations.ts: scale-agent's operation path built from bare parts, one process per role as
- * in a real install, and nothing else. `front` (the plugin-server's place): a node:http server whose
- * `POST /ops` answers `{id}` and writes `{id, image}` down a grpc-js bidi stream, and whose `GET /task/:id` answers
- * `{completed, applyMs, doneAt}`. `agent` (the agent's place): dials the front, and for each message applies the Deployment over one
- * warm node:http2 connection (bare-apply.ts) and writes `{id, applyMs}` back. No validation, task store, cache, consistency
- * barrier, logging or metrics: what a deploy costs above this is ours, and what this costs above the bare apply is
- * the two hops and the poll themselves on this machine.
+ * in a real install, and nothing else. `front` (the plugin-server's place): a node:http server whose `POST /ops`
+ * answers `{id}` and writes `{id, image}` down a grpc-js bidi stream, and whose `GET /task/:id` answers
+ * `{completed, applyMs, doneAt}`. `agent` (the agent's place): dials the front, and for each message applies the
+ * Deployment over one warm node:http2 connection (bare-apply.ts) and writes `{id, applyMs}` back. No validation,
+ * task store, cache, consistency barrier, logging or metrics: what a deploy costs above this is ours, and what this
+ * costs above the bare apply is the REST round trip and the two stream hops themselves, on this machine.
  *
  * `front` prints `<http base> <grpc address>`; `agent <grpc address> <kubeconfig> <namespace>` prints `ready`.
  */
