@@ -383,47 +383,67 @@ function statusError(
 /**
  * The whole body of an answer. An answer that did not end with its stream's END_STREAM was cut short on its way, and
  * is reported as `UNAVAILABLE` (a read is sent again, a write that may apply twice is of unknown outcome), never
- * returned as if whole: its connection closed under it (the stream then ends without its last bytes, or with a
- * bare "Premature close"), the session was destroyed for an unanswered PING (the stream errors with the PING's
- * error), or the server reset the stream.
+ * returned as if whole: its connection closed under it (the stream then closes before its end), the session was
+ * destroyed for an unanswered PING (the stream errors with the PING's error), or the server reset the stream.
+ *
+ * Read with 'data' and 'end' listeners, not async iteration: on Node 24.20 and later (nodejs/node#65677) iterating a
+ * stream whose whole answer, END_STREAM included, arrived before the first read fails with "Premature close", though
+ * every byte is there. An agent busy for a moment (a burst of watch events, a pause of the process) then reported
+ * answered writes as of unknown outcome. The listeners attach at once and take the buffered bytes as they are.
  */
-export async function readAnswer(stream: ClientHttp2Stream, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of stream) {
-      const b = chunk as Buffer;
-      size += b.length;
+export function readAnswer(stream: ClientHttp2Stream, limit: number): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    // Taken now: a stream's `session` is gone once the stream closes.
+    const session = stream.session;
+    const settle = (error?: Error): void => {
+      if (settled) return;
+      settled = true;
+      stream.off('data', onData);
+      if (error) reject(error);
+      else resolve(Buffer.concat(chunks));
+    };
+    const cutShort = (how: string): ScaleAgentError =>
+      new ScaleAgentError('UNAVAILABLE', `API server answer cut short after ${size} bytes${how}`);
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
       if (size > limit) {
         stream.close();
-        throw new ScaleAgentError('INPUT_TOO_LARGE', `API server response larger than ${limit} bytes`);
+        settle(new ScaleAgentError('INPUT_TOO_LARGE', `API server response larger than ${limit} bytes`));
+        return;
       }
-      chunks.push(b);
-    }
-  } catch (e) {
-    if (e instanceof ScaleAgentError || (e as Error).name === 'AbortError') throw e;
-    throw new ScaleAgentError(
-      'UNAVAILABLE',
-      `API server answer cut short after ${size} bytes: ${(e as Error).message}`,
-      {
-        cause: e,
-      },
-    );
-  }
-  // Without an error: a reset other than NO_ERROR, or a stream closed before its end (its session destroyed).
-  if (stream.rstCode !== undefined && stream.rstCode !== 0) {
-    throw new ScaleAgentError(
-      'UNAVAILABLE',
-      `API server answer cut short after ${size} bytes (HTTP/2 stream reset, code ${stream.rstCode})`,
-    );
-  }
-  if (!stream.readableEnded) {
-    throw new ScaleAgentError(
-      'UNAVAILABLE',
-      `API server answer cut short after ${size} bytes (its HTTP/2 stream closed before its end)`,
-    );
-  }
-  return Buffer.concat(chunks);
+      chunks.push(chunk);
+    };
+    stream.on('data', onData);
+    stream.once('end', () => {
+      // A reset other than NO_ERROR that came with the end.
+      if (stream.rstCode !== undefined && stream.rstCode !== 0) {
+        settle(cutShort(` (HTTP/2 stream reset, code ${stream.rstCode})`));
+      } else if (session?.destroyed) {
+        // Node ends the streams of a destroyed session as if whole (their close has code NO_ERROR, which it takes for
+        // the answer's end); the answer's own END_STREAM comes while the session is up.
+        settle(cutShort(' (its HTTP/2 stream closed before its end)'));
+      } else settle();
+    });
+    stream.once('error', (e: Error) => {
+      if (e.name === 'AbortError') settle(e);
+      else
+        settle(
+          new ScaleAgentError('UNAVAILABLE', `API server answer cut short after ${size} bytes: ${e.message}`, {
+            cause: e,
+          }),
+        );
+    });
+    // After 'end' this does nothing (settled). Before it: closed without its end, by a reset or its session destroyed.
+    stream.once('close', () => {
+      if (stream.rstCode !== undefined && stream.rstCode !== 0) {
+        settle(cutShort(` (HTTP/2 stream reset, code ${stream.rstCode})`));
+      } else settle(cutShort(' (its HTTP/2 stream closed before its end)'));
+    });
+    stream.resume();
+  });
 }
 
 /** A status from a watch ERROR event. */
