@@ -443,6 +443,17 @@ export function readAnswer(stream: ClientHttp2Stream, limit: number): Promise<Bu
       } else settle(cutShort(' (its HTTP/2 stream closed before its end)'));
     });
     stream.resume();
+    // Destroyed before this reader came (its 'close' may be gone already): no end is coming, so none must be awaited.
+    if (stream.destroyed) {
+      setImmediate(() => {
+        const e = stream.errored;
+        settle(
+          e
+            ? new ScaleAgentError('UNAVAILABLE', `API server answer cut short: ${e.message}`, { cause: e })
+            : cutShort(' (its HTTP/2 stream closed before its end)'),
+        );
+      });
+    }
   });
 }
 

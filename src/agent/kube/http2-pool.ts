@@ -104,9 +104,9 @@ export class Http2Pool {
     // attached to note reads) a body that arrives in the same socket read as its headers is emitted before the
     // reader attaches, and lost: answers with no body, or with their start missing, seen when 100 accounts start at
     // once. Node's HTTP/2 client also starts a stream flowing by itself unless it was paused. So: paused explicitly,
-    // read by async iteration (which reads a paused stream), and the health check counts the connection's bytes
-    // instead. A whole answer is best read from `onResponse`: a reader attaching after the stream ended gets
-    // "Premature close" now and then (Node 24).
+    // read by its reader (a whole answer: readAnswer's listeners; a watch: async iteration), and the health check
+    // counts the connection's bytes instead. A whole answer is read from `onResponse`, its listeners attached before
+    // any of its data can be emitted.
     stream.pause();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {

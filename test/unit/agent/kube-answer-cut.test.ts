@@ -68,6 +68,24 @@ describe('an API server answer cut short', () => {
     }
   });
 
+  it('is UNAVAILABLE, and does not wait for ever, for a stream destroyed before the reading began', async () => {
+    const session = http2.connect(origin);
+    session.on('error', () => {});
+    try {
+      const stream = session.request({ ':path': '/partial' });
+      stream.on('error', () => {});
+      await new Promise<void>((r) => stream.once('response', () => r()));
+      stream.destroy(new Error('gone'));
+      await new Promise<void>((r) => stream.once('close', () => r()));
+      const error = await readAnswer(stream, 1024 * 1024).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ScaleAgentError);
+      expect((error as ScaleAgentError).kind).toBe('UNAVAILABLE');
+      expect((error as Error).message).toMatch(/cut short: gone/);
+    } finally {
+      session.destroy();
+    }
+  });
+
   it('is UNAVAILABLE, not the bytes so far, when its session is destroyed without an error', async () => {
     const error = await read('/partial', (session) => session.destroy()).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ScaleAgentError);
