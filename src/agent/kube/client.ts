@@ -407,6 +407,11 @@ export function readAnswer(stream: ClientHttp2Stream, limit: number): Promise<Bu
     };
     const cutShort = (how: string): ScaleAgentError =>
       new ScaleAgentError('UNAVAILABLE', `API server answer cut short after ${size} bytes${how}`);
+    // An answer that stopped without its END_STREAM: reset by the server, or its stream closed under it.
+    const unfinished = (): ScaleAgentError =>
+      stream.rstCode !== undefined && stream.rstCode !== 0
+        ? cutShort(` (HTTP/2 stream reset, code ${stream.rstCode})`)
+        : cutShort(' (its HTTP/2 stream closed before its end)');
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
       if (size > limit) {
@@ -418,14 +423,11 @@ export function readAnswer(stream: ClientHttp2Stream, limit: number): Promise<Bu
     };
     stream.on('data', onData);
     stream.once('end', () => {
-      // A reset other than NO_ERROR that came with the end.
-      if (stream.rstCode !== undefined && stream.rstCode !== 0) {
-        settle(cutShort(` (HTTP/2 stream reset, code ${stream.rstCode})`));
-      } else if (session?.destroyed) {
-        // Node ends the streams of a destroyed session as if whole (their close has code NO_ERROR, which it takes for
-        // the answer's end); the answer's own END_STREAM comes while the session is up.
-        settle(cutShort(' (its HTTP/2 stream closed before its end)'));
-      } else settle();
+      // A reset other than NO_ERROR may come with the end. And Node ends the streams of a destroyed session as if
+      // whole (their close has code NO_ERROR, which it takes for the answer's end); the answer's own END_STREAM comes
+      // while the session is up.
+      const reset = stream.rstCode !== undefined && stream.rstCode !== 0;
+      settle(reset || session?.destroyed ? unfinished() : undefined);
     });
     stream.once('error', (e: Error) => {
       if (e.name === 'AbortError') settle(e);
@@ -437,11 +439,7 @@ export function readAnswer(stream: ClientHttp2Stream, limit: number): Promise<Bu
         );
     });
     // After 'end' this does nothing (settled). Before it: closed without its end, by a reset or its session destroyed.
-    stream.once('close', () => {
-      if (stream.rstCode !== undefined && stream.rstCode !== 0) {
-        settle(cutShort(` (HTTP/2 stream reset, code ${stream.rstCode})`));
-      } else settle(cutShort(' (its HTTP/2 stream closed before its end)'));
-    });
+    stream.once('close', () => settle(unfinished()));
     stream.resume();
     // Destroyed before this reader came (its 'close' may be gone already): no end is coming, so none must be awaited.
     if (stream.destroyed) {
@@ -450,7 +448,7 @@ export function readAnswer(stream: ClientHttp2Stream, limit: number): Promise<Bu
         settle(
           e
             ? new ScaleAgentError('UNAVAILABLE', `API server answer cut short: ${e.message}`, { cause: e })
-            : cutShort(' (its HTTP/2 stream closed before its end)'),
+            : unfinished(),
         );
       });
     }
