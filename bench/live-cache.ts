@@ -17,6 +17,7 @@ import { MysqlCacheStore } from '../src/plugin-server/cache/mysql.js';
 import { ControlPlane } from '../test/infra/control-plane.js';
 import { MariaDb, createDatabase } from '../test/infra/mariadb.js';
 import { AgentProcess, PluginServerProcess, type StorageSpec } from '../test/infra/processes.js';
+import { startScript } from './lib/child.js';
 import { distribution, emit, flags, machineInfo, progress, versions, type Distribution } from './lib/report.js';
 import { useShippedBuild } from './lib/shipped-build.js';
 
@@ -166,6 +167,36 @@ async function measureLatency(kc: KubeConfig, core: CoreV1Api, namespace: string
   };
 }
 
+/**
+ * The floor (bench/lib/bare-change-relay-main.ts): the same path from a watch event to a readable cache, built from
+ * bare parts in two processes, measured with the same writes, watch and polling as ours.
+ */
+async function startFloor(
+  kubeconfig: string,
+  namespace: string,
+  mysqlUrl: string | undefined,
+): Promise<{ probe: Probe; stop(): void }> {
+  const script = 'bench/lib/bare-change-relay-main.ts';
+  const front = await startScript(script, mysqlUrl ? ['front', mysqlUrl] : ['front']);
+  const [httpBase, grpcAddress] = front.line.split(' ');
+  const agent = await startScript(script, ['agent', grpcAddress!, kubeconfig, namespace]);
+  const probe: Probe = async (name, mark) => {
+    const res = await fetch(`${httpBase}/obj/${name}`);
+    if (!res.ok) {
+      await res.arrayBuffer();
+      return false;
+    }
+    return ((await res.json()) as V1ConfigMap).data?.mark === mark;
+  };
+  return {
+    probe,
+    stop: () => {
+      agent.child.kill('SIGTERM');
+      front.child.kill('SIGTERM');
+    },
+  };
+}
+
 /** Objects of the account the plugin-server lists (its whole cache view of the account's ConfigMaps). */
 async function listed(server: PluginServerProcess, account: string): Promise<number> {
   const res = await fetch(`${server.httpBase}/admin/cache/${account}?kind=ConfigMap`);
@@ -247,7 +278,7 @@ async function main(): Promise<void> {
     const kc = new KubeConfig();
     kc.loadFromFile(cp.kubeconfig);
     const core = kc.makeApiClient(CoreV1Api);
-    for (const ns of ['lat-memory', 'lat-mysql', 'sync'])
+    for (const ns of ['lat-memory', 'lat-mysql', 'lat-floor-memory', 'lat-floor-mysql', 'sync'])
       await core.createNamespace({ body: { metadata: { name: ns } } });
 
     progress(`creating ${OBJECTS} ConfigMaps for the initial sync`);
@@ -316,12 +347,18 @@ async function main(): Promise<void> {
         latency.mysqlRow = await measureLatency(kc, core, `lat-${store}`, row.probe);
         await row.end();
       }
+      progress(`${store}: change→cache through the bare relay (the floor), ${SAMPLES} samples`);
+      const floorDb = store === 'mysql' ? (await createDatabase(mysqlServer, 'bench_live_cache_floor')).url : undefined;
+      const floor = await startFloor(cp.kubeconfig, `lat-floor-${store}`, floorDb);
+      latency[`floor-${store}`] = await measureLatency(kc, core, `lat-floor-${store}`, floor.probe);
+      floor.stop();
       await agent.stop();
       await server.stop();
     }
 
     const memory = latency.memory!;
     const mysql = latency.mysql!;
+    const floor = { memory: latency['floor-memory']!, mysql: latency['floor-mysql']! };
     const round = (n: number, places = 0) => Math.round(n * 10 ** places) / 10 ** places;
     const median = (xs: number[]) => distribution(xs).p50;
     const syncMs = { memory: median(syncFromRegistration.memory!), mysql: median(syncFromRegistration.mysql!) };
@@ -334,6 +371,10 @@ async function main(): Promise<void> {
       // must hold against both.
       initialSyncVsWarmListMemory: round(syncMs.memory / median(warmLists), 2),
       initialSyncVsWarmListMysql: round(syncMs.mysql / median(warmLists), 2),
+      changeToCacheP50VsFloorMemory: round(memory.cacheMs.p50 / floor.memory.cacheMs.p50, 2),
+      changeToCacheP99VsFloorMemory: round(memory.cacheMs.p99 / floor.memory.cacheMs.p99, 2),
+      changeToCacheP50VsFloorMysql: round(mysql.cacheMs.p50 / floor.mysql.cacheMs.p50, 2),
+      changeToCacheP99VsFloorMysql: round(mysql.cacheMs.p99 / floor.mysql.cacheMs.p99, 2),
     };
     const met =
       memory.aboveWatchMs.p50 <= 5 &&
@@ -378,6 +419,10 @@ async function main(): Promise<void> {
       },
       baseline: {
         bareWatchMs: { memory: memory.watchMs, mysql: mysql.watchMs },
+        // The bare relay's change→cache (its own writes, measured after ours) and its part above its bare watch.
+        floorChangeToCacheMs: { memory: floor.memory.cacheMs, mysql: floor.mysql.cacheMs },
+        floorAboveBareWatchMs: { memory: floor.memory.aboveWatchMs, mysql: floor.mysql.aboveWatchMs },
+        floorPollGetMs: { memory: floor.memory.pollGetMs, mysql: floor.mysql.pollGetMs },
         barePaginatedListMs: { memory: round(listMs.memory), mysql: round(listMs.mysql) },
         // Back to back before any plugin-server ran: the same LIST on a warm client and API server, for reference.
         barePaginatedListWarmupMs: warmLists.map((x) => round(x)),
@@ -400,6 +445,7 @@ async function main(): Promise<void> {
         "pollGetMs: each poll's GET /manifests (with events, as Deck asks), request to body read; a sample holds the GET that saw the change and part of the one before it, so a store's slower read shows in its figures above the watch even when its write is as fast.",
         'Initial sync is timed from the account registered (the agent log record of the Welcome that accepted it) to all objects listed by the plugin-server (LIST, stream, store): polled every 10 ms with a GET of the last object listed, timed when that GET answers, then confirmed by one full /admin/cache list holding all N (initialSyncConfirmListMs, outside the figure; a short list goes back to polling); the figure from spawning the agent process adds Node start, config and discovery. Each store: the median of its rounds, each a new agent and account syncing the same objects into the same server, against the median of the bare LISTs taken just before each round.',
         "mysqlRowAboveBareWatchMs: the same writes, a second run, looked for in the MySQL store's row (the store's own point read by primary key, straight from MariaDB): the change committed, every replica able to read it; mysqlRowReadMs is that read's own time. Below aboveBareWatchMs.mysql by what looking through the REST API costs (pollGetMs).",
+        'floor*: the same path built from bare parts (bench/lib/bare-change-relay-main.ts): a client-node watch in one process writing each event down one grpc-js stream to a second, which keeps it in a Map (memory) or commits one upsert per change on one connection (MySQL) and answers GET /obj/:name; measured with the same writes, watch and polling, right after ours, in namespaces of its own. What the path costs on this machine with none of our checks, ordering, batching, acknowledgements or indexes.',
         'Polling sleeps 1 ms between GETs so the client does not starve the agent and plugin-server of CPU; that adds up to ~1 ms to cache latencies.',
       ],
     });
