@@ -171,28 +171,50 @@ async function measureLatency(kc: KubeConfig, core: CoreV1Api, namespace: string
  * The floor (bench/lib/bare-change-relay-main.ts): the same path from a watch event to a readable cache, built from
  * bare parts in two processes, measured with the same writes, watch and polling as ours.
  */
-async function startFloor(
-  kubeconfig: string,
-  namespace: string,
-  mysqlUrl: string | undefined,
-): Promise<{ probe: Probe; stop(): void }> {
-  const script = 'bench/lib/bare-change-relay-main.ts';
-  const front = await startScript(script, mysqlUrl ? ['front', mysqlUrl] : ['front']);
-  const [httpBase, grpcAddress] = front.line.split(' ');
-  const agent = await startScript(script, ['agent', grpcAddress!, kubeconfig, namespace]);
-  const probe: Probe = async (name, mark) => {
-    const res = await fetch(`${httpBase}/obj/${name}`);
-    if (!res.ok) {
-      await res.arrayBuffer();
-      return false;
-    }
-    return ((await res.json()) as V1ConfigMap).data?.mark === mark;
-  };
+const FLOOR_SCRIPT = 'bench/lib/bare-change-relay-main.ts';
+
+interface Floor {
+  /** Starts the floor's watching agent on `namespace`; its probe looks for a change the way restProbe does. */
+  watch(namespace: string): Promise<Probe>;
+  /** A new process's initial sync of `namespace` into the floor: from its LIST starting to `lastName` answering. */
+  sync(namespace: string, lastName: string, prefix: string): Promise<number>;
+  stop(): void;
+}
+
+async function startFloor(kubeconfig: string, mysqlUrl: string | undefined): Promise<Floor> {
+  const front = await startScript(FLOOR_SCRIPT, mysqlUrl ? ['front', mysqlUrl] : ['front']);
+  const [httpBase, grpcAddress] = front.line.split(' ') as [string, string];
+  const children = [front.child];
   return {
-    probe,
+    async watch(namespace) {
+      const agent = await startScript(FLOOR_SCRIPT, ['agent', grpcAddress, kubeconfig, namespace]);
+      children.push(agent.child);
+      return async (name, mark) => {
+        const res = await fetch(`${httpBase}/obj/${name}`);
+        if (!res.ok) {
+          await res.arrayBuffer();
+          return false;
+        }
+        return ((await res.json()) as V1ConfigMap).data?.mark === mark;
+      };
+    },
+    async sync(namespace, lastName, prefix) {
+      const s = await startScript(FLOOR_SCRIPT, ['sync', grpcAddress, kubeconfig, namespace, prefix]);
+      try {
+        const startedAt = Number(s.line.split(' ')[1]);
+        // The pages are written in the LIST's (key) order, one at a time: when the last object answers, all have.
+        for (;;) {
+          const res = await fetch(`${httpBase}/obj/${prefix}.${lastName}`);
+          await res.arrayBuffer();
+          if (res.ok) return Date.now() - startedAt;
+          await sleep(SYNC_POLL_MS);
+        }
+      } finally {
+        s.child.kill('SIGTERM');
+      }
+    },
     stop: () => {
-      agent.child.kill('SIGTERM');
-      front.child.kill('SIGTERM');
+      for (const c of children) c.kill('SIGTERM');
     },
   };
 }
@@ -297,6 +319,7 @@ async function main(): Promise<void> {
     const syncFromRegistration: Record<string, number[]> = { memory: [], mysql: [] };
     const lists: Record<string, number[]> = { memory: [], mysql: [] };
     const confirmLists: Record<string, number[]> = { memory: [], mysql: [] };
+    const floorSync: Record<string, number[]> = { memory: [], mysql: [] };
     for (const store of ['memory', 'mysql'] as const) {
       let storage: StorageSpec = { type: 'memory' };
       if (store === 'mysql')
@@ -308,6 +331,9 @@ async function main(): Promise<void> {
         extra: { logLevel: 'warn' },
       });
       stops.unshift(() => server.stop());
+      const floorDb = store === 'mysql' ? (await createDatabase(mysqlServer, 'bench_live_cache_floor')).url : undefined;
+      const floor = await startFloor(cp.kubeconfig, floorDb);
+      stops.unshift(async () => floor.stop());
 
       // Each round: a bare LIST, then a new agent syncing the same objects as a new account into the same server
       // (as a cluster joins a running plugin-server); the figure is the median round, against the median LIST.
@@ -323,6 +349,8 @@ async function main(): Promise<void> {
         syncFromRegistration[store]!.push(s.fromRegistrationMs);
         confirmLists[store]!.push(s.confirmListMs);
         await s.agent.stop();
+        await sleep(SETTLE_MS);
+        floorSync[store]!.push(await floor.sync('sync', lastListed, `r${r}`));
       }
 
       progress(`${store}: change→cache latency, ${SAMPLES} samples`);
@@ -348,9 +376,8 @@ async function main(): Promise<void> {
         await row.end();
       }
       progress(`${store}: change→cache through the bare relay (the floor), ${SAMPLES} samples`);
-      const floorDb = store === 'mysql' ? (await createDatabase(mysqlServer, 'bench_live_cache_floor')).url : undefined;
-      const floor = await startFloor(cp.kubeconfig, `lat-floor-${store}`, floorDb);
-      latency[`floor-${store}`] = await measureLatency(kc, core, `lat-floor-${store}`, floor.probe);
+      const floorProbe = await floor.watch(`lat-floor-${store}`);
+      latency[`floor-${store}`] = await measureLatency(kc, core, `lat-floor-${store}`, floorProbe);
       floor.stop();
       await agent.stop();
       await server.stop();
@@ -371,6 +398,10 @@ async function main(): Promise<void> {
       // must hold against both.
       initialSyncVsWarmListMemory: round(syncMs.memory / median(warmLists), 2),
       initialSyncVsWarmListMysql: round(syncMs.mysql / median(warmLists), 2),
+      initialSyncVsFloorMemory: round(syncMs.memory / median(floorSync.memory!), 2),
+      initialSyncVsFloorMysql: round(syncMs.mysql / median(floorSync.mysql!), 2),
+      floorInitialSyncVsWarmListMemory: round(median(floorSync.memory!) / median(warmLists), 2),
+      floorInitialSyncVsWarmListMysql: round(median(floorSync.mysql!) / median(warmLists), 2),
       changeToCacheP50VsFloorMemory: round(memory.cacheMs.p50 / floor.memory.cacheMs.p50, 2),
       changeToCacheP99VsFloorMemory: round(memory.cacheMs.p99 / floor.memory.cacheMs.p99, 2),
       changeToCacheP50VsFloorMysql: round(mysql.cacheMs.p50 / floor.mysql.cacheMs.p50, 2),
@@ -419,6 +450,12 @@ async function main(): Promise<void> {
       },
       baseline: {
         bareWatchMs: { memory: memory.watchMs, mysql: mysql.watchMs },
+        // A new bare process's LIST into the floor's store, each round after ours: the median, and every round.
+        floorInitialSyncMs: { memory: round(median(floorSync.memory!)), mysql: round(median(floorSync.mysql!)) },
+        floorInitialSyncRoundsMs: {
+          memory: floorSync.memory!.map((x) => round(x)),
+          mysql: floorSync.mysql!.map((x) => round(x)),
+        },
         // The bare relay's change→cache (its own writes, measured after ours) and its part above its bare watch.
         floorChangeToCacheMs: { memory: floor.memory.cacheMs, mysql: floor.mysql.cacheMs },
         floorAboveBareWatchMs: { memory: floor.memory.aboveWatchMs, mysql: floor.mysql.aboveWatchMs },
@@ -445,6 +482,7 @@ async function main(): Promise<void> {
         "pollGetMs: each poll's GET /manifests (with events, as Deck asks), request to body read; a sample holds the GET that saw the change and part of the one before it, so a store's slower read shows in its figures above the watch even when its write is as fast.",
         'Initial sync is timed from the account registered (the agent log record of the Welcome that accepted it) to all objects listed by the plugin-server (LIST, stream, store): polled every 10 ms with a GET of the last object listed, timed when that GET answers, then confirmed by one full /admin/cache list holding all N (initialSyncConfirmListMs, outside the figure; a short list goes back to polling); the figure from spawning the agent process adds Node start, config and discovery. Each store: the median of its rounds, each a new agent and account syncing the same objects into the same server, against the median of the bare LISTs taken just before each round.',
         "mysqlRowAboveBareWatchMs: the same writes, a second run, looked for in the MySQL store's row (the store's own point read by primary key, straight from MariaDB): the change committed, every replica able to read it; mysqlRowReadMs is that read's own time. Below aboveBareWatchMs.mysql by what looking through the REST API costs (pollGetMs).",
+        "floorInitialSync*: the initial sync's floor, each round after ours (bench/lib/bare-change-relay-main.ts sync): a new process, its stream to the floor's front up, lists the namespace in pages of 500 with the bare LIST's client and writes each page down the stream as one message, kept as one write (a Map, or one multi-row upsert); timed from the LIST starting (the process's own clock, as ours from the agent's Welcome) to the last object answering GET /obj, polled every 10 ms.",
         'floor*: the same path built from bare parts (bench/lib/bare-change-relay-main.ts): a client-node watch in one process writing each event down one grpc-js stream to a second, which keeps it in a Map (memory) or commits one upsert per change on one connection (MySQL) and answers GET /obj/:name; measured with the same writes, watch and polling, right after ours, in namespaces of its own. What the path costs on this machine with none of our checks, ordering, batching, acknowledgements or indexes.',
         'Polling sleeps 1 ms between GETs so the client does not starve the agent and plugin-server of CPU; that adds up to ~1 ms to cache latencies.',
       ],
