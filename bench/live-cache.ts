@@ -5,7 +5,8 @@
  * namespace seeing the event (the physical floor, measured in the same run) and (b) GET /manifests on the real
  * plugin-server returning the new version, streamed there by the real agent, for the memory and MySQL stores.
  * Initial sync: N ConfigMaps, from the account's registration to all N queryable, in rounds of a new agent each,
- * against bare paginated LISTs of the same objects (between the rounds, and warm before them). Everything real:
+ * against bare paginated LISTs of the same objects (between the rounds, and warm before them). Beside both, a floor:
+ * the same paths built from bare parts (bench/lib/bare-change-relay-main.ts). Everything real:
  * control plane, MariaDB, agent and plugin-server processes. Prints one JSON result.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -167,10 +168,6 @@ async function measureLatency(kc: KubeConfig, core: CoreV1Api, namespace: string
   };
 }
 
-/**
- * The floor (bench/lib/bare-change-relay-main.ts): the same path from a watch event to a readable cache, built from
- * bare parts in two processes, measured with the same writes, watch and polling as ours.
- */
 const FLOOR_SCRIPT = 'bench/lib/bare-change-relay-main.ts';
 
 interface Floor {
@@ -181,6 +178,11 @@ interface Floor {
   stop(): void;
 }
 
+/**
+ * The floors (bench/lib/bare-change-relay-main.ts): the same paths, from a watch event and from a new process's LIST
+ * to a readable cache, built from bare parts, one process per role; measured with the same writes, watch and polling
+ * as ours.
+ */
 async function startFloor(kubeconfig: string, mysqlUrl: string | undefined): Promise<Floor> {
   const front = await startScript(FLOOR_SCRIPT, mysqlUrl ? ['front', mysqlUrl] : ['front']);
   const [httpBase, grpcAddress] = front.line.split(' ') as [string, string];
