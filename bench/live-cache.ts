@@ -2,7 +2,7 @@
  * `npm run bench:live-cache [-- --quick] [--objects N] [--samples N] [--rounds N]`
  *
  * Change→cache latency: a ConfigMap is written to a real kube-apiserver; we time (a) a bare watch on the same
- * namespace seeing the event (the physical floor, measured in the same run) and (b) GET /manifests on the real
+ * namespace seeing the event (the physical baseline, measured in the same run) and (b) GET /manifests on the real
  * plugin-server returning the new version, streamed there by the real agent, for the memory and MySQL stores.
  * Initial sync: N ConfigMaps, from the account's registration to all N queryable, in rounds of a new agent each,
  * against bare paginated LISTs of the same objects (between the rounds, and warm before them). Beside both, a floor:
