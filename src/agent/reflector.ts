@@ -5,6 +5,7 @@ import { Backoff, WATCH_BACKOFF, type BackoffOptions } from './backoff.js';
 import type { SyncBudget } from './sync-budget.js';
 import { watchStatusError, type KubeApiError, type KubeClient } from './kube/client.js';
 import { JsonLineSplitter } from './kube/json-lines.js';
+import { streamChunks } from './kube/stream-chunks.js';
 import {
   apiVersionOfResource,
   collectionPath,
@@ -377,9 +378,9 @@ export class Reflector {
     const armStall = (): void => (inInitial ? stall.arm() : stall.disarm());
     armStall();
     try {
-      for await (const chunk of stream) {
+      for await (const chunk of streamChunks(stream)) {
         armStall();
-        for (const line of splitter.push(chunk as Buffer)) {
+        for (const line of splitter.push(chunk)) {
           const event = JSON.parse(line.toString('utf8')) as WatchEvent;
           received += 1;
           this.events += 1;

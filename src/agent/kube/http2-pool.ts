@@ -104,7 +104,7 @@ export class Http2Pool {
     // attached to note reads) a body that arrives in the same socket read as its headers is emitted before the
     // reader attaches, and lost: answers with no body, or with their start missing, seen when 100 accounts start at
     // once. Node's HTTP/2 client also starts a stream flowing by itself unless it was paused. So: paused explicitly,
-    // read by its reader (a whole answer: readAnswer's listeners; a watch: async iteration), and the health check
+    // read by its reader (a whole answer: readAnswer's listeners; a watch: streamChunks, listeners too), and the health check
     // counts the connection's bytes instead. A whole answer is read from `onResponse`, its listeners attached before
     // any of its data can be emitted.
     stream.pause();

@@ -10,6 +10,7 @@ import {
 import { Backoff, WATCH_BACKOFF } from '../backoff.js';
 import { isForbidden, isGone, isNotFound, watchStatusError, type KubeClient } from './client.js';
 import { JsonLineSplitter } from './json-lines.js';
+import { streamChunks } from './stream-chunks.js';
 
 const USAGE = 'k8s!n:SECRET!k:KEY';
 /** The API server ends a watch after this; it is opened again from where it stood. */
@@ -185,8 +186,8 @@ class WatchedSecret {
     const { stream } = await this.client.get(`${this.path}?${query.toString()}`, { signal: this.abort.signal });
     const splitter = new JsonLineSplitter();
     try {
-      for await (const chunk of stream) {
-        for (const line of splitter.push(chunk as Buffer)) {
+      for await (const chunk of streamChunks(stream)) {
+        for (const line of splitter.push(chunk)) {
           const event = JSON.parse(line.toString('utf8')) as { type: string; object: SecretObject };
           if (event.type === 'ERROR') throw watchStatusError(event.object as { code?: number });
           const rv = event.object.metadata?.resourceVersion;
