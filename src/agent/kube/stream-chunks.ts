@@ -8,9 +8,9 @@ import type { ClientHttp2Stream } from 'node:http2';
  * failure was retried from the same expired resourceVersion instead of relisting. readAnswer (client.ts) reads whole
  * answers the same way.
  *
- * One chunk at a time: the stream is paused as each chunk arrives and resumed only when the consumer asks for the
- * next, so a consumer that stops pulling (its queue full) stops the stream, and HTTP/2 flow control stops the API
- * server. Ends at the stream's end; throws the stream's error, or an error when it closed without its end, after
+ * At most two chunks ahead of the consumer: the stream is paused when two are waiting and resumed when the consumer
+ * has taken them, so a consumer that stops pulling (its queue full) stops the stream, and HTTP/2 flow control stops
+ * the API server. Ends at the stream's end; throws the stream's error, or an error when it closed without its end, after
  * yielding every chunk that arrived.
  */
 export async function* streamChunks(stream: ClientHttp2Stream): AsyncGenerator<Buffer, void, undefined> {
@@ -34,7 +34,9 @@ export async function* streamChunks(stream: ClientHttp2Stream): AsyncGenerator<B
   };
   const onData = (chunk: Buffer): void => {
     queue.push(chunk);
-    if (!closing) stream.pause();
+    // Two chunks ahead of the reader at most: it takes the next without waiting, and a reader that stopped pulling
+    // holds no more than that.
+    if (queue.length >= 2 && !closing) stream.pause();
     signal();
   };
   const onEnd = (): void => {
@@ -83,7 +85,7 @@ export async function* streamChunks(stream: ClientHttp2Stream): AsyncGenerator<B
         return;
       }
       const next = new Promise<void>((resolve) => (wake = resolve));
-      if (!closing && !ended) stream.resume();
+      if (!closing && !ended && stream.isPaused()) stream.resume();
       await next;
     }
   } finally {
