@@ -19,19 +19,12 @@
  * `listing <Date.now()>` as it starts its LIST.
  */
 import { createServer } from 'node:http';
-import {
-  Server,
-  ServerCredentials,
-  credentials,
-  makeGenericClientConstructor,
-  type ClientDuplexStream,
-  type ServerDuplexStream,
-} from '@grpc/grpc-js';
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import { dialBidi, serveBidi } from './bare-grpc.js';
 import { CoreV1Api, KubeConfig, Watch, type V1ConfigMap } from '@kubernetes/client-node';
 import mysql from 'mysql2/promise';
 
 const METHOD = '/bench.BareChangeRelay/Connect';
-const identity = (b: Buffer): Buffer => b;
 
 interface Objects {
   /** Keeps a message's objects: one write (one statement, its own commit) for them all. */
@@ -78,27 +71,17 @@ async function front(mysqlUrl: string | undefined): Promise<void> {
   const objects = mysqlUrl ? await mysqlObjects(mysqlUrl) : memoryObjects();
   // One write at a time, in arrival order, as one agent stream's changes must land.
   let writes = Promise.resolve();
-  const grpc = new Server();
-  grpc.register(
-    METHOD,
-    (c: ServerDuplexStream<Buffer, Buffer>) => {
-      c.on('data', (b: Buffer) => {
-        const batch = JSON.parse(b.toString()) as { name: string; object: string }[];
-        writes = writes.then(() => objects.put(batch));
-        writes.catch((e: unknown) => {
-          process.stderr.write(`bare change relay front: write failed: ${(e as Error).message}\n`);
-          process.exit(1);
-        });
+  const grpcPort = await serveBidi(METHOD, (c: ServerDuplexStream<Buffer, Buffer>) => {
+    c.on('data', (b: Buffer) => {
+      const batch = JSON.parse(b.toString()) as { name: string; object: string }[];
+      writes = writes.then(() => objects.put(batch));
+      writes.catch((e: unknown) => {
+        process.stderr.write(`bare change relay front: write failed: ${(e as Error).message}\n`);
+        process.exit(1);
       });
-      c.on('error', () => undefined);
-    },
-    identity,
-    identity,
-    'bidi',
-  );
-  const grpcPort = await new Promise<number>((resolve, reject) =>
-    grpc.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-  );
+    });
+    c.on('error', () => undefined);
+  });
   const http = createServer((req, res) => {
     const m = /^\/obj\/([^/]+)$/.exec(req.url ?? '');
     if (req.method !== 'GET' || !m) {
@@ -123,9 +106,7 @@ async function front(mysqlUrl: string | undefined): Promise<void> {
 async function agent(address: string, kubeconfig: string, namespace: string): Promise<void> {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
-  const Client = makeGenericClientConstructor({}, 'BareChangeRelay');
-  const client = new Client(address, credentials.createInsecure());
-  const call: ClientDuplexStream<Buffer, Buffer> = client.makeBidiStreamRequest(METHOD, identity, identity);
+  const call = dialBidi(address, METHOD);
   call.on('error', (e) => {
     process.stderr.write(`bare change relay agent: stream failed: ${e.message}\n`);
     process.exit(1);
@@ -157,9 +138,7 @@ async function sync(address: string, kubeconfig: string, namespace: string, pref
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
   const core = kc.makeApiClient(CoreV1Api);
-  const Client = makeGenericClientConstructor({}, 'BareChangeRelay');
-  const client = new Client(address, credentials.createInsecure());
-  const call: ClientDuplexStream<Buffer, Buffer> = client.makeBidiStreamRequest(METHOD, identity, identity);
+  const call = dialBidi(address, METHOD);
   call.on('error', (e) => {
     process.stderr.write(`bare sync: stream failed: ${e.message}\n`);
     process.exit(1);

@@ -10,20 +10,13 @@
  * `front` prints `<http base> <grpc address>`; `agent <grpc address> <kubeconfig> <namespace>` prints `ready`.
  */
 import { createServer } from 'node:http';
-import {
-  Server,
-  ServerCredentials,
-  credentials,
-  makeGenericClientConstructor,
-  type ClientDuplexStream,
-  type ServerDuplexStream,
-} from '@grpc/grpc-js';
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import { dialBidi, serveBidi } from './bare-grpc.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { bareHttp2Applier } from './bare-apply.js';
 
 const METHOD = '/bench.BareRelay/Connect';
 const json = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
-const identity = (b: Buffer): Buffer => b;
 
 async function front(): Promise<void> {
   let connected!: (c: ServerDuplexStream<Buffer, Buffer>) => void;
@@ -31,24 +24,14 @@ async function front(): Promise<void> {
   /** id → the agent's apply time (ms) and when its result arrived (Date.now()); undefined while running. */
   const done = new Map<string, { applyMs: number; doneAt: number } | undefined>();
   let next = 0;
-  const grpc = new Server();
-  grpc.register(
-    METHOD,
-    (c: ServerDuplexStream<Buffer, Buffer>) => {
-      connected(c);
-      c.on('data', (b: Buffer) => {
-        const { id, applyMs } = JSON.parse(b.toString()) as { id: string; applyMs: number };
-        done.set(id, { applyMs, doneAt: Date.now() });
-      });
-      c.on('error', () => undefined);
-    },
-    identity,
-    identity,
-    'bidi',
-  );
-  const grpcPort = await new Promise<number>((resolve, reject) =>
-    grpc.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-  );
+  const grpcPort = await serveBidi(METHOD, (c: ServerDuplexStream<Buffer, Buffer>) => {
+    connected(c);
+    c.on('data', (b: Buffer) => {
+      const { id, applyMs } = JSON.parse(b.toString()) as { id: string; applyMs: number };
+      done.set(id, { applyMs, doneAt: Date.now() });
+    });
+    c.on('error', () => undefined);
+  });
   const http = createServer((req, res) => {
     const answer = (status: number, body: unknown): void => {
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
@@ -86,9 +69,7 @@ async function agent(address: string, kubeconfig: string, namespace: string): Pr
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
   const applier = await bareHttp2Applier(kc, namespace, 'relay');
-  const Client = makeGenericClientConstructor({}, 'BareRelay');
-  const client = new Client(address, credentials.createInsecure());
-  const call: ClientDuplexStream<Buffer, Buffer> = client.makeBidiStreamRequest(METHOD, identity, identity);
+  const call = dialBidi(address, METHOD);
   call.on('data', (b: Buffer) => {
     const { id, image } = JSON.parse(b.toString()) as { id: string; image: string };
     const t0 = performance.now();
