@@ -18,12 +18,24 @@ export async function startScript(script: string, args: string[] = []): Promise<
   return { line, child };
 }
 
-/** CPU time (user+system, ms) and RSS of a process from /proc, for the server-side cost of a benchmark. */
-export async function procStats(pid: number): Promise<{ cpuMs: number; rssBytes: number }> {
+/**
+ * CPU time (user+system, ms), RSS and minor page faults of a process from /proc, for the server-side cost of a
+ * benchmark. Minor faults count the pages the process touched for the first time (a growing cache touches new ones
+ * for as long as it grows); on a virtual machine each can cost far more than on bare metal (docs/benchmarks.md).
+ */
+export async function procStats(
+  pid: number,
+): Promise<{ cpuMs: number; systemMs: number; rssBytes: number; minorFaults: number }> {
   const { readFile } = await import('node:fs/promises');
+  // Fields from the state on (the full line's 3rd): minflt is the 10th of the full line, utime and stime the 14th, 15th.
   const stat = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-  const ticks = Number(stat[11]) + Number(stat[12]); // utime + stime, fields 14 and 15 of the full line
+  const ticks = Number(stat[11]) + Number(stat[12]);
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return { cpuMs: (ticks * 1000) / 100, rssBytes: rssKb * 1024 };
+  return {
+    cpuMs: (ticks * 1000) / 100,
+    systemMs: (Number(stat[12]) * 1000) / 100,
+    rssBytes: rssKb * 1024,
+    minorFaults: Number(stat[7]),
+  };
 }
