@@ -22,9 +22,9 @@ export function deployment(namespace: string, name: string, image: string): Kube
 
 /**
  * A server-side apply over one warm HTTP/2 connection of node:http2, with the kubeconfig's credentials: the request
- * the agent makes, with nothing around it (of `manifest`'s object: the plain Deployment unless given another). The client-node baseline goes over HTTP/1.1 and, in the API server's audit
- * log, took ~29 ms at p50 from sending to the server receiving its request (the agent: 2.7 ms), so alone it would
- * flatter the ratios.
+ * the agent makes, with nothing around it (of `manifest`'s object: the plain Deployment unless given another). The
+ * client-node baseline goes over HTTP/1.1 and, in the API server's audit log, took ~29 ms at p50 from sending to the
+ * server receiving its request (the agent: 2.7 ms), so alone it would flatter the ratios.
  */
 export async function bareHttp2Applier(
   kc: KubeConfig,

@@ -1,7 +1,8 @@
 /**
  * The transport baseline: a bare grpc-js server on the same Connect method that decodes nothing and stores
- * nothing (or, with `keep`, only keeps each message's bytes). It answers Hello with a Welcome and acks each data message by count, so the same fake agent (same
- * bytes, same flow-control window) can push to it. What it sustains is the raw grpc-js limit on this machine.
+ * nothing (or, with `keep`, only keeps each message's bytes). It answers Hello with a Welcome and acks each data
+ * message by count, so the same fake agent (same bytes, same flow-control window) can push to it. What it sustains
+ * is the raw grpc-js limit on this machine.
  */
 import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
 import { DEFAULT_MAX_UNACKED_BYTES, ServerMessage } from '../../src/shared/proto.js';
