@@ -279,8 +279,8 @@ async function main(): Promise<void> {
     const baselineH2AsDeployed = distribution(bareH2AsDeployed);
     const relayFloor = distribution(relay);
     const above = {
-      p50: Math.round((ours.p50 - baseline.p50) * 1000) / 1000,
-      p99: Math.round((ours.p99 - baseline.p99) * 1000) / 1000,
+      p50: round(ours.p50 - baseline.p50),
+      p99: round(ours.p99 - baseline.p99),
     };
     const ratios = {
       p50VsBareApply: ratio(ours.p50, baseline.p50),
