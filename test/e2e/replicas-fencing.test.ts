@@ -142,10 +142,16 @@ describe('a write under a lost lease', () => {
 
     // Past A's lease at the database's clock, B grants the account to the other agent of the group.
     const successor = await takeOver(b, cleanups);
-    // A's statement goes through while A is frozen; A thaws at once, within the statement's client-side timeout
-    // (15 s from when A sent it: past that, A's write fails on its own and proves nothing either way).
-    await lock.rollback();
+    // A thaws, its write still held up in MariaDB, and the locks go once A answers again: its statement then goes on
+    // under a lease that is B's, within its client-side timeout (15 s from when A sent it: past that, A's write fails
+    // on its own and proves nothing either way). Not the other way round: once the statement has run, A's
+    // transaction holds a share lock on the lease row (the fence's check) until A rolls it back, and B's renewals
+    // wait on it: thawed only then, A holds it as long as it takes to run again, which on a loaded machine can pass
+    // B's side of the lease (4.5 s), and B closes its own agent's stream (A kept frozen 3 s after the locks went:
+    // passed; 6 s: B closed the stream, in both of two runs).
     process.kill(-a.proc.pid, 'SIGCONT');
+    await a.metric('scale_agent_plugin_server_changes_total{result="applied"}');
+    await lock.rollback();
     // The new holder writes.
     await successor.batch([change(ACCOUNT, 'ADDED', configMap('after', '20'))]);
     const ended = await stale.ended;

@@ -102,11 +102,20 @@ export class TestAgent {
     this.stream.write(m);
   }
 
-  next(pred: (m: ServerMessage) => boolean, timeoutMs = 10_000): Promise<ServerMessage> {
+  /**
+   * The first server message `pred` accepts, received already or within `timeoutMs`. The timeout's error is made
+   * here, so its stack names the test line that waited, and it says what was awaited and what had arrived.
+   */
+  next(pred: (m: ServerMessage) => boolean, timeoutMs = 10_000, what = 'a server message'): Promise<ServerMessage> {
     const found = this.received.find(pred);
     if (found) return Promise.resolve(found);
+    const timedOut = new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('timed out waiting for a server message')), timeoutMs);
+      const timer = setTimeout(() => {
+        const got = this.received.map((m) => Object.keys(m).filter((k) => m[k as keyof ServerMessage] != null));
+        timedOut.message += `; received so far: ${JSON.stringify(got.flat())}`;
+        reject(timedOut);
+      }, timeoutMs);
       this.waiters.push({
         pred,
         resolve: (m) => {
@@ -133,14 +142,14 @@ export class TestAgent {
         shareLoad,
       },
     });
-    return (await this.next((m) => m.welcome !== undefined)).welcome!;
+    return (await this.next((m) => m.welcome !== undefined, 10_000, `the welcome to ${agentId}`)).welcome!;
   }
 
   /** Sends a batch and waits until it is acknowledged. */
   async batch(changes: Change[]): Promise<number> {
     const seq = ++this.seq;
     this.send({ changeBatch: { seq, changes, observedAtMs: Date.now() } });
-    await this.next((m) => (m.ack?.seq ?? 0) >= seq);
+    await this.next((m) => (m.ack?.seq ?? 0) >= seq, 10_000, `the ack of batch ${seq}`);
     return seq;
   }
 
@@ -148,7 +157,7 @@ export class TestAgent {
     const seq = ++this.seq;
     const msg = Object.fromEntries(Object.entries(m).map(([k, v]) => [k, { ...(v as object), seq }])) as AgentMessage;
     this.send(msg);
-    await this.next((x) => (x.ack?.seq ?? 0) >= seq);
+    await this.next((x) => (x.ack?.seq ?? 0) >= seq, 10_000, `the ack of message ${seq}`);
   }
 
   close(): void {
