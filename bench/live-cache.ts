@@ -247,6 +247,7 @@ async function initialSync(
     agentId: `sync-${account}`,
     accounts: [{ name: account, kubeconfigFile: kubeconfig, namespaces: [namespace], kinds: ['ConfigMap'] }],
     waitReady: false,
+    asInstalled: true,
   });
   // Polling the whole list costs the plugin-server more the fuller its cache gets: each answer lists, sorts and
   // serializes all N entries (at 10,000 objects 17-27 ms of its CPU with the memory store, 76-108 ms with MySQL plus
@@ -363,6 +364,7 @@ async function main(): Promise<void> {
         accounts: [
           { name: `lat-${store}`, kubeconfigFile: cp.kubeconfig, namespaces: [`lat-${store}`], kinds: ['ConfigMap'] },
         ],
+        asInstalled: true,
       });
       stops.unshift(() => agent.stop());
       latency[store] = await measureLatency(

@@ -205,7 +205,7 @@ async function main(): Promise<void> {
       serverAddress: server.grpcAddress,
       agentId: 'bench-ops',
       accounts: [{ name: ACCOUNT, kubeconfigFile: cp.kubeconfig, namespaces: [NAMESPACE] }],
-      extra: {},
+      asInstalled: true,
     });
     stops.unshift(() => agent.stop());
 

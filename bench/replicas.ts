@@ -229,6 +229,7 @@ async function holderDeath(
         serverAddress: replicas[i]!.grpcAddress,
         accounts: [spec('ha')],
         waitReady: false,
+        asInstalled: true,
       }),
     ),
   );
@@ -278,6 +279,7 @@ async function registrationSpread(
     agentId: 'reg',
     serverAddress: replicas[0]!.grpcAddress,
     accounts: [spec('reg-base')],
+    asInstalled: true,
   });
   stops.unshift(() => agent.stop());
   const accounts = [spec('reg-base')];
@@ -421,6 +423,7 @@ async function main(): Promise<void> {
       agentId: 'pinned',
       serverAddress: lb1.grpcAddress,
       accounts: [spec('pinned')],
+      asInstalled: true,
     });
     stops.unshift(() => pinned.stop());
     const roaming = await AgentProcess.start({
@@ -428,6 +431,7 @@ async function main(): Promise<void> {
       agentId: 'roaming',
       serverAddress: lb3.grpcAddress,
       accounts: [spec('roaming')],
+      asInstalled: true,
     });
     stops.unshift(() => roaming.stop());
     const readPath = `/manifests/pinned/${NS}/${encodeURIComponent('configMap read-me')}`;

@@ -209,6 +209,11 @@ export interface AgentOptions {
   waitReady?: boolean;
   /** Added to the agent's environment (an allocator, NODE_OPTIONS), on every (re)start. */
   env?: Record<string, string>;
+  /**
+   * Tests run the agent with debug logs and re-read discovery every 5 s (a new CRD shows soon). Benchmarks pass
+   * `asInstalled`: the defaults a generated install runs with, info logs and discovery every 300 s.
+   */
+  asInstalled?: boolean;
 }
 
 /** An agent process; writeAccounts() rewrites its config file atomically (the agent reloads it). */
@@ -244,12 +249,13 @@ export class AgentProcess {
       },
       agentId,
       admin: { host: '127.0.0.1', port: adminPort },
-      kubernetes: { accounts: opts.accounts, rediscoverySeconds: 5 },
+      kubernetes: { accounts: opts.accounts, ...(opts.asInstalled ? {} : { rediscoverySeconds: 5 }) },
       ...opts.extra,
     };
     const configFile = join(opts.dir, `${agentId}.yaml`);
     writeFileSync(configFile, stringify(config));
-    const a = new AgentProcess(configFile, join(opts.dir, `${agentId}.log`), adminPort, agentId, config, opts.env);
+    const env = opts.asInstalled ? { SCALE_AGENT_LOG_LEVEL: 'info', ...opts.env } : opts.env;
+    const a = new AgentProcess(configFile, join(opts.dir, `${agentId}.log`), adminPort, agentId, config, env);
     await a.launch(opts.waitReady ?? true);
     return a;
   }
