@@ -211,7 +211,7 @@ export interface AgentOptions {
   env?: Record<string, string>;
   /**
    * Tests run the agent with debug logs and re-read discovery every 5 s (a new CRD shows soon). Benchmarks pass
-   * `asInstalled`: the defaults a generated install runs with, info logs and discovery every 300 s.
+   * `asInstalled`: the defaults a generated install runs with (the agent's own log level and discovery period).
    */
   asInstalled?: boolean;
 }
@@ -254,7 +254,7 @@ export class AgentProcess {
     };
     const configFile = join(opts.dir, `${agentId}.yaml`);
     writeFileSync(configFile, stringify(config));
-    const env = opts.asInstalled ? { SCALE_AGENT_LOG_LEVEL: 'info', ...opts.env } : opts.env;
+    const env = { ...(opts.asInstalled ? {} : { SCALE_AGENT_LOG_LEVEL: 'debug' }), ...opts.env };
     const a = new AgentProcess(configFile, join(opts.dir, `${agentId}.log`), adminPort, agentId, config, env);
     await a.launch(opts.waitReady ?? true);
     return a;
@@ -264,7 +264,6 @@ export class AgentProcess {
     const { cmd, args } = cliCommand(['agent', '--config', this.configFile]);
     this.proc = ServerProcess.start(this.name, cmd, args, this.logFile, {
       ...process.env,
-      SCALE_AGENT_LOG_LEVEL: 'debug',
       ...this.env,
     });
     if (wait) await this.waitReady();
