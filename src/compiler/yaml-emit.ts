@@ -51,9 +51,13 @@ function emitValue(v: unknown, indent: string): string {
   throw new Error(`cannot emit ${typeof v} as YAML`);
 }
 
-/** The emission of one document: lines appended to `out`, each ending in a newline. */
+/**
+ * The emission of one document: lines appended to `out`, each ending in a newline, and joined once at the end. Joined
+ * rather than concatenated as they come: `+=` builds a rope of thousands of pieces that every later use (the write to
+ * disk first) has to flatten, and whose pieces are garbage the collector copies first.
+ */
 class Emitter {
-  out = '';
+  readonly out: string[] = [];
   constructor(private readonly order: KeyOrder | undefined) {}
 
   /** Keys of the mapping's defined values, in output order. */
@@ -77,7 +81,7 @@ class Emitter {
           // The item's first line goes right after "- ".
           this.collection(item as object, itemKeys, nested, `${prefix}- `);
         } else {
-          this.out += `${prefix}- ${inline(item, nested)}\n`;
+          this.out.push(`${prefix}- ${inline(item, nested)}\n`);
         }
         prefix = indent;
       }
@@ -88,11 +92,11 @@ class Emitter {
       const val = m[k];
       const valKeys = nonEmpty(val, this);
       if (valKeys !== false) {
-        this.out += `${prefix}${scalar(k)}:\n`;
+        this.out.push(`${prefix}${scalar(k)}:\n`);
         // Sequences under a key are indented, as kubectl and Helm write them.
         this.collection(val as object, valKeys, nested, nested);
       } else {
-        this.out += `${prefix}${scalar(k)}: ${inline(val, nested)}\n`;
+        this.out.push(`${prefix}${scalar(k)}: ${inline(val, nested)}\n`);
       }
       prefix = indent;
     }
@@ -122,5 +126,5 @@ export function emitYaml(value: unknown, order?: KeyOrder): string {
   const keys = nonEmpty(value, e, true);
   if (keys === false) return `${inline(value, '')}\n`;
   e.collection(value as object, keys, '', '');
-  return e.out;
+  return e.out.join('');
 }
