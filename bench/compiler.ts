@@ -2,9 +2,9 @@
  * Compiler: `scale-agent synth` of a generated topology with 1,000 accounts (10 agent groups: one in mode service,
  * nine in mode infrastructure; half the accounts namespace-scoped with two namespaces each), end to end as the
  * CLI runs it: read + validate + certificates (reused after the first run, as with --certs-dir) + synthesize +
- * write. Goal (README's Performance section): ≤ 5 s.
+ * write. Goals (README's Performance section): ≤ 5 s, and ≤ 1.5× a bare loop writing the same files (median of pairs).
  *
- *   npx tsx bench/compiler.ts [--quick] [--accounts 1000] [--runs 5]
+ *   npx tsx bench/compiler.ts [--quick] [--accounts 1000] [--runs 9]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -15,10 +15,11 @@ import { stringify } from 'yaml';
 import { synthFile } from '../src/compiler/index.js';
 import { distribution, emit, flags, machineInfo, progress, versions } from './lib/report.js';
 
-const f = flags({ accounts: { type: 'string', default: '1000' }, runs: { type: 'string', default: '5' } });
+const f = flags({ accounts: { type: 'string', default: '1000' }, runs: { type: 'string', default: '9' } });
 const accounts = Number(f.accounts);
 const runs = f.quick ? 1 : Number(f.runs);
 const GOAL_MS = 5000;
+const GOAL_RATIO = 1.5;
 
 function topology(n: number): unknown {
   const groups = 10;
@@ -104,6 +105,9 @@ try {
     }
     rawWrites.push(performance.now() - t0);
   };
+  // The loop's unmeasured first run, as synth had one: both halves of every pair meet a warmed process and disk.
+  await bareLoop();
+  rawWrites.length = 0;
   for (let i = 0; i < runs; i++) {
     // This disk's speed wanders by 2× within a minute (writeback, discards): each run pairs synth with the bare
     // loop right next to it, which of the two goes first alternating so neither always meets the other's
@@ -125,6 +129,7 @@ try {
     );
   }
   const d = distribution(samples);
+  const medianOfPairs = distribution(pairRatios).p50;
   emit({
     name: 'compiler',
     params: { accounts, agentGroups: first.topology.agents.length, runs, topologyBytes: Buffer.byteLength(text) },
@@ -142,15 +147,16 @@ try {
       objects,
       places: first.summary.places.length,
       ratioToBareWriteLoop: d.p50 / distribution(rawWrites).p50,
-      ratioToBareWriteLoopMedianOfPairs: distribution(pairRatios).p50,
+      ratioToBareWriteLoopMedianOfPairs: medianOfPairs,
       writeVsBareWriteLoopMedianOfPairs: distribution(writePairRatios).p50,
       pairRatiosToBareWriteLoop: pairRatios.map((r) => Math.round(r * 100) / 100),
     },
     baseline: { bareWriteLoopP50Ms: distribution(rawWrites).p50 },
-    goal: { synthMs: GOAL_MS },
-    met: d.p50 <= GOAL_MS,
+    goal: { synthMs: GOAL_MS, ratioToBareWriteLoopMedianOfPairs: GOAL_RATIO },
+    met: d.p50 <= GOAL_MS && medianOfPairs <= GOAL_RATIO,
     notes: [
-      'p50Ms is end to end as `scale-agent synth` runs it (met compares it with the goal); certificates are reused ' +
+      'p50Ms is end to end as `scale-agent synth` runs it; met: p50Ms and the median of pairs within their goals; ' +
+        'certificates are reused ' +
         'from the first, unmeasured run',
       'computeP50Ms: read, validate, certificates and synthesis without the disk; writeP50Ms: writing the files; ' +
         'both timed inside the end-to-end runs, so they add up to them; ratioToBareWriteLoop: p50Ms over the bare loop; ' +
