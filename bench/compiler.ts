@@ -109,9 +109,9 @@ try {
   await bareLoop();
   rawWrites.length = 0;
   for (let i = 0; i < runs; i++) {
-    // This disk's speed wanders by 2× within a minute (writeback, discards): each run pairs synth with the bare
-    // loop right next to it, which of the two goes first alternating so neither always meets the other's
-    // writeback, and the pair's ratio is what the run says.
+    // This disk's speed wanders by 2× within a minute (the cause is not isolated; bench/profiles/compiler.md): each
+    // run pairs synth with the bare loop right next to it, which of the two goes first alternating so neither always
+    // follows the other, and the pair's ratio is what the run says.
     if (i % 2 === 0) {
       await synthRun();
       await bareLoop();
@@ -156,8 +156,7 @@ try {
     met: d.p50 <= GOAL_MS && medianOfPairs <= GOAL_RATIO,
     notes: [
       'p50Ms is end to end as `scale-agent synth` runs it; met: p50Ms and the median of pairs within their goals; ' +
-        'certificates are reused ' +
-        'from the first, unmeasured run',
+        'certificates are reused from the first, unmeasured run',
       'computeP50Ms: read, validate, certificates and synthesis without the disk; writeP50Ms: writing the files; ' +
         'both timed inside the end-to-end runs, so they add up to them; ratioToBareWriteLoop: p50Ms over the bare loop; ' +
         'baseline.bareWriteLoopP50Ms: the same files written by a bare loop, i.e. what the disk alone costs here',
