@@ -33,6 +33,7 @@ import {
   createSecret,
   credentialNames,
   expectAllReady,
+  settledPods,
   exposeGrpcAtServiceName,
   helmInstall,
   expectHelmTestsPass,
@@ -520,7 +521,9 @@ describe.each([{ form: 'kubectl apply -k' }, { form: 'helm install' }])(
         // An Orca-shaped deploy to the new account: the agent applies it with its ServiceAccount's token.
         await expectDeployed(node, rest, { account: 'inside', namespace: 'apps', name: 'from-orca' });
 
-        expectAllReady(await allPods());
+        // Settled after the rollout: every pod ready again (an agent whose stream the rollout cut is unready until it
+        // has synced again and been probed), none restarted.
+        expectAllReady(await settledPods(allPods));
       },
     );
 

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { run } from '../exec.js';
@@ -265,6 +266,22 @@ export async function expectHelmTestsPass(node: RealNode, out: string): Promise<
       code: 0,
       out: '',
     });
+  }
+}
+
+/**
+ * The pods `get` lists once every one is Running with every container ready, or as they are at the deadline: what a
+ * user's `kubectl rollout status` waits for. An agent whose stream a rollout cut is unready until it has reconnected
+ * and synced and its next readiness probe has run (up to a probe period later), so a single look right after a
+ * rollout can catch that moment. Restarts are not waited out: the caller asserts them.
+ */
+export async function settledPods(get: () => Promise<PodState[]>, timeoutMs = 90_000): Promise<PodState[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const pods = await get();
+    const settled = pods.every((p) => p.phase === 'Running' && p.containers.every((c) => c.ready));
+    if (settled || Date.now() >= deadline) return pods;
+    await sleep(2000);
   }
 }
 
