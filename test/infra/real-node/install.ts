@@ -6,7 +6,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { run } from '../exec.js';
@@ -276,13 +275,10 @@ export async function expectHelmTestsPass(node: RealNode, out: string): Promise<
  * rollout can catch that moment. Restarts are not waited out: the caller asserts them.
  */
 export async function settledPods(get: () => Promise<PodState[]>, timeoutMs = 90_000): Promise<PodState[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const pods = await get();
-    const settled = pods.every((p) => p.phase === 'Running' && p.containers.every((c) => c.ready));
-    if (settled || Date.now() >= deadline) return pods;
-    await sleep(2000);
-  }
+  const settled = (pods: PodState[]) => pods.every((p) => p.phase === 'Running' && p.containers.every((c) => c.ready));
+  // Not settled by the deadline is the caller's to judge, from the pods as they are then.
+  await waitFor('every pod Running and ready', async () => settled(await get()), timeoutMs).catch(() => undefined);
+  return get();
 }
 
 /** Every pod Running, every container Ready without a restart: a failed expectation names the pod. */
